@@ -1,0 +1,31 @@
+"""simkit: differentiable physics simulation with typed Python kernels.
+
+Example::
+
+    import simkit as sk
+
+    @sk.kernel
+    def saxpy(x: sk.array(dtype=float), y: sk.array(dtype=float), a: float):
+        i = sk.tid()
+        y[i] = a * x[i] + y[i]
+
+    x = sk.array([1.0, 2.0, 3.0])
+    y = sk.zeros(3)
+    sk.launch(saxpy, 3, inputs=[x, y, 2.0])
+"""
+
+from .core.array import (Array, ArrayType, array, clone, copy, empty, empty_like, from_dlpack, from_numpy,
+                         from_torch, full, full_like, ones, ones_like, to_torch, zeros, zeros_like)
+from .core.config import config
+from .core.errors import CompileError, CompilerNotFoundError, KernelRuntimeError, NativeCompileError
+from .core.kernel import func, kernel
+from .core.lang import BUILTIN_STUBS as _STUBS
+from .core.lang import constant, static
+from .core.launch import launch
+from .core.struct import struct
+from .core.types import (float32, float64, int32, int64, uint32, bool_, matrix, vector, quat_of, transform_of,
+                         vec2, vec3, vec4, vec2d, vec3d, vec4d, vec2i, vec3i, vec4i, mat22, mat33, mat44,
+                         mat22d, mat33d, mat44d, quat, quatd, transform, transformd)
+
+globals().update({k: v for k, v in _STUBS.items() if k not in globals()})
+__version__ = "0.1.0"

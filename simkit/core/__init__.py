@@ -1,0 +1,1 @@
+"""The JIT: types, arrays, structs, the frontend, codegen, compilation and launch."""

@@ -1,0 +1,422 @@
+"""The builtin table: every builtin function and operator of the kernel language.
+
+Each entry states, in one place, the name, the signature (a pattern over types),
+the forward C++ body and the adjoint C++ body. Adding a builtin is one entry here
+plus one test. The table is turned into ``sk::`` template functions by
+:func:`generate_header`; the frontend picks an overload with :func:`resolve`.
+
+Signature patterns (a tiny language):
+
+- ``F`` a float scalar, ``I`` an int scalar, ``S`` any numeric scalar, ``B`` bool,
+  ``V`` any numeric value (scalar, vector, matrix, quat, transform);
+  the same letter twice means the same type
+- ``vec(N,F)``, ``mat(R,C,F)``, ``quat(F)``, ``transform(F)``; ``N R C K`` are lengths
+- concrete scalars: ``float32 float64 int32 int64 uint32 bool``
+
+Adjoint bodies see the inputs by name, ``adj_<name>`` accumulators for each input
+and ``adj_ret`` for the result. ``adj=None`` marks a builtin without gradient.
+
+Example entry::
+
+    _("sin", "x: F", "F", "return m::sin(x);", "adj_x += m::cos(x) * adj_ret;")
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from . import types as T
+
+SCALAR_VARS = {"F": "f", "I": "iu", "S": "fiu", "B": "b"}
+LENGTH_VARS = set("NRCK")
+CONCRETE = {s.__name__: s for s in T.SCALARS}
+
+
+class Weak:
+    """Type of a Python number literal before it meets a typed operand."""
+
+    def __init__(self, kind: str):
+        self.kind = kind  # 'f' or 'i' or 'b'
+        self._sk_kind = "weak"
+
+    def default(self):
+        return {"f": T.float32, "i": T.int32, "b": T.bool_}[self.kind]
+
+    def __repr__(self):
+        return {"f": "float literal", "i": "int literal", "b": "bool literal"}[self.kind]
+
+
+WEAK_FLOAT, WEAK_INT, WEAK_BOOL = Weak("f"), Weak("i"), Weak("b")
+
+
+def _parse(p: str):
+    """Pattern string -> nested tuple, e.g. 'vec(N,F)' -> ('vec', 'N', 'F')."""
+    p = p.strip()
+    m = re.fullmatch(r"(\w+)\((.*)\)", p)
+    if m:
+        return (m.group(1), *[_parse(a) for a in m.group(2).split(",")])
+    return p
+
+
+@dataclass
+class Builtin:
+    name: str
+    params: list[tuple[str, object]]
+    ret: object
+    fwd: str
+    adj: str | None
+    cname: str
+    doc: str = ""
+    tparams: list[str] = field(default_factory=list)
+
+    @property
+    def differentiable(self) -> bool:
+        return self.adj is not None
+
+
+TABLE: dict[str, list[Builtin]] = {}
+_cnames: dict[str, int] = {}
+
+
+def _(name: str, sig: str, ret: str, fwd: str, adj: str | None, *, doc: str = ""):
+    params = []
+    for part in filter(None, (s.strip() for s in re.split(r",\s*(?![^()]*\))", sig))):
+        pname, pat = part.split(":")
+        params.append((pname.strip(), _parse(pat)))
+    n = _cnames.get(name, 0)
+    _cnames[name] = n + 1
+    cname = f"{name}_{n}" if n else name
+    b = Builtin(name, params, _parse(ret), fwd, adj, cname, doc)
+    TABLE.setdefault(name, []).append(b)
+    return b
+
+
+# ---------------------------------------------------------------------------
+# Scalar math
+# ---------------------------------------------------------------------------
+_("sin", "x: F", "F", "return m::sin(x);", "adj_x += m::cos(x) * adj_ret;")
+_("cos", "x: F", "F", "return m::cos(x);", "adj_x -= m::sin(x) * adj_ret;")
+_("tan", "x: F", "F", "return m::tan(x);", "F c = m::cos(x); adj_x += adj_ret / (c * c);")
+_("asin", "x: F", "F", "return m::asin(x);", "adj_x += adj_ret / m::sqrt(F(1) - x * x);")
+_("acos", "x: F", "F", "return m::acos(x);", "adj_x -= adj_ret / m::sqrt(F(1) - x * x);")
+_("atan", "x: F", "F", "return m::atan(x);", "adj_x += adj_ret / (F(1) + x * x);")
+_("atan2", "y: F, x: F", "F", "return m::atan2(y, x);",
+  "F d = x * x + y * y; adj_y += adj_ret * x / d; adj_x -= adj_ret * y / d;")
+_("sinh", "x: F", "F", "return m::sinh(x);", "adj_x += m::cosh(x) * adj_ret;")
+_("cosh", "x: F", "F", "return m::cosh(x);", "adj_x += m::sinh(x) * adj_ret;")
+_("tanh", "x: F", "F", "return m::tanh(x);", "F t = m::tanh(x); adj_x += (F(1) - t * t) * adj_ret;")
+_("sqrt", "x: F", "F", "return m::sqrt(x);", "adj_x += adj_ret / (F(2) * m::sqrt(x));")
+_("exp", "x: F", "F", "return m::exp(x);", "adj_x += m::exp(x) * adj_ret;")
+_("log", "x: F", "F", "return m::log(x);", "adj_x += adj_ret / x;")
+_("log2", "x: F", "F", "return m::log2(x);", "adj_x += adj_ret / (x * F(0.6931471805599453));")
+_("log10", "x: F", "F", "return m::log10(x);", "adj_x += adj_ret / (x * F(2.302585092994046));")
+_("pow", "x: F, y: F", "F", "return m::pow(x, y);",
+  "adj_x += adj_ret * y * m::pow(x, y - F(1)); if (x > F(0)) adj_y += adj_ret * m::log(x) * m::pow(x, y);")
+_("abs", "x: S", "S", "return abs_(x);", "adj_x += x < S(0) ? -adj_ret : adj_ret;")
+_("abs", "x: vec(N,S)", "vec(N,S)", "vec_t<N, S> r; for (int i = 0; i < N; ++i) r[i] = abs_(x[i]); return r;",
+  "for (int i = 0; i < N; ++i) adj_x[i] += x[i] < S(0) ? -adj_ret[i] : adj_ret[i];")
+_("sign", "x: S", "S", "return sign_(x);", None)
+_("min", "a: S, b: S", "S", "return min_(a, b);", "if (a <= b) adj_a += adj_ret; else adj_b += adj_ret;")
+_("max", "a: S, b: S", "S", "return max_(a, b);", "if (a >= b) adj_a += adj_ret; else adj_b += adj_ret;")
+_("min", "a: vec(N,S), b: vec(N,S)", "vec(N,S)", "vec_t<N, S> r; for (int i = 0; i < N; ++i) r[i] = min_(a[i], b[i]); return r;",
+  "for (int i = 0; i < N; ++i) { if (a[i] <= b[i]) adj_a[i] += adj_ret[i]; else adj_b[i] += adj_ret[i]; }")
+_("max", "a: vec(N,S), b: vec(N,S)", "vec(N,S)", "vec_t<N, S> r; for (int i = 0; i < N; ++i) r[i] = max_(a[i], b[i]); return r;",
+  "for (int i = 0; i < N; ++i) { if (a[i] >= b[i]) adj_a[i] += adj_ret[i]; else adj_b[i] += adj_ret[i]; }")
+_("clamp", "x: S, lo: S, hi: S", "S", "return min_(max_(x, lo), hi);",
+  "if (x < lo) adj_lo += adj_ret; else if (x > hi) adj_hi += adj_ret; else adj_x += adj_ret;")
+_("floor", "x: F", "F", "return m::floor(x);", None)
+_("ceil", "x: F", "F", "return m::ceil(x);", None)
+_("round", "x: F", "F", "return m::round(x);", None)
+_("trunc", "x: F", "F", "return m::trunc(x);", None)
+
+# ---------------------------------------------------------------------------
+# Operators (the frontend maps + - * / % // @ and unary - onto these)
+# ---------------------------------------------------------------------------
+_("add", "a: V, b: V", "V", "return a + b;", "adj_a += adj_ret; adj_b += adj_ret;")
+_("sub", "a: V, b: V", "V", "return a - b;", "adj_a += adj_ret; adj_b -= adj_ret;")
+_("neg", "a: V", "V", "return -a;", "adj_a -= adj_ret;")
+_("mul", "a: S, b: S", "S", "return a * b;", "adj_a += b * adj_ret; adj_b += a * adj_ret;")
+_("mul", "s: S, v: vec(N,S)", "vec(N,S)", "return s * v;", "adj_s += dot_(v, adj_ret); adj_v += adj_ret * s;")
+_("mul", "v: vec(N,S), s: S", "vec(N,S)", "return v * s;", "adj_s += dot_(v, adj_ret); adj_v += adj_ret * s;")
+_("mul", "s: F, a: mat(R,C,F)", "mat(R,C,F)", "return s * a;", "adj_s += inner_(a, adj_ret); adj_a += adj_ret * s;")
+_("mul", "a: mat(R,C,F), s: F", "mat(R,C,F)", "return a * s;", "adj_s += inner_(a, adj_ret); adj_a += adj_ret * s;")
+_("mul", "s: F, q: quat(F)", "quat(F)", "return s * q;", "adj_s += inner_(q, adj_ret); adj_q += adj_ret * s;")
+_("mul", "q: quat(F), s: F", "quat(F)", "return q * s;", "adj_s += inner_(q, adj_ret); adj_q += adj_ret * s;")
+_("mul", "a: mat(R,C,F), v: vec(C,F)", "vec(R,F)", "return matvec(a, v);",
+  "adj_a += outer_(adj_ret, v); adj_v += matvec(transpose_(a), adj_ret);")
+_("mul", "a: mat(R,K,F), b: mat(K,C,F)", "mat(R,C,F)", "return matmat(a, b);",
+  "adj_a += matmat(adj_ret, transpose_(b)); adj_b += matmat(transpose_(a), adj_ret);")
+_("mul", "a: quat(F), b: quat(F)", "quat(F)", "return qmul(a, b);",
+  "adj_a += qmul(adj_ret, qconj(b)); adj_b += qmul(qconj(a), adj_ret);")
+_("matmul", "a: mat(R,C,F), v: vec(C,F)", "vec(R,F)", "return matvec(a, v);",
+  "adj_a += outer_(adj_ret, v); adj_v += matvec(transpose_(a), adj_ret);")
+_("matmul", "a: mat(R,K,F), b: mat(K,C,F)", "mat(R,C,F)", "return matmat(a, b);",
+  "adj_a += matmat(adj_ret, transpose_(b)); adj_b += matmat(transpose_(a), adj_ret);")
+_("div", "a: F, b: F", "F", "return a / b;", "adj_a += adj_ret / b; adj_b -= adj_ret * a / (b * b);")
+_("div", "v: vec(N,F), s: F", "vec(N,F)", "return v * (F(1) / s);",
+  "adj_v += adj_ret * (F(1) / s); adj_s -= dot_(v, adj_ret) / (s * s);")
+_("div", "a: mat(R,C,F), s: F", "mat(R,C,F)", "return a * (F(1) / s);",
+  "adj_a += adj_ret * (F(1) / s); adj_s -= inner_(a, adj_ret) / (s * s);")
+_("div", "q: quat(F), s: F", "quat(F)", "return q * (F(1) / s);",
+  "adj_q += adj_ret * (F(1) / s); adj_s -= inner_(q, adj_ret) / (s * s);")
+_("floordiv", "a: S, b: S", "S", "return floordiv_(a, b);", None)
+_("mod", "a: S, b: S", "S", "return mod_(a, b);", "adj_a += adj_ret; adj_b -= floordiv_(a, b) * adj_ret;")
+_("cw_mul", "a: vec(N,S), b: vec(N,S)", "vec(N,S)", "vec_t<N, S> r; for (int i = 0; i < N; ++i) r[i] = a[i] * b[i]; return r;",
+  "for (int i = 0; i < N; ++i) { adj_a[i] += b[i] * adj_ret[i]; adj_b[i] += a[i] * adj_ret[i]; }")
+_("cw_div", "a: vec(N,F), b: vec(N,F)", "vec(N,F)", "vec_t<N, F> r; for (int i = 0; i < N; ++i) r[i] = a[i] / b[i]; return r;",
+  "for (int i = 0; i < N; ++i) { adj_a[i] += adj_ret[i] / b[i]; adj_b[i] -= adj_ret[i] * a[i] / (b[i] * b[i]); }")
+for _op, _c in (("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):
+    _(_op, "a: S, b: S", "bool", f"return a {_c} b;", None)
+_("eq", "a: V, b: V", "bool", "return inner_eq_(a, b);", None)
+_("ne", "a: V, b: V", "bool", "return !inner_eq_(a, b);", None)
+_("eq", "a: B, b: B", "bool", "return a == b;", None)
+_("ne", "a: B, b: B", "bool", "return a != b;", None)
+
+# ---------------------------------------------------------------------------
+# Vectors and matrices
+# ---------------------------------------------------------------------------
+_("dot", "a: vec(N,S), b: vec(N,S)", "S", "return dot_(a, b);", "adj_a += b * adj_ret; adj_b += a * adj_ret;")
+_("cross", "a: vec(3,S), b: vec(3,S)", "vec(3,S)", "return cross_(a, b);",
+  "adj_a += cross_(b, adj_ret); adj_b += cross_(adj_ret, a);")
+_("length", "v: vec(N,F)", "F", "return m::sqrt(dot_(v, v));",
+  "F l = m::sqrt(dot_(v, v)); if (l > F(0)) adj_v += v * (adj_ret / l);")
+_("length_sq", "v: vec(N,S)", "S", "return dot_(v, v);", "adj_v += v * (S(2) * adj_ret);")
+_("normalize", "v: vec(N,F)", "vec(N,F)", "F l = m::sqrt(dot_(v, v)); return l > F(0) ? v * (F(1) / l) : v;",
+  "F l = m::sqrt(dot_(v, v)); if (l > F(0)) { vec_t<N, F> n = v * (F(1) / l); adj_v += (adj_ret - n * dot_(n, adj_ret)) * (F(1) / l); } else { adj_v += adj_ret; }")
+_("outer", "a: vec(R,F), b: vec(C,F)", "mat(R,C,F)", "return outer_(a, b);",
+  "adj_a += matvec(adj_ret, b); adj_b += matvec(transpose_(adj_ret), a);")
+_("transpose", "a: mat(R,C,F)", "mat(C,R,F)", "return transpose_(a);", "adj_a += transpose_(adj_ret);")
+_("determinant", "a: mat(N,N,F)", "F", "return det_(a);", "adj_a += cofactor_(a) * adj_ret;")
+_("inverse", "a: mat(N,N,F)", "mat(N,N,F)", "return inverse_(a);",
+  "mat_t<N, N, F> t = transpose_(inverse_(a)); adj_a -= matmat(matmat(t, adj_ret), t);")
+_("trace", "a: mat(N,N,F)", "F", "F r = F(0); for (int i = 0; i < N; ++i) r += a[i][i]; return r;",
+  "for (int i = 0; i < N; ++i) adj_a[i][i] += adj_ret;")
+_("diag", "v: vec(N,F)", "mat(N,N,F)", "mat_t<N, N, F> r = {}; for (int i = 0; i < N; ++i) r[i][i] = v[i]; return r;",
+  "for (int i = 0; i < N; ++i) adj_v[i] += adj_ret[i][i];")
+
+# ---------------------------------------------------------------------------
+# Quaternions (x, y, z, w) and transforms (p, q)
+# ---------------------------------------------------------------------------
+_("quat_from_axis_angle", "axis: vec(3,F), angle: F", "quat(F)",
+  "F s = m::sin(angle * F(0.5)); return quat_t<F>{{axis[0] * s, axis[1] * s, axis[2] * s, m::cos(angle * F(0.5))}};",
+  "F s = m::sin(angle * F(0.5)), c = m::cos(angle * F(0.5));"
+  " for (int i = 0; i < 3; ++i) adj_axis[i] += adj_ret[i] * s;"
+  " adj_angle += F(0.5) * (c * (axis[0] * adj_ret[0] + axis[1] * adj_ret[1] + axis[2] * adj_ret[2]) - s * adj_ret[3]);")
+_("quat_rotate", "q: quat(F), v: vec(3,F)", "vec(3,F)", "return qrotate(q, v);",
+  "adj_qrotate_(q, v, adj_q, adj_v, adj_ret);")
+_("quat_rotate_inv", "q: quat(F), v: vec(3,F)", "vec(3,F)", "return qrotate(qconj(q), v);",
+  "quat_t<F> adj_c = {}; adj_qrotate_(qconj(q), v, adj_c, adj_v, adj_ret); adj_q += qconj(adj_c);")
+_("quat_inverse", "q: quat(F)", "quat(F)", "return qconj(q) * (F(1) / inner_(q, q));",
+  "F n = inner_(q, q); adj_q += qconj(adj_ret) * (F(1) / n) - q * (F(2) * inner_(qconj(q), adj_ret) / (n * n));")
+_("quat_to_matrix", "q: quat(F)", "mat(3,3,F)",
+  "mat_t<3, 3, F> r; for (int j = 0; j < 3; ++j) { vec_t<3, F> e = {}; e[j] = F(1); vec_t<3, F> c = qrotate(q, e); for (int i = 0; i < 3; ++i) r[i][j] = c[i]; } return r;",
+  "for (int j = 0; j < 3; ++j) { vec_t<3, F> e = {}; e[j] = F(1); vec_t<3, F> a = {{adj_ret[0][j], adj_ret[1][j], adj_ret[2][j]}}; vec_t<3, F> adj_e = {}; adj_qrotate_(q, e, adj_q, adj_e, a); }")
+_("transform_point", "t: transform(F), p: vec(3,F)", "vec(3,F)", "return qrotate(t.q, p) + t.p;",
+  "adj_t.p += adj_ret; adj_qrotate_(t.q, p, adj_t.q, adj_p, adj_ret);")
+_("transform_vector", "t: transform(F), v: vec(3,F)", "vec(3,F)", "return qrotate(t.q, v);",
+  "adj_qrotate_(t.q, v, adj_t.q, adj_v, adj_ret);")
+_("transform_multiply", "a: transform(F), b: transform(F)", "transform(F)",
+  "return transform_t<F>{qrotate(a.q, b.p) + a.p, qmul(a.q, b.q)};",
+  "adj_a.p += adj_ret.p; adj_qrotate_(a.q, b.p, adj_a.q, adj_b.p, adj_ret.p);"
+  " adj_a.q += qmul(adj_ret.q, qconj(b.q)); adj_b.q += qmul(qconj(a.q), adj_ret.q);")
+_("transform_inverse", "t: transform(F)", "transform(F)",
+  "quat_t<F> qi = qconj(t.q); return transform_t<F>{-qrotate(qi, t.p), qi};",
+  "quat_t<F> qi = qconj(t.q); quat_t<F> adj_qi = qconj(adj_ret.q); vec_t<3, F> adj_p = {};"
+  " adj_qrotate_(qi, t.p, adj_qi, adj_p, -adj_ret.p); adj_t.p += adj_p; adj_t.q += qconj(adj_qi);")
+
+# ---------------------------------------------------------------------------
+# Selection
+# ---------------------------------------------------------------------------
+_("select", "cond: B, a: V, b: V", "V", "return cond ? b : a;",
+  "if (cond) adj_b += adj_ret; else adj_a += adj_ret;", doc="Warp's order: select(cond, value_if_false, value_if_true).")
+_("where", "cond: B, a: V, b: V", "V", "return cond ? a : b;",
+  "if (cond) adj_a += adj_ret; else adj_b += adj_ret;", doc="where(cond, value_if_true, value_if_false).")
+
+# Helpers the table bodies use, emitted once ahead of the table functions.
+_PRELUDE = r"""
+template <typename V> SK_FUNC bool inner_eq_(const V& a, const V& b) {
+    for (int i = 0; i < traits<V>::size; ++i) if (!(traits<V>::at(a, i) == traits<V>::at(b, i))) return false;
+    return true;
+}
+// Adjoint of qrotate(q, v) = v + 2 w (u x v) + 2 u x (u x v), u = q.xyz.
+template <typename F> SK_FUNC void adj_qrotate_(const quat_t<F>& q, const vec_t<3, F>& v, quat_t<F>& adj_q, vec_t<3, F>& adj_v, const vec_t<3, F>& a) {
+    vec_t<3, F> u = {{q[0], q[1], q[2]}};
+    vec_t<3, F> t0 = cross_(u, v);
+    adj_v += qrotate(qconj(q), a);
+    adj_q[3] += F(2) * dot_(t0, a);
+    vec_t<3, F> au = cross_(v, a) * (F(2) * q[3]) + cross_(t0, a) * F(2) + cross_(v, cross_(a, u)) * F(2);
+    for (int i = 0; i < 3; ++i) adj_q[i] += au[i];
+}
+"""
+
+
+# ---------------------------------------------------------------------------
+# C++ generation
+# ---------------------------------------------------------------------------
+
+def _vars(pat, acc: list):
+    if isinstance(pat, tuple):
+        for a in pat[1:]:
+            _vars(a, acc)
+    elif (pat in SCALAR_VARS or pat == "V" or pat in LENGTH_VARS) and pat not in acc:
+        acc.append(pat)
+    return acc
+
+
+def _cpp_pat(pat) -> str:
+    if isinstance(pat, tuple):
+        head, *args = pat
+        inner = ", ".join(_cpp_pat(a) for a in args)
+        return {"vec": f"vec_t<{inner}>", "mat": f"mat_t<{inner}>", "quat": f"quat_t<{inner}>", "transform": f"transform_t<{inner}>"}[head]
+    if pat in CONCRETE:
+        return CONCRETE[pat]._sk_ctype
+    return pat
+
+
+def _cpp_function(b: Builtin) -> str:
+    tvars = []
+    for _n, p in b.params:
+        _vars(p, tvars)
+    _vars(b.ret, tvars)
+    tpl = ", ".join(("int " if v in LENGTH_VARS else "typename ") + v for v in tvars)
+    head = f"template <{tpl}> " if tpl else ""
+    ins = ", ".join(f"const {_cpp_pat(p)}& {n}" for n, p in b.params)
+    ret = _cpp_pat(b.ret)
+    out = [f"{head}SK_FUNC {ret} {b.cname}({ins}) {{ {b.fwd} }}"]
+    if b.adj is not None:
+        adjs = ", ".join(f"{_cpp_pat(p)}& adj_{n}" for n, p in b.params)
+        out.append(f"{head}SK_FUNC void adj_{b.cname}({ins}, {adjs}, const {ret}& adj_ret) {{ {b.adj} }}")
+    return "\n".join(out)
+
+
+def generate_header() -> str:
+    """The C++ text of every table builtin, included by each generated module."""
+    lines = ["// Generated from simkit/core/builtins.py: do not edit.", "#pragma once", '#include "simkit.h"',
+             '#include "linalg.h"', "namespace sk {", _PRELUDE]
+    for entries in TABLE.values():
+        for b in entries:
+            lines.append(_cpp_function(b))
+    lines.append("}  // namespace sk")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# Overload resolution
+# ---------------------------------------------------------------------------
+
+def _is_numeric_value(t) -> bool:
+    k = getattr(t, "_sk_kind", None)
+    if k == "scalar":
+        return t.kind != "b"
+    return k in ("vec", "mat", "quat", "transform")
+
+
+def _match(pat, t, env: dict) -> bool:
+    """Unify a pattern with a concrete type, extending the bindings in ``env``."""
+    if isinstance(pat, tuple):
+        head, *args = pat
+        if getattr(t, "_sk_kind", None) != head:
+            return False
+        if head == "vec":
+            vals = [t._sk_shape[0], t._sk_scalar]
+        elif head == "mat":
+            vals = [t._sk_shape[0], t._sk_shape[1], t._sk_scalar]
+        else:
+            vals = [t._sk_scalar]
+        return all(_match(a, v, env) for a, v in zip(args, vals))
+    if isinstance(pat, str) and pat.isdigit():
+        return t == int(pat)
+    if pat in LENGTH_VARS:
+        if pat in env:
+            return env[pat] == t
+        env[pat] = t
+        return True
+    if pat in CONCRETE:
+        return t is CONCRETE[pat]
+    if pat == "V":
+        ok = _is_numeric_value(t)
+    elif pat in SCALAR_VARS:
+        ok = isinstance(t, T.ScalarType) and t.kind in SCALAR_VARS[pat]
+    else:
+        return False
+    if not ok:
+        return False
+    if pat in env:
+        return env[pat] is t
+    env[pat] = t
+    return True
+
+
+def _weak_fits(pat, w: Weak, env: dict) -> bool:
+    """Can a literal of kind ``w`` stand where ``pat`` is expected (binding defaults if needed)?"""
+    if isinstance(pat, tuple):
+        return False
+    if pat in CONCRETE:
+        return _weak_to(w, CONCRETE[pat])
+    if pat in env:
+        bound = env[pat]
+        return isinstance(bound, T.ScalarType) and _weak_to(w, bound)
+    if pat in SCALAR_VARS or pat == "V":
+        d = w.default()
+        if pat != "V" and d.kind not in SCALAR_VARS[pat]:
+            if pat in ("F",) and w.kind == "i":
+                env[pat] = T.float32
+                return True
+            return False
+        env[pat] = d
+        return True
+    return False
+
+
+def _weak_to(w: Weak, t: T.ScalarType) -> bool:
+    if w.kind == "b":
+        return t.kind == "b"
+    if w.kind == "i":
+        return t.kind in "fiu"
+    return t.kind == "f"
+
+
+def _subst(pat, env: dict):
+    if isinstance(pat, tuple):
+        head, *args = pat
+        vals = [_subst(a, env) for a in args]
+        if head == "vec":
+            return T.vector(vals[0], vals[1])
+        if head == "mat":
+            return T.matrix((vals[0], vals[1]), vals[2])
+        if head == "quat":
+            return T.quat_of(vals[0])
+        return T.transform_of(vals[0])
+    if isinstance(pat, str) and pat.isdigit():
+        return int(pat)
+    if pat in CONCRETE:
+        return CONCRETE[pat]
+    return env[pat]
+
+
+def resolve(name: str, arg_types: list):
+    """Pick the overload of builtin ``name`` for ``arg_types`` (Weak for literals).
+
+    Returns ``(builtin, concrete_arg_types, result_type)`` or ``None`` if nothing matches.
+    """
+    for b in TABLE.get(name, ()):
+        if len(b.params) != len(arg_types):
+            continue
+        env: dict = {}
+        if not all(isinstance(t, Weak) or _match(p, t, env) for (_n, p), t in zip(b.params, arg_types)):
+            continue
+        if not all(not isinstance(t, Weak) or _weak_fits(p, t, env) for (_n, p), t in zip(b.params, arg_types)):
+            continue
+        concrete = [_subst(p, env) for _n, p in b.params]
+        return b, concrete, _subst(b.ret, env)
+    return None
+
+
+def signatures(name: str) -> list[str]:
+    """Human-readable signatures of a builtin, for error messages."""
+    def show(p):
+        if isinstance(p, tuple):
+            return f"{p[0]}({','.join(show(a) for a in p[1:])})"
+        return {"F": "float", "I": "int", "S": "number", "B": "bool", "V": "value"}.get(p, p)
+    return [f"{b.name}({', '.join(n + ': ' + show(p) for n, p in b.params)})" for b in TABLE.get(name, ())]

@@ -1,0 +1,370 @@
+"""Codegen: typed IR -> readable C++ (one source for the CPU and, via NVRTC, CUDA).
+
+For every kernel it writes an argument struct, a forward body, an adjoint body
+(forward replay, then the reverse sweep) and the entry points of both targets.
+Statements keep the user's line structure: each group is preceded by a
+``// file:line  source`` comment, and the reverse sweep carries the same markers.
+
+Dynamic loops in the adjoint: the replay pushes each iteration's loop-carried
+values on a per-thread stack (``sk.config.max_loop_iterations`` deep; overflow is a
+runtime error), and the reverse sweep restores them iteration by iteration,
+re-runs that iteration forward and then its reverse.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from . import builtins as B
+from . import ir
+from . import types as T
+from .config import config
+from .exprs import literal
+
+_PLACEHOLDER = re.compile(r"\$(adj_)?([oa])(\d+)|\$RETURN")
+
+
+def ctype(t) -> str:
+    return t._sk_ctype
+
+
+def differentiable(t) -> bool:
+    """Does a value of type ``t`` carry an adjoint (contains float values)?"""
+    kind = getattr(t, "_sk_kind", "")
+    if kind == "scalar":
+        return t.is_float
+    if kind in ("vec", "mat", "quat", "transform"):
+        return t._sk_scalar.is_float
+    if kind == "struct":
+        return any(differentiable(f) for f in t._sk_fields.values())
+    return False
+
+
+class FunctionWriter:
+    """Writes the forward and adjoint C++ of one FunctionIR."""
+
+    def __init__(self, f: ir.FunctionIR):
+        self.f = f
+        self.lines: list[str] = []
+        self.indent = 1
+        self.last_line = None
+        self.dummies: dict[str, str] = {}
+        self.loops: list[ir.Loop] = []
+        self.params = set(v.id for v in f.params)
+        self.file = os.path.basename(f.file)
+
+    # -- small helpers -----------------------------------------------------------
+    def put(self, text: str):
+        self.lines.append("    " * self.indent + text)
+
+    def marker(self, line: int):
+        if line != self.last_line:
+            self.last_line = line
+            src = self.f.source_lines.get(line, "").strip()
+            self.put(f"// {self.file}:{line}  {src}")
+
+    def adj_name(self, v: ir.Var) -> str:
+        return f"adj_{v.cname}"
+
+    def arg_text(self, a, adj: bool) -> str:
+        if isinstance(a, ir.Const):
+            t = a.type.default() if isinstance(a.type, B.Weak) else a.type
+            if adj:
+                key = ctype(t)
+                if key not in self.dummies:
+                    self.dummies[key] = f"adj_const_{len(self.dummies)}"
+                return self.dummies[key]
+            return literal(a.value, t)
+        return self.adj_name(a) if adj else a.cname
+
+    def render(self, template: str, op: ir.Op, ret: str) -> str:
+        def sub(m):
+            if m.group(0) == "$RETURN":
+                return ret
+            adj, kind, k = m.group(1), m.group(2), int(m.group(3))
+            v = op.outs[k] if kind == "o" else op.args[k]
+            return self.arg_text(v, bool(adj))
+        return _PLACEHOLDER.sub(sub, template)
+
+    def ret_stmt(self, adjoint: bool) -> str:
+        if self.f.is_kernel or adjoint or not self.f.returns:
+            return "return"
+        return "return {}" if len(self.f.returns) == 1 else "return"
+
+    def cond_text(self, c) -> str:
+        return self.arg_text(c, False)
+
+    # -- forward ---------------------------------------------------------------------
+    def forward(self, block: ir.Block, replay: bool, adjoint: bool):
+        ret = self.ret_stmt(adjoint)
+        for s in block.stmts:
+            if isinstance(s, ir.Op):
+                text = s.fwd
+                if replay and not s.replay:
+                    if s.replay_fwd is None:
+                        continue
+                    text = s.replay_fwd
+                self.marker(s.line)
+                self.put(self.render(text, s, ret))
+            elif isinstance(s, ir.If):
+                self.put(f"if ({self.cond_text(s.cond)}) {{")
+                self.indent += 1
+                self.forward(s.then, replay, adjoint)
+                self.indent -= 1
+                if s.orelse.stmts:
+                    self.put("} else {")
+                    self.indent += 1
+                    self.forward(s.orelse, replay, adjoint)
+                    self.indent -= 1
+                self.put("}")
+                self.last_line = None
+            elif isinstance(s, ir.Loop):
+                self.loop_forward(s, replay, adjoint)
+
+    def loop_header(self, s: ir.Loop) -> str:
+        if s.kind == "while":
+            return "while (true) {"
+        i = s.index.cname
+        start, end, step = (self.arg_text(x, False) for x in (s.start, s.end, s.step))
+        if isinstance(s.step, ir.Const):
+            cmp = "<" if int(s.step.value) > 0 else ">"
+            return f"for ({i} = {start}; {i} {cmp} {end}; {i} += {step}) {{"
+        return f"for ({i} = {start}; ({step} > 0) ? ({i} < {end}) : ({i} > {end}); {i} += {step}) {{"
+
+    def loop_prologue(self, s: ir.Loop, ret: str):
+        self.indent += 1
+        if s.exit_flags:
+            self.put(f"if ({' || '.join(v.cname for v in s.exit_flags)}) break;")
+        if s.kind == "while":
+            self.forward(s.cond_block, True, False)
+            self.put(f"if (!{self.cond_text(s.cond)}) break;")
+
+    def loop_forward(self, s: ir.Loop, replay: bool, adjoint: bool):
+        ret = self.ret_stmt(adjoint)
+        self.marker(s.line)
+        if replay and adjoint:
+            self.put(f"L{s.id}_n = 0;")
+        self.put(self.loop_header(s))
+        self.loop_prologue(s, ret)
+        if replay and adjoint:
+            self.put(f"if (L{s.id}_n == {config.max_loop_iterations}) {{ sk::report_error(&sk_error, 2, {s.line}); {ret}; }}")
+            for k, v in enumerate(self.stacked(s)):
+                self.put(f"L{s.id}_s{k}[L{s.id}_n] = {v.cname};")
+            self.put(f"++L{s.id}_n;")
+        self.forward(s.body, replay, adjoint)
+        for c, final in s.carried:
+            self.put(f"{c.cname} = {final.cname};")
+        self.indent -= 1
+        self.put("}")
+        self.last_line = None
+
+    def stacked(self, s: ir.Loop) -> list:
+        vs = [c for c, _f in s.carried]
+        if s.index is not None:
+            vs.append(s.index)
+        return vs
+
+    # -- reverse ---------------------------------------------------------------------
+    def reverse(self, block: ir.Block):
+        for s in reversed(block.stmts):
+            if isinstance(s, ir.Op):
+                if s.adj is None:
+                    continue
+                if s.outs and not any(differentiable(o.type) for o in s.outs):
+                    continue
+                self.marker(s.line)
+                self.put(self.render(s.adj, s, "return"))
+                for o in s.outs:
+                    if o.loop_depth > 0 and "$adj_o0 = {}" not in s.adj:
+                        self.put(f"{self.adj_name(o)} = {{}};")
+            elif isinstance(s, ir.If):
+                self.put(f"if ({self.cond_text(s.cond)}) {{")
+                self.indent += 1
+                self.reverse(s.then)
+                self.indent -= 1
+                if s.orelse.stmts:
+                    self.put("} else {")
+                    self.indent += 1
+                    self.reverse(s.orelse)
+                    self.indent -= 1
+                self.put("}")
+                self.last_line = None
+            elif isinstance(s, ir.Loop):
+                self.loop_reverse(s)
+
+    def loop_reverse(self, s: ir.Loop):
+        self.marker(s.line)
+        self.put(f"for (int64_t L{s.id}_k = L{s.id}_n - 1; L{s.id}_k >= 0; --L{s.id}_k) {{")
+        self.indent += 1
+        for k, v in enumerate(self.stacked(s)):
+            self.put(f"{v.cname} = L{s.id}_s{k}[L{s.id}_k];")
+        self.forward(s.body, True, True)
+        for c, final in reversed(s.carried):
+            if differentiable(c.type):
+                self.put(f"{self.adj_name(final)} += {self.adj_name(c)}; {self.adj_name(c)} = {{}};")
+        self.reverse(s.body)
+        self.indent -= 1
+        self.put("}")
+        self.last_line = None
+
+    # -- whole functions ---------------------------------------------------------------
+    def declarations(self, adjoint: bool) -> list[str]:
+        out = []
+        for v in self.f.vars:
+            if v.id in self.params:
+                continue
+            out.append(f"{ctype(v.type)} {v.cname} = {{}};")
+            if adjoint and differentiable(v.type):
+                out.append(f"{ctype(v.type)} {self.adj_name(v)} = {{}};")
+        if adjoint:
+            for loop in self.all_loops(self.f.body):
+                out.append(f"int64_t L{loop.id}_n = 0;")
+                for k, v in enumerate(self.stacked(loop)):
+                    out.append(f"{ctype(v.type)} L{loop.id}_s{k}[{config.max_loop_iterations}];")
+        return out
+
+    def all_loops(self, block):
+        for s in block.stmts:
+            if isinstance(s, ir.Loop):
+                yield s
+                if s.cond_block:
+                    yield from self.all_loops(s.cond_block)
+                yield from self.all_loops(s.body)
+            elif isinstance(s, ir.If):
+                yield from self.all_loops(s.then)
+                yield from self.all_loops(s.orelse)
+
+    def body(self, adjoint: bool) -> list[str]:
+        self.lines, self.last_line, self.dummies = [], None, {}
+        if not adjoint:
+            self.forward(self.f.body, False, False)
+            return self.lines
+        self.put("// forward replay (stores and atomics skipped: primal data is never written)")
+        self.forward(self.f.body, True, True)
+        self.last_line = None
+        self.put("// reverse sweep")
+        for k, r in enumerate(self.f.returns):
+            self.put(f"{self.adj_name(r)} += adj_ret{k};")
+        self.reverse(self.f.body)
+        return self.lines
+
+    def assemble(self, signature: str, adjoint: bool, prologue: list[str], epilogue: list[str]) -> str:
+        body = self.body(adjoint)
+        decls = ["    " + d for d in self.declarations(adjoint)]
+        dummies = [f"    {t} {n} = {{}};" for t, n in self.dummies.items()]
+        lines = [signature + " {", *prologue, *decls, *dummies, *body, *epilogue, "}"]
+        return "\n".join(lines)
+
+
+def param_decl(v: ir.Var) -> str:
+    return f"const {ctype(v.type)}& {v.cname}"
+
+
+def function_source(f: ir.FunctionIR) -> str:
+    """Forward and adjoint C++ of an @sk.func specialisation."""
+    w = FunctionWriter(f)
+    params = [param_decl(v) for v in f.params]
+    rets = f.ret_types
+    if len(rets) == 1:
+        sig = f"static SK_FUNC {ctype(rets[0])} {f.cname}({', '.join(params)})"
+        epi = [f"    return {f.returns[0].cname};"]
+    else:
+        outs = [f"{ctype(t)}& ret{k}" for k, t in enumerate(rets)]
+        sig = f"static SK_FUNC void {f.cname}({', '.join(params + outs)})"
+        epi = [f"    ret{k} = {r.cname};" for k, r in enumerate(f.returns)]
+    fwd = w.assemble(sig, False, [], epi)
+    adj_params = [f"{ctype(v.type)}& {w.adj_name(v)}" for v in f.params if getattr(v.type, "_sk_kind", "") != "array"]
+    adj_rets = [f"const {ctype(t)}& adj_ret{k}" for k, t in enumerate(rets)]
+    sig = f"static SK_FUNC void adj_{f.cname}({', '.join(params + adj_params + adj_rets)})"
+    adj = w.assemble(sig, True, [], [])
+    head = f"// function {f.name}  ({os.path.basename(f.file)}:{f.line})"
+    return "\n".join([head, fwd, "", adj])
+
+
+def kernel_source(f: ir.FunctionIR) -> str:
+    """Argument struct, forward and adjoint bodies and the entry points of a kernel."""
+    w = FunctionWriter(f)
+    fields = ["    sk::launch_t launch;"] + [f"    {ctype(v.type)} {v.cname};" for v in f.params]
+    args_struct = f"struct {f.cname}_args {{\n" + "\n".join(fields) + "\n};"
+    pro = [f"    const {ctype(v.type)}& {v.cname} = args.{v.cname};" for v in f.params]
+    adj_pro = pro + [f"    {ctype(v.type)} {w.adj_name(v)} = {{}};" for v in f.params if differentiable(v.type)]
+    sig = f"static SK_FUNC void {f.cname}_forward(const {f.cname}_args& args, int64_t _idx)"
+    fwd = w.assemble(sig, False, pro, [])
+    sig = f"static SK_FUNC void {f.cname}_backward(const {f.cname}_args& args, int64_t _idx)"
+    adj = w.assemble(sig, True, adj_pro, [])
+    entries = []
+    for which in ("forward", "backward"):
+        entries.append(
+            f"#ifdef SK_CUDA\n"
+            f'extern "C" __global__ void {f.cname}_cuda_{which}({f.cname}_args args) {{\n'
+            f"    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < args.launch.size;"
+            f" i += int64_t(blockDim.x) * gridDim.x) {f.cname}_{which}(args, i);\n}}\n"
+            f"#else\n"
+            f"SK_EXPORT void {f.cname}_cpu_{which}(const {f.cname}_args* args, int64_t start, int64_t end) {{\n"
+            f"    for (int64_t i = start; i < end; ++i) {f.cname}_{which}(*args, i);\n}}\n"
+            f"#endif")
+    head = f"// kernel {f.name}  ({os.path.basename(f.file)}:{f.line})"
+    return "\n".join([head, args_struct, "", fwd, "", adj, "", *entries])
+
+
+def struct_source(t) -> str:
+    fields = "\n".join(f"    {ctype(ft)} {n};" for n, ft in t._sk_fields.items())
+    adds = " ".join(f"a.{n} += b.{n};" for n, ft in t._sk_fields.items() if differentiable(ft))
+    return (f"// struct {t.__name__}\nstruct {t._sk_ctype} {{\n{fields}\n}};\n"
+            f"SK_FUNC {t._sk_ctype}& operator+=({t._sk_ctype}& a, const {t._sk_ctype}& b) {{ {adds} return a; }}")
+
+
+def _order_structs(structs) -> list:
+    seen, out = set(), []
+
+    def visit(t):
+        if t in seen:
+            return
+        seen.add(t)
+        for ft in t._sk_fields.values():
+            if getattr(ft, "_sk_kind", "") == "struct":
+                visit(ft)
+        out.append(t)
+    for t in structs:
+        visit(t)
+    return out
+
+
+def _order_funcs(funcs) -> list:
+    seen, out = set(), []
+
+    def visit(spec):
+        if spec.cname in seen:
+            return
+        seen.add(spec.cname)
+        for d in spec.ir.funcs:
+            visit(d)
+        out.append(spec)
+    for s in funcs:
+        visit(s)
+    return out
+
+
+def module_source(kernels: list[ir.FunctionIR], header_name: str) -> str:
+    """The whole translation unit for a group of kernels."""
+    structs, funcs = [], []
+    for k in kernels:
+        structs += k.structs
+        funcs += k.funcs
+    for spec in _order_funcs(funcs):
+        structs += spec.ir.structs
+    parts = [
+        "// Generated by simkit: the kernels below mirror their Python source line by line.",
+        f'#include "{header_name}"',
+        "",
+        "SK_GLOBAL_ATTR sk::error_t sk_error;",
+        "#ifndef SK_CUDA",
+        "SK_EXPORT sk::error_t* sk_get_error() { return &sk_error; }",
+        "#endif",
+        "",
+    ]
+    parts += [struct_source(t) + "\n" for t in _order_structs(structs)]
+    parts += [function_source(s.ir) + "\n" for s in _order_funcs(funcs)]
+    parts += [kernel_source(k) + "\n" for k in kernels]
+    return "\n".join(parts)

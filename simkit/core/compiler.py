@@ -1,0 +1,168 @@
+"""The C++ toolchain: compiler discovery, the on-disk module cache, building and loading.
+
+Cache entries are keyed by a hash of the generated source, the native headers,
+the compiler's identity (resolved path, size and modification time: read from
+the file system, so a warm cache never runs the compiler) and the flags.
+
+Example::
+
+    lib = compiler.load_module(source_text)     # compiles once, then loads from cache
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+from . import builtins as B
+from .config import config
+from .errors import CompilerNotFoundError, NativeCompileError
+
+NATIVE_DIR = Path(__file__).parent / "native"
+HEADER_NAME = "simkit_builtins.h"
+CXX_FLAGS = ["-std=c++17", "-O3", "-fPIC", "-shared", "-w", "-fno-math-errno", "-march=native", "-pthread"]
+
+# Counts real compiler invocations; tests read it to prove a warm cache compiles nothing.
+stats = {"compiles": 0, "cache_hits": 0}
+
+
+def cache_dir() -> Path:
+    """The module cache: ``sk.config.cache_dir``, ``$SIMKIT_CACHE_DIR`` or the user cache dir."""
+    d = config.cache_dir or os.environ.get("SIMKIT_CACHE_DIR")
+    if not d:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(base, "simkit")
+    p = Path(d)
+    p.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return p
+
+
+def find_compiler() -> str:
+    """``$SIMKIT_CXX``, then ``g++``, then ``clang++``; raises CompilerNotFoundError otherwise."""
+    env = os.environ.get("SIMKIT_CXX")
+    if env:
+        path = shutil.which(env)
+        if path is None:
+            raise CompilerNotFoundError(
+                f"SIMKIT_CXX is set to {env!r}, but no such compiler was found on PATH. "
+                "Point it at an installed C++ compiler (e.g. SIMKIT_CXX=g++) or unset it.")
+        return path
+    for name in ("g++", "clang++"):
+        path = shutil.which(name)
+        if path:
+            return path
+    raise CompilerNotFoundError(
+        "simkit needs a C++ compiler for the CPU backend and found none (looked for $SIMKIT_CXX, g++, clang++). "
+        "Install one, e.g. 'sudo apt-get install g++' on Debian/Ubuntu, 'sudo dnf install gcc-c++' on Fedora, "
+        "or 'xcode-select --install' on macOS; or set SIMKIT_CXX to its path.")
+
+
+def compiler_identity(path: str) -> str:
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    return f"{real}:{st.st_size}:{int(st.st_mtime)}"
+
+
+@lru_cache(maxsize=None)
+def _cpu_identity() -> str:
+    # -march=native code is only valid on the same CPU model.
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("model name", "flags")):
+                    return hashlib.sha256(line.encode()).hexdigest()[:16] + platform.machine()
+    except OSError:
+        pass
+    return platform.processor() + platform.machine()
+
+
+@lru_cache(maxsize=None)
+def header_text() -> str:
+    return B.generate_header()
+
+
+@lru_cache(maxsize=None)
+def headers_hash() -> str:
+    h = hashlib.sha256(header_text().encode())
+    for p in sorted(NATIVE_DIR.glob("*.h")):
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def include_dir() -> Path:
+    """A cache folder holding the generated builtin header next to the module sources."""
+    d = cache_dir() / f"include-{headers_hash()[:16]}"
+    target = d / HEADER_NAME
+    if not target.exists():
+        d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _atomic_write(target, header_text().encode())
+    return d
+
+
+def _atomic_write(path: Path, data: bytes):
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def module_key(source: str, cxx: str) -> str:
+    h = hashlib.sha256()
+    for part in (source, headers_hash(), compiler_identity(cxx), " ".join(CXX_FLAGS), _cpu_identity()):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+def build_shared(source: str, name: str, extra: tuple = ()) -> Path:
+    """The path of the compiled shared library for ``source``, compiling only on a cache miss."""
+    cxx = find_compiler()
+    key = module_key(source, cxx)
+    out_dir = cache_dir() / "modules"
+    out_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    lib = out_dir / f"{name}-{key}.so"
+    src = out_dir / f"{name}-{key}.cpp"
+    if lib.exists():
+        stats["cache_hits"] += 1
+        if config.keep_source and not src.exists():
+            _atomic_write(src, source.encode())
+        return lib
+    _atomic_write(src, source.encode())
+    tmp = out_dir / f".{name}-{key}.{os.getpid()}.so"
+    cmd = [cxx, *CXX_FLAGS, *extra, f"-I{NATIVE_DIR}", f"-I{include_dir()}", str(src), "-o", str(tmp)]
+    stats["compiles"] += 1
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise NativeCompileError(
+            f"the C++ compiler rejected generated module {src} (this is a simkit bug; please report it "
+            f"with the kernel):\n{' '.join(cmd)}\n{proc.stderr[-6000:]}")
+    os.replace(tmp, lib)
+    if not config.keep_source:
+        src.unlink(missing_ok=True)
+    return lib
+
+
+def source_path(lib: Path) -> Path:
+    """Where the generated C++ of a cached module lives (kept with ``sk.config.keep_source``)."""
+    return lib.with_suffix(".cpp")
+
+
+@lru_cache(maxsize=None)
+def runtime() -> ctypes.CDLL:
+    """The thread-pool runtime shared by all CPU modules (compiled once, then cached)."""
+    source = (NATIVE_DIR / "runtime.cpp").read_text()
+    lib = ctypes.CDLL(str(build_shared(source, "runtime")))
+    lib.sk_parallel_for.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+    lib.sk_parallel_for.restype = None
+    lib.sk_get_threads.restype = ctypes.c_int
+    lib.sk_set_threads.argtypes = [ctypes.c_int]
+    return lib

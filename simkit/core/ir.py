@@ -1,0 +1,144 @@
+"""The typed intermediate representation between the frontend and codegen.
+
+A function body is a tree of :class:`Block` s holding three kinds of statement:
+
+- :class:`Op`: one forward C++ statement and its adjoint, as templates over the
+  op's outputs and arguments (``$o0 $a1 $adj_o0 $adj_a1``);
+- :class:`If`: a structured branch; values that differ between the branches are
+  merged by copy ops at the end of each branch (SSA phi nodes made explicit);
+- :class:`Loop`: a dynamic ``range`` or ``while`` loop with its loop-carried
+  variables; constant-trip loops never get here, the frontend unrolls them.
+
+Every :class:`Var` is declared once at the top of the generated function, so the
+adjoint's reverse sweep can see any value the forward replay computed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_ids = itertools.count()
+_CPP_RESERVED = set(
+    """alignas alignof and and_eq asm auto bitand bitor bool break case catch char class compl const constexpr
+    const_cast continue decltype default delete do double dynamic_cast else enum explicit export extern false
+    float for friend goto if inline int long mutable namespace new noexcept not not_eq nullptr operator or or_eq
+    private protected public register reinterpret_cast return short signed sizeof static static_assert
+    static_cast struct switch template this thread_local throw true try typedef typeid typename union unsigned
+    using virtual void volatile wchar_t while xor xor_eq args launch sk m std""".split()
+)
+
+
+def cpp_ident(name: str) -> str:
+    """A C++-safe spelling of a Python identifier."""
+    name = re.sub(r"\W", "_", name)
+    return name + "_" if name in _CPP_RESERVED else name
+
+
+class Var:
+    """A typed value; ``name`` is the Python name it was bound to, if any."""
+
+    __slots__ = ("id", "name", "type", "cname", "weak_origin", "loop_depth")
+
+    def __init__(self, type: Any, name: str | None = None, cname: str | None = None):
+        self.id = next(_ids)
+        self.name = name
+        self.type = type
+        self.weak_origin: tuple | None = None  # (name, line) when initialised from a bare literal
+        self.loop_depth = 0
+        if cname is None:
+            base = cpp_ident(name.lstrip("_")) if name else ""
+            cname = f"{base}_{self.id}" if base else f"_{self.id}"
+        self.cname = cname
+
+    def __repr__(self):
+        return f"Var({self.cname}: {getattr(self.type, '__name__', self.type)})"
+
+
+@dataclass
+class Const:
+    """A compile-time constant; ``type`` is a simkit type or a ``builtins.Weak``."""
+
+    value: Any
+    type: Any
+
+
+@dataclass
+class Op:
+    outs: list
+    args: list
+    fwd: str
+    adj: str | None
+    line: int
+    replay: bool = True  # False: a side effect (store, atomic, printf) the adjoint's replay must skip
+    replay_fwd: str | None = None  # what the replay runs instead, when it must still produce outputs
+
+
+@dataclass
+class Block:
+    stmts: list = field(default_factory=list)
+
+    def append(self, s):
+        self.stmts.append(s)
+
+
+@dataclass
+class If:
+    cond: Any
+    then: Block
+    orelse: Block
+    line: int
+
+
+@dataclass
+class Loop:
+    kind: str                 # "range" or "while"
+    body: Block
+    line: int
+    carried: list = field(default_factory=list)   # [(carried Var, final Var)]
+    exit_flags: list = field(default_factory=list)  # carried bool Vars that end the loop when set
+    index: Var | None = None  # range: the loop variable
+    start: Any = None
+    end: Any = None
+    step: Any = None
+    cond_block: Block | None = None  # while: statements computing `cond`
+    cond: Any = None
+    id: int = field(default_factory=lambda: next(_ids))
+
+
+@dataclass
+class FunctionIR:
+    """What codegen needs for one kernel or function body."""
+
+    name: str
+    cname: str
+    params: list              # Vars
+    body: Block
+    returns: list             # Vars holding the return values at the end (funcs)
+    ret_types: list
+    is_kernel: bool
+    file: str
+    line: int
+    source_lines: dict        # line -> source text, for the // file:line markers
+    vars: list                # every Var created while building, for declarations
+    tid_dims: int = 0
+    structs: list = field(default_factory=list)  # struct types used, nested ones first
+    funcs: list = field(default_factory=list)    # FuncSpecs called directly
+
+
+def walk_vars(block: Block):
+    """Every Var assigned in ``block`` (nested), in order."""
+    for s in block.stmts:
+        if isinstance(s, Op):
+            yield from s.outs
+        elif isinstance(s, If):
+            yield from walk_vars(s.then)
+            yield from walk_vars(s.orelse)
+        elif isinstance(s, Loop):
+            if s.index is not None:
+                yield s.index
+            if s.cond_block is not None:
+                yield from walk_vars(s.cond_block)
+            yield from walk_vars(s.body)

@@ -1,0 +1,239 @@
+"""``@sk.kernel`` and ``@sk.func``, and the modules that group kernels for compilation.
+
+Kernels defined in one Python module are compiled together, lazily, the first
+time any of them is launched: one C++ translation unit, one compiler run. A kernel
+defined later (e.g. inside a function) gets a unit of its own.
+
+Example::
+
+    @sk.func
+    def sq(x: float) -> float:
+        return x * x
+
+    @sk.kernel
+    def square_all(a: sk.array(dtype=float)):
+        i = sk.tid()
+        a[i] = sq(a[i])
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import inspect
+import logging
+import typing
+from typing import Any, Callable
+
+from . import codegen, compiler, frontend
+from . import types as T
+from .config import config
+from .errors import CompileError
+
+log = logging.getLogger("simkit")
+
+
+def _annotations(pyfunc, what: str, require: bool) -> dict:
+    sig = inspect.signature(pyfunc)
+    try:
+        hints = typing.get_type_hints(pyfunc)
+    except Exception:  # noqa: BLE001 - fall back to raw annotations (e.g. sk.array(...) calls)
+        hints = {}
+    out = {}
+    for name, p in sig.parameters.items():
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            raise CompileError(f"{what} parameters must be plain positional names, '{name}' is not",
+                               inspect.getsourcefile(pyfunc) or "<unknown>", pyfunc.__code__.co_firstlineno)
+        ann = hints.get(name, p.annotation)
+        if ann is inspect.Parameter.empty:
+            if require:
+                raise CompileError(f"kernel parameter '{name}' needs a type annotation, e.g. '{name}: float' or "
+                                   f"'{name}: sk.array(dtype=float)'", inspect.getsourcefile(pyfunc) or "<unknown>",
+                                   pyfunc.__code__.co_firstlineno)
+            out[name] = None
+            continue
+        t = T.resolve(ann)
+        if not hasattr(t, "_sk_kind"):
+            raise CompileError(f"parameter '{name}' has annotation {ann!r}, which is not a simkit type",
+                               inspect.getsourcefile(pyfunc) or "<unknown>", pyfunc.__code__.co_firstlineno)
+        out[name] = t
+    return out
+
+
+class Module:
+    """The kernels of one Python module; compiled in batches on first launch."""
+
+    _registry: dict[str, "Module"] = {}
+
+    def __init__(self, name: str):
+        self.name = name
+        self.kernels: list[Kernel] = []
+
+    @classmethod
+    def of(cls, name: str) -> "Module":
+        if name not in cls._registry:
+            cls._registry[name] = Module(name)
+        return cls._registry[name]
+
+    def load(self, kernel: "Kernel"):
+        """Compile (or load from cache) every not-yet-loaded kernel of this module together with ``kernel``."""
+        mode = config.mode
+        batch, irs = [], []
+        for k in [kernel] + [k for k in self.kernels if k is not kernel]:
+            if mode in k._loaded:
+                continue
+            try:
+                fir = k.build_ir()
+            except CompileError:
+                if k is kernel:
+                    raise
+                continue  # a broken neighbour reports its error when it is launched itself
+            batch.append(k)
+            irs.append(fir)
+        source = codegen.module_source(irs, compiler.HEADER_NAME)
+        safe = "".join(c if c.isalnum() else "_" for c in self.name)[-40:]
+        lib_path = compiler.build_shared(source, safe)
+        lib = ctypes.CDLL(str(lib_path))
+        if config.keep_source:
+            log.warning("simkit: generated C++ for module %s: %s", self.name, compiler.source_path(lib_path))
+        for k, fir in zip(batch, irs):
+            k._loaded[mode] = (lib, fir, lib_path)
+
+
+class Kernel:
+    """A compiled-on-demand kernel; launch it with ``sk.launch``."""
+
+    _sk_kernel = True
+
+    def __init__(self, pyfunc: Callable, module: str | None = None):
+        self.func = pyfunc
+        self.name = pyfunc.__name__
+        self.arg_types = _annotations(pyfunc, "kernel", require=True)
+        self.arg_names = list(self.arg_types)
+        self.module = Module.of(module or pyfunc.__module__)
+        self.module.kernels.append(self)
+        self._index = len(self.module.kernels) - 1
+        self._ir = {}
+        self._loaded: dict[str, tuple] = {}
+        self._plan = {}
+        self.__doc__ = pyfunc.__doc__
+        self.__wrapped__ = pyfunc
+
+    @property
+    def cname(self) -> str:
+        h = hashlib.sha256(f"{self.module.name}.{self.func.__qualname__}".encode()).hexdigest()[:6]
+        return f"{self.name}_{h}_{self._index}"
+
+    def build_ir(self):
+        mode = config.mode
+        if mode not in self._ir:
+            self._ir[mode] = frontend.build(self.func, self.arg_types, is_kernel=True, name=self.name, cname=self.cname)
+        return self._ir[mode]
+
+    def source(self) -> str:
+        """The generated C++ of this kernel alone (forward, adjoint, entry points)."""
+        fir = self.build_ir()
+        return codegen.module_source([fir], compiler.HEADER_NAME)
+
+    def loaded(self):
+        """(library, IR, path) for the current mode, compiling on first use."""
+        entry = self._loaded.get(config.mode)
+        if entry is None:
+            self.module.load(self)
+            entry = self._loaded[config.mode]
+        return entry
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"kernel '{self.name}' is launched with sk.launch({self.name}, dim, inputs=[...]), not called")
+
+    def __repr__(self):
+        return f"<sk.kernel {self.name}>"
+
+
+def kernel(f: Callable | None = None, *, module: str | None = None):
+    """Decorate a typed Python function as a kernel.
+
+    Example::
+
+        @sk.kernel
+        def saxpy(x: sk.array(dtype=float), y: sk.array(dtype=float), a: float):
+            i = sk.tid()
+            y[i] = a * x[i] + y[i]
+
+        sk.launch(saxpy, n, inputs=[x, y, 2.0])
+    """
+    if f is None:
+        return lambda g: Kernel(g, module)
+    return Kernel(f, module)
+
+
+class FuncSpec:
+    """One specialisation of an ``@sk.func`` for concrete parameter types."""
+
+    def __init__(self, fn: "Function", param_types: list):
+        self.fn = fn
+        self.param_types = param_types
+        key = fn.func.__module__ + "." + fn.func.__qualname__ + ":" + ",".join(t._sk_ctype for t in param_types)
+        self.cname = f"{fn.name}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+        names = list(fn.arg_types)
+        self.ir = frontend.build(fn.func, dict(zip(names, param_types)), is_kernel=False, name=fn.name, cname=self.cname)
+        self.ret_types = self.ir.ret_types
+
+
+class Function:
+    """An ``@sk.func``: a helper callable from kernels, specialised per argument types."""
+
+    _sk_func = True
+
+    def __init__(self, pyfunc: Callable):
+        self.func = pyfunc
+        self.name = pyfunc.__name__
+        self.arg_types = _annotations(pyfunc, "function", require=False)
+        self._specs: dict[tuple, FuncSpec] = {}
+        self._building = False
+        self.__doc__ = pyfunc.__doc__
+        self.__wrapped__ = pyfunc
+
+    def specialize_for(self, args, builder, node) -> FuncSpec:
+        from . import builtins as B
+
+        if len(args) != len(self.arg_types):
+            builder.error(f"{self.name}() takes {len(self.arg_types)} argument(s), got {len(args)}", node)
+        types = []
+        for (pname, want), a in zip(self.arg_types.items(), args):
+            t = getattr(a, "type", None)
+            if t is None:
+                builder.error(f"{self.name}(): argument '{pname}' must be a value", node)
+            if want is not None:
+                types.append(want)
+            else:
+                types.append(t.default() if isinstance(t, B.Weak) else t)
+        key = tuple(id(t) if not hasattr(t, "_sk_ctype") else t._sk_ctype for t in types)
+        if key not in self._specs:
+            if self._building:
+                builder.error(f"@sk.func '{self.name}' calls itself; recursion is not supported in kernels", node)
+            self._building = True
+            try:
+                self._specs[key] = FuncSpec(self, types)
+            finally:
+                self._building = False
+        return self._specs[key]
+
+    def __call__(self, *args):
+        return self.func(*args)
+
+    def __repr__(self):
+        return f"<sk.func {self.name}>"
+
+
+def func(f: Callable) -> Function:
+    """Decorate a helper callable from kernels; unannotated parameters take the caller's types.
+
+    Example::
+
+        @sk.func
+        def spring_force(d: sk.vec3, k: float) -> sk.vec3:
+            return -k * d
+    """
+    return Function(f)
+

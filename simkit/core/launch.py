@@ -1,0 +1,213 @@
+"""``sk.launch``: check arguments, pack them into the kernel's C struct, run the grid.
+
+Packing is planned once per kernel (field offsets and a packer per parameter), so
+a launch does no signature introspection: it writes each argument into a
+preallocated ctypes struct and makes one foreign call into the thread pool.
+
+Example::
+
+    sk.launch(saxpy, n, inputs=[x, y, 2.0])
+    sk.launch(grid_kernel, (64, 64), inputs=[field])
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import compiler
+from . import types as T
+from .array import Array, as_array
+from .config import config
+from .errors import KernelRuntimeError
+
+# Grids smaller than this run inline on the calling thread: waking workers costs
+# more than a few thousand light elements take.
+PARALLEL_GRAIN = 4096
+
+
+class LaunchBounds(ctypes.Structure):
+    """Mirror of ``sk::launch_t``."""
+
+    _fields_ = [("shape", ctypes.c_int64 * 4), ("ndim", ctypes.c_int32), ("pad", ctypes.c_int32),
+                ("size", ctypes.c_int64)]
+
+
+class ErrorRecord(ctypes.Structure):
+    """Mirror of ``sk::error_t``."""
+
+    _fields_ = [("code", ctypes.c_int32), ("line", ctypes.c_int32), ("dim", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                ("index", ctypes.c_int64 * 4), ("shape", ctypes.c_int64 * 4)]
+
+
+def _array_packer(base, off, name, t, kname):
+    hdr_size = ctypes.sizeof(ctypes.c_int64) * 10
+    memmove = ctypes.memmove
+    dtype, ndim = t.dtype, t.ndim
+
+    def pack(v):
+        if type(v) is not Array:
+            v = as_array(v, t, name)
+        if v.dtype is not dtype or v.ndim != ndim:
+            raise TypeError(f"{kname}(): argument '{name}' expects {t!r}, got array of "
+                            f"{T.type_name(v.dtype)} with ndim={v.ndim}")
+        if v.device != "cpu":
+            raise ValueError(f"{kname}(): argument '{name}' is on {v.device}, the launch device is cpu")
+        memmove(base + off, v._hdr_addr, hdr_size)
+        return v
+    return pack
+
+
+def _scalar_packer(args, field, name, t, kname):
+    kind = t.kind
+    py = {"f": float, "i": int, "u": int, "b": bool}[kind]
+    ok = (float, int, np.floating, np.integer, bool, np.bool_) if kind == "f" else (int, np.integer, bool, np.bool_)
+
+    def pack(v):
+        if not isinstance(v, ok):
+            raise TypeError(f"{kname}(): argument '{name}' expects {T.type_name(t)}, got {type(v).__name__}"
+                            + (" (a float for an integer parameter)" if isinstance(v, (float, np.floating)) else ""))
+        setattr(args, field, py(v))
+        return v
+    return pack
+
+
+def _composite_packer(base, off, name, t, kname):
+    size = T.type_size(t)
+    dt = t._sk_scalar.np_dtype
+    shape = tuple(t._sk_shape)
+
+    def pack(v):
+        data = v._v if isinstance(v, t) else np.asarray(v, dtype=dt)
+        if data.shape != shape:
+            if data.size != int(np.prod(shape)):
+                raise TypeError(f"{kname}(): argument '{name}' expects {T.type_name(t)}, got {type(v).__name__} "
+                                f"with {data.size} component(s)")
+        data = np.ascontiguousarray(data, dtype=dt)
+        ctypes.memmove(base + off, data.ctypes.data, size)
+        return v
+    return pack
+
+
+def _struct_packer(base, off, name, t, kname):
+    size = ctypes.sizeof(t._sk_ctypes)
+
+    def pack(v):
+        if type(v) is not t:
+            raise TypeError(f"{kname}(): argument '{name}' expects struct {t.__name__}, got {type(v).__name__}")
+        ctypes.memmove(base + off, ctypes.addressof(v._sk_pack()), size)
+        return v
+    return pack
+
+
+class Plan:
+    """Everything a launch of one kernel needs, computed once per kernel and mode."""
+
+    def __init__(self, kernel):
+        lib, fir, _path = kernel.loaded()
+        self.kernel = kernel
+        self.fir = fir
+        fields = [("launch", LaunchBounds)] + [(v.cname, T.ctypes_of(v.type)) for v in fir.params]
+        self.Args = type(f"{fir.cname}_args", (ctypes.Structure,), {"_fields_": fields})
+        self.args = self.Args()
+        base = ctypes.addressof(self.args)
+        self.base = base
+        self.forward = ctypes.cast(getattr(lib, f"{fir.cname}_cpu_forward"), ctypes.c_void_p).value
+        self.backward = ctypes.cast(getattr(lib, f"{fir.cname}_cpu_backward"), ctypes.c_void_p).value
+        get_error = lib.sk_get_error
+        get_error.restype = ctypes.POINTER(ErrorRecord)
+        self.error = get_error().contents
+        self.tid_dims = fir.tid_dims
+        self.nparams = len(fir.params)
+        self.bounds: dict = {}
+        self.packers = []
+        kname = kernel.name
+        for v, pname in zip(fir.params, kernel.arg_names):
+            t = v.type
+            off = getattr(self.Args, v.cname).offset
+            kind = t._sk_kind
+            if kind == "array":
+                self.packers.append(_array_packer(base, off, pname, t, kname))
+            elif kind == "scalar":
+                self.packers.append(_scalar_packer(self.args, v.cname, pname, t, kname))
+            elif kind == "struct":
+                self.packers.append(_struct_packer(base, off, pname, t, kname))
+            else:
+                self.packers.append(_composite_packer(base, off, pname, t, kname))
+        self.parallel_for = compiler.runtime().sk_parallel_for
+
+    def set_bounds(self, dim) -> int:
+        b = self.bounds.get(dim)
+        if b is None:
+            shape = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+            if not 1 <= len(shape) <= 4 or not all(isinstance(s, (int, np.integer)) and s >= 0 for s in shape):
+                raise ValueError(f"{self.kernel.name}(): dim must be a non-negative int or a tuple of 1 to 4 of them, "
+                                 f"got {dim!r}")
+            if self.tid_dims and len(shape) != self.tid_dims:
+                raise ValueError(f"{self.kernel.name}(): the kernel unpacks sk.tid() into {self.tid_dims} index(es), "
+                                 f"but was launched with a {len(shape)}-d dim {dim!r}")
+            b = LaunchBounds()
+            for k, s in enumerate(shape):
+                b.shape[k] = int(s)
+            b.ndim = len(shape)
+            b.size = int(np.prod(shape))
+            self.bounds[dim] = b
+        self.args.launch = b
+        return b.size
+
+    def check_error(self):
+        e = self.error
+        if e.code == 0:
+            return
+        code, line = e.code, e.line
+        index = tuple(e.index[: e.ndim])
+        shape = tuple(e.shape[: e.ndim])
+        dim = e.dim
+        ctypes.memset(ctypes.addressof(e), 0, ctypes.sizeof(e))
+        where = f"kernel '{self.kernel.name}' ({self.fir.file}:{line})"
+        if code == 1:
+            raise IndexError(f"{where}: index {index} out of bounds for array of shape {shape} (dimension {dim})")
+        if code == 2:
+            raise KernelRuntimeError(f"{where}: the loop at line {line} ran more than sk.config.max_loop_iterations="
+                                     f"{config.max_loop_iterations} iterations, which the adjoint cannot replay; "
+                                     "raise the limit before the kernel is compiled")
+        raise KernelRuntimeError(f"{where}: runtime error code {code}")
+
+
+def plan_for(kernel) -> Plan:
+    p = kernel._plan.get(config.mode)
+    if p is None:
+        p = kernel._plan[config.mode] = Plan(kernel)
+    return p
+
+
+def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), device: str | None = None,
+           adjoint: bool = False) -> None:
+    """Run ``kernel`` over a grid of ``dim`` (an int or a tuple of up to 4 ints).
+
+    ``inputs`` then ``outputs`` give the kernel's parameters in order. numpy arrays and
+    torch tensors are wrapped zero-copy. ``adjoint=True`` runs the generated adjoint,
+    accumulating into the arrays' ``.grad`` buffers (the Tape does this for you).
+
+    Example::
+
+        sk.launch(saxpy, len(x), inputs=[x, y, 2.0])
+    """
+    if not getattr(kernel, "_sk_kernel", False):
+        raise TypeError(f"sk.launch expects an @sk.kernel, got {type(kernel).__name__}")
+    if device is not None and str(device) != "cpu":
+        raise ValueError(f"sk.launch({kernel.name}): device {device!r} is not available in this build (use 'cpu')")
+    plan = kernel._plan.get(config.mode) or plan_for(kernel)
+    values = [*inputs, *outputs]
+    if len(values) != plan.nparams:
+        raise TypeError(f"{kernel.name}() takes {plan.nparams} argument(s) ({', '.join(kernel.arg_names)}), "
+                        f"got {len(values)}")
+    for pack, v in zip(plan.packers, values):
+        pack(v)
+    n = plan.set_bounds(dim)
+    if n:
+        plan.parallel_for(plan.backward if adjoint else plan.forward, plan.base, n, PARALLEL_GRAIN)
+        if plan.error.code:
+            plan.check_error()

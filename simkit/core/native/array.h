@@ -1,0 +1,189 @@
+// simkit native arrays, launch bounds, atomics and runtime error reporting.
+// array_t has the same 80-byte layout on CPU and CUDA, and for every ndim, so the
+// Python packer writes one header shape for all arrays.
+#pragma once
+#include "vec.h"
+
+namespace sk {
+
+template <typename T, int D> struct array_t {
+    T* data;
+    T* grad;              // null when the array does not require grad
+    int64_t shape[4];
+    int64_t strides[4];   // in bytes
+};
+
+struct launch_t {
+    int64_t shape[4];
+    int32_t ndim;
+    int32_t pad_;
+    int64_t size;
+};
+
+// Component k of the thread index of linear thread id `idx` (row-major grid).
+SK_FUNC int32_t tid(const launch_t& L, int64_t idx, int k) {
+    for (int d = L.ndim - 1; d > k; --d) idx /= L.shape[d];
+    return int32_t(idx % L.shape[k]);
+}
+
+// First error wins; Python reads it after the launch and raises.
+struct error_t {
+    int32_t code;  // 0 none, 1 index out of bounds, 2 loop stack overflow
+    int32_t line;
+    int32_t dim;
+    int32_t ndim;
+    int64_t index[4];
+    int64_t shape[4];
+};
+
+SK_FUNC bool claim_error(error_t* e) {
+#ifdef SK_CUDA
+    return atomicCAS(&e->code, 0, -1) == 0;
+#else
+    int32_t expected = 0;
+    return __atomic_compare_exchange_n(&e->code, &expected, -1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+#endif
+}
+
+template <typename T, int D>
+SK_FUNC bool check_bounds(error_t* e, int line, const array_t<T, D>& a, int64_t i, int64_t j = 0, int64_t k = 0, int64_t l = 0) {
+    const int64_t idx[4] = {i, j, k, l};
+    for (int d = 0; d < D; ++d) {
+        if (idx[d] < 0 || idx[d] >= a.shape[d]) {
+            if (claim_error(e)) {
+                e->line = line; e->dim = d; e->ndim = D;
+                for (int q = 0; q < 4; ++q) { e->index[q] = idx[q]; e->shape[q] = a.shape[q]; }
+#ifdef SK_CUDA
+                __threadfence();
+                atomicExch(&e->code, 1);
+#else
+                __atomic_store_n(&e->code, 1, __ATOMIC_RELEASE);
+#endif
+            }
+            return false;
+        }
+    }
+    return true;
+}
+
+SK_FUNC void report_error(error_t* e, int code, int line) {
+    if (claim_error(e)) {
+        e->line = line;
+#ifdef SK_CUDA
+        __threadfence();
+        atomicExch(&e->code, code);
+#else
+        __atomic_store_n(&e->code, code, __ATOMIC_RELEASE);
+#endif
+    }
+}
+
+template <typename T> SK_FUNC T* offset_(T* base, int64_t bytes) { return (T*)((char*)base + bytes); }
+
+template <typename T> SK_FUNC T& at(const array_t<T, 1>& a, int64_t i) { return *offset_(a.data, i * a.strides[0]); }
+template <typename T> SK_FUNC T& at(const array_t<T, 2>& a, int64_t i, int64_t j) { return *offset_(a.data, i * a.strides[0] + j * a.strides[1]); }
+template <typename T> SK_FUNC T& at(const array_t<T, 3>& a, int64_t i, int64_t j, int64_t k) { return *offset_(a.data, i * a.strides[0] + j * a.strides[1] + k * a.strides[2]); }
+template <typename T> SK_FUNC T& at(const array_t<T, 4>& a, int64_t i, int64_t j, int64_t k, int64_t l) { return *offset_(a.data, i * a.strides[0] + j * a.strides[1] + k * a.strides[2] + l * a.strides[3]); }
+
+// The gradient buffer shares the data's strides (grads are allocated alike).
+template <typename T, int D, typename... I> SK_FUNC T* grad_ptr(const array_t<T, D>& a, I... idx) {
+    if (!a.grad) return nullptr;
+    array_t<T, D> g = a;
+    g.data = a.grad;
+    return &at(g, idx...);
+}
+
+// ---------------------------------------------------------------------------
+// Atomics: scalars natively, composites component by component.
+// ---------------------------------------------------------------------------
+#ifdef SK_CUDA
+SK_FUNC float atomic_add_(float* p, float v) { return atomicAdd(p, v); }
+SK_FUNC double atomic_add_(double* p, double v) { return atomicAdd(p, v); }
+SK_FUNC int32_t atomic_add_(int32_t* p, int32_t v) { return atomicAdd(p, v); }
+SK_FUNC uint32_t atomic_add_(uint32_t* p, uint32_t v) { return atomicAdd(p, v); }
+SK_FUNC int64_t atomic_add_(int64_t* p, int64_t v) { return (int64_t)atomicAdd((unsigned long long*)p, (unsigned long long)v); }
+SK_FUNC int32_t atomic_min_(int32_t* p, int32_t v) { return atomicMin(p, v); }
+SK_FUNC int32_t atomic_max_(int32_t* p, int32_t v) { return atomicMax(p, v); }
+SK_FUNC uint32_t atomic_min_(uint32_t* p, uint32_t v) { return atomicMin(p, v); }
+SK_FUNC uint32_t atomic_max_(uint32_t* p, uint32_t v) { return atomicMax(p, v); }
+SK_FUNC int64_t atomic_min_(int64_t* p, int64_t v) { return atomicMin((long long*)p, (long long)v); }
+SK_FUNC int64_t atomic_max_(int64_t* p, int64_t v) { return atomicMax((long long*)p, (long long)v); }
+template <typename T, typename U> SK_FUNC T cas_loop_(T* p, T v, bool take_min) {
+    U* up = (U*)p;
+    U old = *up, assumed;
+    do {
+        assumed = old;
+        T cur = *(T*)&assumed;
+        if (take_min ? !(v < cur) : !(v > cur)) return cur;
+        old = atomicCAS(up, assumed, *(U*)&v);
+    } while (assumed != old);
+    return *(T*)&old;
+}
+SK_FUNC float atomic_min_(float* p, float v) { return cas_loop_<float, unsigned int>(p, v, true); }
+SK_FUNC float atomic_max_(float* p, float v) { return cas_loop_<float, unsigned int>(p, v, false); }
+SK_FUNC double atomic_min_(double* p, double v) { return cas_loop_<double, unsigned long long>(p, v, true); }
+SK_FUNC double atomic_max_(double* p, double v) { return cas_loop_<double, unsigned long long>(p, v, false); }
+#else
+template <typename T> SK_FUNC T atomic_add_(T* p, T v) {
+    if constexpr (sizeof(T) == 4 && (T(0.5) != T(0))) {
+        uint32_t old = __atomic_load_n((uint32_t*)p, __ATOMIC_RELAXED), next;
+        T cur;
+        do {
+            memcpy(&cur, &old, 4);
+            T sum = cur + v;
+            memcpy(&next, &sum, 4);
+        } while (!__atomic_compare_exchange_n((uint32_t*)p, &old, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+        return cur;
+    } else if constexpr (sizeof(T) == 8 && (T(0.5) != T(0))) {
+        uint64_t old = __atomic_load_n((uint64_t*)p, __ATOMIC_RELAXED), next;
+        T cur;
+        do {
+            memcpy(&cur, &old, 8);
+            T sum = cur + v;
+            memcpy(&next, &sum, 8);
+        } while (!__atomic_compare_exchange_n((uint64_t*)p, &old, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+        return cur;
+    } else {
+        return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+    }
+}
+template <typename T> SK_FUNC T atomic_minmax_(T* p, T v, bool take_min) {
+    T cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (take_min ? (v < cur) : (v > cur)) {
+        if (__atomic_compare_exchange(p, &cur, &v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) break;
+    }
+    return cur;
+}
+template <typename T> SK_FUNC T atomic_min_(T* p, T v) { return atomic_minmax_(p, v, true); }
+template <typename T> SK_FUNC T atomic_max_(T* p, T v) { return atomic_minmax_(p, v, false); }
+#endif
+
+// Composite overloads: per component; the returned old value is assembled alike.
+#define SK_ATOMIC_COMPOSITE(name)                                                           \
+    template <typename V> SK_FUNC V name##_v(V* p, const V& v) {                           \
+        V old;                                                                              \
+        for (int i = 0; i < traits<V>::size; ++i)                                          \
+            traits<V>::at(old, i) = name##_(&traits<V>::at(*p, i), traits<V>::at(v, i));   \
+        return old;                                                                         \
+    }
+SK_ATOMIC_COMPOSITE(atomic_add)
+SK_ATOMIC_COMPOSITE(atomic_min)
+SK_ATOMIC_COMPOSITE(atomic_max)
+#undef SK_ATOMIC_COMPOSITE
+
+template <typename T> SK_FUNC T atomic_add_any(T* p, const T& v) {
+    if constexpr (traits<T>::size == 1) return atomic_add_(p, v); else return atomic_add_v(p, v);
+}
+template <typename T> SK_FUNC T atomic_min_any(T* p, const T& v) {
+    if constexpr (traits<T>::size == 1) return atomic_min_(p, v); else return atomic_min_v(p, v);
+}
+template <typename T> SK_FUNC T atomic_max_any(T* p, const T& v) {
+    if constexpr (traits<T>::size == 1) return atomic_max_(p, v); else return atomic_max_v(p, v);
+}
+
+// Accumulate an adjoint into a gradient buffer; a null buffer (no grad) is skipped.
+template <typename T> SK_FUNC void accum_grad(T* g, const T& v) {
+    if (g) atomic_add_any(g, v);
+}
+
+}  // namespace sk

@@ -1,0 +1,77 @@
+// simkit native base: portability macros, integer types and scalar math.
+// Compiles as C++17 (g++/clang++) and as CUDA through NVRTC, which ships no
+// standard headers: everything the CUDA branch needs is declared here.
+#pragma once
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define SK_CUDA 1
+#define SK_FUNC __device__ inline
+#define SK_GLOBAL_ATTR __device__
+typedef signed char int8_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+#else
+#define SK_CPU 1
+#define SK_FUNC inline
+#define SK_GLOBAL_ATTR
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#endif
+
+#if defined(_WIN32)
+#define SK_EXPORT extern "C" __declspec(dllexport)
+#else
+#define SK_EXPORT extern "C" __attribute__((visibility("default")))
+#endif
+
+namespace sk {
+
+// Scalar math, spelled once for float and double so generated code never
+// depends on which math library the target provides.
+namespace m {
+#define SK_UNARY(name)                                        \
+    SK_FUNC float name(float x) { return ::name##f(x); }     \
+    SK_FUNC double name(double x) { return ::name(x); }
+SK_UNARY(sin) SK_UNARY(cos) SK_UNARY(tan) SK_UNARY(asin) SK_UNARY(acos) SK_UNARY(atan)
+SK_UNARY(sqrt) SK_UNARY(exp) SK_UNARY(log) SK_UNARY(floor) SK_UNARY(ceil) SK_UNARY(round)
+SK_UNARY(fabs) SK_UNARY(sinh) SK_UNARY(cosh) SK_UNARY(tanh) SK_UNARY(log2) SK_UNARY(log10)
+SK_UNARY(trunc)
+#undef SK_UNARY
+SK_FUNC float atan2(float y, float x) { return ::atan2f(y, x); }
+SK_FUNC double atan2(double y, double x) { return ::atan2(y, x); }
+SK_FUNC float pow(float x, float y) { return ::powf(x, y); }
+SK_FUNC double pow(double x, double y) { return ::pow(x, y); }
+SK_FUNC float fmod(float x, float y) { return ::fmodf(x, y); }
+SK_FUNC double fmod(double x, double y) { return ::fmod(x, y); }
+}  // namespace m
+
+template <typename T> SK_FUNC T min_(T a, T b) { return a < b ? a : b; }
+template <typename T> SK_FUNC T max_(T a, T b) { return a > b ? a : b; }
+template <typename T> SK_FUNC T abs_(T a) { return a < T(0) ? -a : a; }
+template <typename T> SK_FUNC T sign_(T a) { return a > T(0) ? T(1) : (a < T(0) ? T(-1) : T(0)); }
+
+// Python's integer // and % round toward negative infinity; C++ truncates.
+template <typename T> SK_FUNC T floordiv_(T a, T b) {
+    T q = a / b;
+    return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+template <typename T> SK_FUNC T mod_(T a, T b) {
+    T r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+SK_FUNC float mod_(float a, float b) { float r = m::fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+SK_FUNC double mod_(double a, double b) { double r = m::fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+SK_FUNC float floordiv_(float a, float b) { return m::floor(a / b); }
+SK_FUNC double floordiv_(double a, double b) { return m::floor(a / b); }
+
+// Infinity and NaN without <limits> (unavailable under NVRTC).
+SK_FUNC double inf_() { volatile double big = 1e300; return big * big; }
+SK_FUNC double nan_() { return inf_() - inf_(); }
+
+template <typename To, typename From> SK_FUNC To cast(From x) { return To(x); }
+
+}  // namespace sk

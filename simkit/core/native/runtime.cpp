@@ -1,0 +1,122 @@
+// simkit CPU runtime: a persistent thread pool that splits a kernel launch's
+// grid into chunks. Small grids run inline on the calling thread, so a launch of
+// a few elements costs one function call and never wakes a worker.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#define SK_EXPORT extern "C" __attribute__((visibility("default")))
+
+typedef void (*entry_t)(const void* args, int64_t start, int64_t end);
+
+namespace {
+
+struct Job {
+    entry_t fn = nullptr;
+    const void* args = nullptr;
+    int64_t n = 0;
+    int64_t chunk = 1;
+    std::atomic<int64_t> next{0};
+};
+
+class Pool {
+  public:
+    explicit Pool(int workers) { resize(workers); }
+    ~Pool() { stop(); }
+
+    int size() const { return int(threads_.size()) + 1; }
+
+    void resize(int workers) {
+        stop();
+        quit_ = false;
+        for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { loop(); });
+    }
+
+    void run(entry_t fn, const void* args, int64_t n, int64_t chunk) {
+        job_.fn = fn;
+        job_.args = args;
+        job_.n = n;
+        job_.chunk = chunk;
+        job_.next.store(0, std::memory_order_relaxed);
+        {
+            std::lock_guard<std::mutex> lock(m_);
+            busy_ = int(threads_.size());
+            ++generation_;
+        }
+        wake_.notify_all();
+        work();
+        std::unique_lock<std::mutex> lock(m_);
+        done_.wait(lock, [this] { return busy_ == 0; });
+    }
+
+  private:
+    void work() {
+        for (;;) {
+            int64_t s = job_.next.fetch_add(job_.chunk, std::memory_order_relaxed);
+            if (s >= job_.n) return;
+            int64_t e = s + job_.chunk < job_.n ? s + job_.chunk : job_.n;
+            job_.fn(job_.args, s, e);
+        }
+    }
+
+    void loop() {
+        uint64_t seen = 0;
+        for (;;) {
+            {
+                std::unique_lock<std::mutex> lock(m_);
+                wake_.wait(lock, [&] { return quit_ || generation_ != seen; });
+                if (quit_) return;
+                seen = generation_;
+            }
+            work();
+            std::lock_guard<std::mutex> lock(m_);
+            if (--busy_ == 0) done_.notify_one();
+        }
+    }
+
+    void stop() {
+        {
+            std::lock_guard<std::mutex> lock(m_);
+            quit_ = true;
+        }
+        wake_.notify_all();
+        for (auto& t : threads_) t.join();
+        threads_.clear();
+    }
+
+    std::vector<std::thread> threads_;
+    std::mutex m_;
+    std::condition_variable wake_, done_;
+    uint64_t generation_ = 0;
+    int busy_ = 0;
+    bool quit_ = false;
+    Job job_;
+};
+
+Pool* pool() {
+    static Pool p(int(std::thread::hardware_concurrency() > 1 ? std::thread::hardware_concurrency() - 1 : 0));
+    return &p;
+}
+
+}  // namespace
+
+// Run fn over [0, n): inline below `grain` elements, else across the pool.
+SK_EXPORT void sk_parallel_for(entry_t fn, const void* args, int64_t n, int64_t grain) {
+    Pool* p = pool();
+    if (n < grain || p->size() == 1) {
+        fn(args, 0, n);
+        return;
+    }
+    static std::mutex one_launch_at_a_time;  // Python threads may launch concurrently
+    std::lock_guard<std::mutex> guard(one_launch_at_a_time);
+    int64_t parts = int64_t(p->size()) * 4;
+    int64_t chunk = (n + parts - 1) / parts;
+    p->run(fn, args, n, chunk < grain / 4 ? grain / 4 : chunk);
+}
+
+SK_EXPORT int sk_get_threads() { return pool()->size(); }
+
+SK_EXPORT void sk_set_threads(int n) { pool()->resize(n > 1 ? n - 1 : 0); }

@@ -1,0 +1,371 @@
+"""Value types of the kernel language: scalars, vectors, matrices, quaternions, transforms.
+
+Every type object carries the same small protocol, read by the frontend, codegen
+and the argument packer:
+
+- ``_sk_kind``: "scalar", "vec", "mat", "quat", "transform" (arrays and structs
+  add "array" and "struct" in their own modules)
+- ``_sk_scalar``: the scalar component type (a :class:`ScalarType`)
+- ``_sk_shape``: the component shape, ``()`` for scalars, ``(3,)`` for vec3 ...
+- ``_sk_ctype``: the C++ spelling used by generated code
+
+Python-side values of the composite types behave like small sequences and convert
+to and from numpy::
+
+    v = sk.vec3(1.0, 2.0, 3.0)
+    v[0] + v[2]          # 4.0
+    np.asarray(v)        # array([1., 2., 3.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+
+class ScalarType:
+    """A scalar type such as ``sk.float32``; calling it converts a Python number.
+
+    Example::
+
+        sk.float64(1.5)      # numpy.float64(1.5)
+    """
+
+    _sk_kind = "scalar"
+    _sk_shape: tuple[int, ...] = ()
+
+    def __init__(self, name: str, np_type: type, ctype: str, kind: str, c_type: Any):
+        self.__name__ = name
+        self.np_dtype = np.dtype(np_type)
+        self._sk_ctype = ctype
+        self.kind = kind  # 'f' float, 'i' signed int, 'u' unsigned int, 'b' bool
+        self.c_type = c_type  # the ctypes type used to pack launch arguments
+        self._sk_scalar = self
+
+    def __call__(self, x: Any = 0):
+        return self.np_dtype.type(x)
+
+    def __repr__(self) -> str:
+        return f"sk.{self.__name__}"
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in "iu"
+
+
+float32 = ScalarType("float32", np.float32, "float", "f", ctypes.c_float)
+float64 = ScalarType("float64", np.float64, "double", "f", ctypes.c_double)
+int32 = ScalarType("int32", np.int32, "int32_t", "i", ctypes.c_int32)
+int64 = ScalarType("int64", np.int64, "int64_t", "i", ctypes.c_int64)
+uint32 = ScalarType("uint32", np.uint32, "uint32_t", "u", ctypes.c_uint32)
+bool_ = ScalarType("bool", np.bool_, "bool", "b", ctypes.c_bool)
+bool_.__name__ = "bool"
+
+SCALARS = (float32, float64, int32, int64, uint32, bool_)
+_SCALAR_BY_NP = {s.np_dtype: s for s in SCALARS}
+
+
+def scalar_from_numpy(dt: Any) -> ScalarType:
+    """The simkit scalar type for a numpy dtype; ``TypeError`` if there is none."""
+    dt = np.dtype(dt)
+    try:
+        return _SCALAR_BY_NP[dt]
+    except KeyError:
+        names = ", ".join(str(s.np_dtype) for s in SCALARS)
+        raise TypeError(f"numpy dtype {dt} has no simkit scalar type (supported: {names})") from None
+
+
+# ---------------------------------------------------------------------------
+# Composite values
+# ---------------------------------------------------------------------------
+
+
+class Composite:
+    """Base of vector, matrix, quaternion and transform values (fixed-size, numpy-backed)."""
+
+    _sk_kind = ""
+    _sk_scalar: ScalarType = float32
+    _sk_shape: tuple[int, ...] = ()
+    _sk_ctype = ""
+    __slots__ = ("_v",)
+
+    def __init__(self, *args: Any):
+        n = int(np.prod(self._sk_shape))
+        dt = self._sk_scalar.np_dtype
+        if len(args) == 0:
+            self._v = np.zeros(self._sk_shape, dt)
+        elif len(args) == 1 and np.ndim(args[0]) == 0:
+            self._v = np.full(self._sk_shape, args[0], dt)
+        else:
+            flat = np.concatenate([np.ravel(np.asarray(a, dtype=dt)) for a in args]) if len(args) > 1 else np.ravel(np.asarray(args[0], dtype=dt))
+            if flat.size != n:
+                raise ValueError(f"{type(self).__name__} takes {n} components, got {flat.size}")
+            self._v = flat.reshape(self._sk_shape).copy()
+
+    @classmethod
+    def _wrap(cls, arr: np.ndarray):
+        obj = cls.__new__(cls)
+        obj._v = np.asarray(arr, dtype=cls._sk_scalar.np_dtype).reshape(cls._sk_shape)
+        return obj
+
+    def __array__(self, dtype=None, copy=None):
+        return self._v.copy() if dtype is None else self._v.astype(dtype)
+
+    def numpy(self) -> np.ndarray:
+        """A numpy copy of the components."""
+        return self._v.copy()
+
+    def __len__(self) -> int:
+        return self._sk_shape[0]
+
+    def __iter__(self):
+        for i in range(self._sk_shape[0]):
+            yield self[i]
+
+    def __getitem__(self, idx):
+        r = self._v[idx]
+        return r.item() if np.ndim(r) == 0 else r.copy()
+
+    def __setitem__(self, idx, value):
+        self._v[idx] = value
+
+    def __eq__(self, other) -> bool:
+        try:
+            o = np.asarray(other, dtype=self._v.dtype)
+        except (TypeError, ValueError):
+            return NotImplemented
+        return o.shape == self._v.shape and bool(np.all(o == self._v))
+
+    def __ne__(self, other) -> bool:
+        r = self.__eq__(other)
+        return r if r is NotImplemented else not r
+
+    __hash__ = None  # mutable
+
+    def __repr__(self) -> str:
+        comps = ", ".join(repr(float(x)) if self._sk_scalar.is_float else repr(int(x)) for x in self._v.ravel())
+        return f"{type(self).__name__}({comps})"
+
+    # Arithmetic mirrors the kernel language's operators.
+    def _same(self, other):
+        return other._v if isinstance(other, Composite) else other
+
+    def __add__(self, o):
+        return type(self)._wrap(self._v + self._same(o))
+
+    def __sub__(self, o):
+        return type(self)._wrap(self._v - self._same(o))
+
+    def __neg__(self):
+        return type(self)._wrap(-self._v)
+
+    def __mul__(self, o):
+        if np.ndim(o) == 0:
+            return type(self)._wrap(self._v * o)
+        return NotImplemented
+
+    def __rmul__(self, o):
+        return self.__mul__(o)
+
+    def __truediv__(self, o):
+        if np.ndim(o) == 0:
+            return type(self)._wrap(self._v / o)
+        return NotImplemented
+
+
+class Vector(Composite):
+    """Fixed-length vector value; ``sk.vec3(1, 2, 3)``."""
+
+    _sk_kind = "vec"
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        i = "xyzw".find(name)
+        if len(name) == 1 and 0 <= i < self._sk_shape[0]:
+            return self._v[i].item()
+        raise AttributeError(name)
+
+
+class Matrix(Composite):
+    """Fixed-shape matrix value (row-major); ``sk.mat22(1, 2, 3, 4)``."""
+
+    _sk_kind = "mat"
+    __slots__ = ()
+
+    def __getitem__(self, idx):
+        r = self._v[idx]
+        if np.ndim(r) == 0:
+            return r.item()
+        if np.ndim(r) == 1:
+            return vector(r.shape[0], self._sk_scalar)._wrap(r.copy())
+        return r.copy()
+
+    def __matmul__(self, o):
+        r = self._v @ np.asarray(o, dtype=self._v.dtype)
+        if r.ndim == 1:
+            return vector(r.shape[0], self._sk_scalar)._wrap(r)
+        return matrix(r.shape, self._sk_scalar)._wrap(r)
+
+    def __mul__(self, o):
+        if np.ndim(o) == 0:
+            return type(self)._wrap(self._v * o)
+        return self.__matmul__(o)
+
+
+class Quat(Composite):
+    """Quaternion stored (x, y, z, w); ``sk.quat(0, 0, 0, 1)`` is the identity."""
+
+    _sk_kind = "quat"
+    __slots__ = ()
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        if len(args) == 0:
+            self._v[3] = 1.0  # the identity rotation, not a zero quaternion
+
+    def __getattr__(self, name):
+        i = "xyzw".find(name)
+        if len(name) == 1 and i >= 0:
+            return self._v[i].item()
+        raise AttributeError(name)
+
+    def __mul__(self, o):
+        if isinstance(o, Quat):
+            x1, y1, z1, w1 = self._v
+            x2, y2, z2, w2 = o._v
+            return type(self)._wrap(np.array([
+                w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+                w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
+                w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
+            ]))
+        return super().__mul__(o)
+
+
+class Transform(Composite):
+    """Rigid transform ``(p, q)``: translation vec3 and rotation quat, 7 components."""
+
+    _sk_kind = "transform"
+    __slots__ = ()
+
+    def __init__(self, *args):
+        if len(args) == 0:
+            super().__init__([0, 0, 0, 0, 0, 0, 1])
+        else:
+            super().__init__(*args)
+
+    @property
+    def p(self):
+        return vector(3, self._sk_scalar)._wrap(self._v[:3].copy())
+
+    @property
+    def q(self):
+        return quat_of(self._sk_scalar)._wrap(self._v[3:].copy())
+
+
+_CT_SUFFIX = {"float32": "f", "float64": "d", "int32": "i", "int64": "l", "uint32": "u", "bool": "b"}
+_cache: dict[tuple, type] = {}
+
+
+def _make(base: type, name: str, shape: tuple[int, ...], scalar: ScalarType, ctype: str) -> type:
+    key = (base, shape, scalar)
+    if key not in _cache:
+        t = type(name, (base,), {"__slots__": (), "_sk_shape": shape, "_sk_scalar": scalar, "_sk_ctype": ctype, "__module__": "simkit"})
+        _cache[key] = t
+    return _cache[key]
+
+
+def _check_scalar(dtype: Any, what: str) -> ScalarType:
+    s = resolve(dtype)
+    if not isinstance(s, ScalarType):
+        raise TypeError(f"{what} components must be a scalar type, got {dtype!r}")
+    return s
+
+
+def vector(length: int, dtype: Any = float32) -> type:
+    """The vector type of ``length`` components of ``dtype``; ``sk.vector(3, sk.float64) is sk.vec3d``."""
+    s = _check_scalar(dtype, "vector")
+    if not isinstance(length, int) or length < 1:
+        raise ValueError(f"vector length must be a positive int, got {length!r}")
+    return _make(Vector, f"vec{length}{_CT_SUFFIX[s.__name__] if s is not float32 else ''}", (length,), s, f"sk::vec_t<{length}, {s._sk_ctype}>")
+
+
+def matrix(shape: tuple[int, int], dtype: Any = float32) -> type:
+    """The matrix type of ``shape`` (rows, cols); ``sk.matrix((3, 3), float) is sk.mat33``."""
+    s = _check_scalar(dtype, "matrix")
+    r, c = (int(x) for x in shape)
+    return _make(Matrix, f"mat{r}{c}{_CT_SUFFIX[s.__name__] if s is not float32 else ''}", (r, c), s, f"sk::mat_t<{r}, {c}, {s._sk_ctype}>")
+
+
+def quat_of(dtype: Any = float32) -> type:
+    s = _check_scalar(dtype, "quat")
+    return _make(Quat, "quat" + ("d" if s is float64 else ""), (4,), s, f"sk::quat_t<{s._sk_ctype}>")
+
+
+def transform_of(dtype: Any = float32) -> type:
+    s = _check_scalar(dtype, "transform")
+    return _make(Transform, "transform" + ("d" if s is float64 else ""), (7,), s, f"sk::transform_t<{s._sk_ctype}>")
+
+
+def resolve(t: Any) -> Any:
+    """Normalise a Python annotation to a simkit type (``float`` -> float32, ``int`` -> int32)."""
+    if t is float:
+        return float32
+    if t is int:
+        return int32
+    if t is bool:
+        return bool_
+    return t
+
+
+def is_type(t: Any) -> bool:
+    return hasattr(resolve(t), "_sk_kind")
+
+
+def is_value_type(t: Any) -> bool:
+    """True for types a kernel can hold in a local: scalars, vectors, matrices, quats, transforms."""
+    return getattr(t, "_sk_kind", None) in ("scalar", "vec", "mat", "quat", "transform")
+
+
+def type_name(t: Any) -> str:
+    if isinstance(t, ScalarType):
+        return t.__name__
+    return getattr(t, "__name__", None) or repr(t)
+
+
+def np_shape(t: Any) -> tuple[int, ...]:
+    """Trailing numpy dimensions of one element of type ``t``."""
+    return tuple(t._sk_shape)
+
+
+def type_size(t: Any) -> int:
+    if getattr(t, "_sk_kind", None) in ("struct",):
+        return ctypes.sizeof(t._sk_ctypes)
+    return int(np.prod(t._sk_shape, dtype=np.int64)) * t._sk_scalar.np_dtype.itemsize
+
+
+def ctypes_of(t: Any):
+    """The ctypes type matching the C++ layout of a value of type ``t``."""
+    if isinstance(t, ScalarType):
+        return t.c_type
+    kind = getattr(t, "_sk_kind", None)
+    if kind in ("vec", "mat", "quat", "transform"):
+        return t._sk_scalar.c_type * int(np.prod(t._sk_shape))
+    if kind in ("array", "struct"):
+        return t._sk_ctypes
+    raise TypeError(f"no C layout for {t!r}")
+
+
+vec2, vec3, vec4 = (vector(n) for n in (2, 3, 4))
+vec2d, vec3d, vec4d = (vector(n, float64) for n in (2, 3, 4))
+vec2i, vec3i, vec4i = (vector(n, int32) for n in (2, 3, 4))
+mat22, mat33, mat44 = (matrix((n, n)) for n in (2, 3, 4))
+mat22d, mat33d, mat44d = (matrix((n, n), float64) for n in (2, 3, 4))
+quat, quatd = quat_of(float32), quat_of(float64)
+transform, transformd = transform_of(float32), transform_of(float64)
