@@ -67,16 +67,20 @@ class FunctionWriter:
     def adj_name(self, v: ir.Var) -> str:
         return f"adj_{v.cname}"
 
+    def dummy(self, t) -> str:
+        """A scratch adjoint for values that carry none (constants, integers)."""
+        key = ctype(t)
+        if key not in self.dummies:
+            self.dummies[key] = f"adj_unused_{len(self.dummies)}"
+        return self.dummies[key]
+
     def arg_text(self, a, adj: bool) -> str:
         if isinstance(a, ir.Const):
             t = a.type.default() if isinstance(a.type, B.Weak) else a.type
-            if adj:
-                key = ctype(t)
-                if key not in self.dummies:
-                    self.dummies[key] = f"adj_const_{len(self.dummies)}"
-                return self.dummies[key]
-            return literal(a.value, t)
-        return self.adj_name(a) if adj else a.cname
+            return self.dummy(t) if adj else literal(a.value, t)
+        if adj:
+            return self.adj_name(a) if differentiable(a.type) else self.dummy(a.type)
+        return a.cname
 
     def render(self, template: str, op: ir.Op, ret: str) -> str:
         def sub(m):
@@ -171,8 +175,8 @@ class FunctionWriter:
             if isinstance(s, ir.Op):
                 if s.adj is None:
                     continue
-                if s.outs and not any(differentiable(o.type) for o in s.outs):
-                    continue
+                if not any(differentiable(v.type) for v in (s.outs or s.args) if isinstance(v, ir.Var)):
+                    continue  # no float flows through this op
                 self.marker(s.line)
                 self.put(self.render(s.adj, s, "return"))
                 for o in s.outs:
@@ -245,7 +249,8 @@ class FunctionWriter:
         self.last_line = None
         self.put("// reverse sweep")
         for k, r in enumerate(self.f.returns):
-            self.put(f"{self.adj_name(r)} += adj_ret{k};")
+            if differentiable(r.type):
+                self.put(f"{self.adj_name(r)} += adj_ret{k};")
         self.reverse(self.f.body)
         return self.lines
 

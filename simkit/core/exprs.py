@@ -35,6 +35,13 @@ class Undefined:
         self.message = message
 
 
+class Retype(Exception):
+    """A local first bound to a bare literal needs a wider type: the frontend builds again with it."""
+
+    def __init__(self, key, type_):
+        self.key, self.type = key, type_
+
+
 class ShapeOf:
     def __init__(self, arr):
         self.arr = arr
@@ -106,7 +113,8 @@ class ExprMixin:
         if isinstance(node, ast.Call):
             f = self.expr(node.func)
             if isinstance(f, Py) and getattr(f.obj, "_sk_builtin", None) == "tid":
-                return self.tid(n, node)
+                t = self.tid(n, node)
+                return list(t.obj) if isinstance(t, Py) else [t]
         if isinstance(node, ast.Tuple):
             vals = [self.expr(e) for e in node.elts]
         else:
@@ -543,6 +551,7 @@ class ExprMixin:
             types.append(a.type)
         found = B.resolve(name, types)
         if found is None:
+            self.retype_literal_locals(name, args, types)
             got = ", ".join(type_str(t) for t in types)
             sigs = "\n      ".join(B.signatures(name))
             opname = {"add": "+", "sub": "-", "mul": "*", "div": "/", "matmul": "@", "mod": "%", "floordiv": "//",
@@ -560,6 +569,18 @@ class ExprMixin:
             adj = f"sk::adj_{b.cname}({ins}, {adjs}, $adj_o0);"
         self.emit([out], args, f"$o0 = sk::{b.cname}({ins});", adj)
         return out
+
+    def retype_literal_locals(self, name, args, types):
+        """``acc = 0.0; acc += x64``: let a literal-initialised local take the wider type, then rebuild."""
+        for a in args:
+            origin = getattr(a, "weak_origin", None)
+            if origin is None or not isinstance(a.type, T.ScalarType):
+                continue
+            for other in types:
+                if isinstance(other, T.ScalarType) and other is not a.type and other.kind == a.type.kind:
+                    trial = [other if t is a.type else t for t in types]
+                    if B.resolve(name, trial) is not None:
+                        raise Retype(origin, other)
 
     def expr_Call(self, node):
         f = self.expr(node.func)

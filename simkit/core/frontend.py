@@ -22,14 +22,7 @@ from . import ir
 from . import types as T
 from .config import config
 from .errors import CompileError
-from .exprs import ExprMixin, Py, Undefined, type_str
-
-
-class _Retype(Exception):
-    """A local first bound to a bare literal later holds a wider type: build again with it."""
-
-    def __init__(self, key, type_):
-        self.key, self.type = key, type_
+from .exprs import ExprMixin, Py, Retype, Undefined, type_str
 
 
 class _NeedReturnSlots(Exception):
@@ -44,7 +37,7 @@ def build(pyfunc, arg_types: dict, *, is_kernel: bool, name: str, cname: str) ->
     for _ in range(64):
         try:
             return Builder(pyfunc, arg_types, is_kernel, name, cname, overrides, ret_slots).run()
-        except _Retype as r:
+        except Retype as r:
             overrides[r.key] = r.type
         except _NeedReturnSlots as r:
             ret_slots = r.types
@@ -205,9 +198,9 @@ class Builder(ExprMixin):
 
     def type_conflict(self, name, old, new, node):
         if old.weak_origin is not None and isinstance(old.type, T.ScalarType) and isinstance(new.type, T.ScalarType):
-            raise _Retype(old.weak_origin, new.type)
+            raise Retype(old.weak_origin, new.type)
         if new.weak_origin is not None and isinstance(old.type, T.ScalarType) and isinstance(new.type, T.ScalarType):
-            raise _Retype(new.weak_origin, old.type)
+            raise Retype(new.weak_origin, old.type)
         self.error(f"'{name}' changes type from {type_str(old.type)} to {type_str(new.type)}; "
                    "a local keeps one type (convert explicitly, e.g. float(x), or use another name)", node)
 

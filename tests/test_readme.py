@@ -1,0 +1,25 @@
+"""The README's example is the first thing a newcomer pastes: it must run and print what it says."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_readme_example_runs_and_prints_what_it_promises(tmp_path):
+    code = re.search(r"```python\n(.*?)```", README.read_text(), re.S).group(1)
+    script = tmp_path / "example.py"
+    script.write_text(code)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    printed = run.stdout.split("\n")
+    assert printed[0] == "[9.375]"
+    assert printed[1].split() == "[ 0.   2.5  5.   7.5 10. ]".split()
+
+
+def test_readme_setup_is_the_two_commands():
+    text = README.read_text()
+    assert 'pip install -e ".[dev]"' in text
+    assert re.search(r"^pytest$", text, re.M)
