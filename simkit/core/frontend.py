@@ -77,7 +77,12 @@ class Builder(ExprMixin):
         self.overrides = overrides
         self.ret_slots = ret_slots
         self.file = inspect.getsourcefile(pyfunc) or "<unknown>"
-        lines, self.first_line = inspect.getsourcelines(pyfunc)
+        try:
+            lines, self.first_line = inspect.getsourcelines(pyfunc)
+        except (OSError, TypeError):
+            raise CompileError(f"cannot read the source of '{name}': kernels and functions must be defined in a "
+                               "file (or a notebook cell), not built with exec or typed at a bare REPL",
+                               self.file, pyfunc.__code__.co_firstlineno) from None
         self.source = {self.first_line + i: l.rstrip("\n") for i, l in enumerate(lines)}
         tree = ast.parse(textwrap.dedent("".join(lines)))
         ast.increment_lineno(tree, self.first_line - 1)

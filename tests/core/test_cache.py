@@ -1,0 +1,103 @@
+"""The on-disk module cache: warm loads never run the compiler; changes invalidate."""
+
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import simkit as sk
+from simkit.core import compiler
+
+PROGRAM = textwrap.dedent('''
+    import simkit as sk
+
+    @sk.func
+    def helper(x: float) -> float:
+        return x * HELPER_FACTOR
+
+    @sk.kernel
+    def scale(a: sk.array(dtype=float)):
+        i = sk.tid()
+        a[i] = helper(a[i])
+
+    a = sk.ones(4)
+    sk.launch(scale, 4, inputs=[a])
+    print(a.numpy()[0])
+''')
+
+
+@pytest.fixture
+def project(tmp_path):
+    """A script, an empty cache and a compiler wrapper that logs each call."""
+    log = tmp_path / "compiler.log"
+    wrapper = tmp_path / "logging-cxx"
+    wrapper.write_text(f'#!/bin/sh\necho call >> "{log}"\nexec g++ "$@"\n')
+    wrapper.chmod(0o755)
+    env = dict(os.environ, SIMKIT_CACHE_DIR=str(tmp_path / "cache"), SIMKIT_CXX=str(wrapper))
+
+    def run(factor: str) -> str:
+        script = tmp_path / "prog.py"
+        script.write_text(PROGRAM.replace("HELPER_FACTOR", factor))
+        out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    def calls() -> int:
+        return len(log.read_text().splitlines()) if log.exists() else 0
+
+    return run, calls, tmp_path / "cache"
+
+
+def test_warm_cache_loads_without_invoking_the_compiler(project):
+    run, calls, _ = project
+    assert run("2.0") == "2.0"
+    assert calls() >= 1
+    before = calls()
+    assert run("2.0") == "2.0"
+    assert calls() == before
+
+
+def test_changing_a_called_function_recompiles_the_kernel(project):
+    run, calls, _ = project
+    assert run("2.0") == "2.0"
+    before = calls()
+    assert run("3.0") == "3.0"
+    assert calls() == before + 1
+
+
+def test_cache_directory_is_private_to_the_user(project):
+    run, _, cache = project
+    run("2.0")
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+
+
+@sk.kernel
+def kept(a: sk.array(dtype=float)):
+    a[0] = 42.0
+
+
+def test_keep_source_leaves_the_generated_cpp_next_to_the_module(tmp_path, monkeypatch):
+    monkeypatch.setattr(sk.config, "cache_dir", str(tmp_path))
+    monkeypatch.setattr(sk.config, "keep_source", True)
+    a = sk.zeros(1)
+    sk.launch(kept, 1, inputs=[a])
+    _lib, _ir, path = kept.loaded()
+    src = compiler.source_path(path).read_text()
+    assert "a[0] = 42.0" in src  # the user's line, as a marker above its C++
+    assert "kept_" in src and "_backward" in src
+
+
+def test_generated_source_mirrors_the_python_lines():
+    src = kept.source()
+    assert "// test_cache.py:" in src
+    assert "sk::at(a, 0) = 42.0f;" in src
+
+
+def test_kernel_without_a_source_file_gets_a_clear_error():
+    namespace = {"sk": sk}
+    exec("@sk.kernel\ndef k(a: sk.array(dtype=float)):\n    a[0] = 1.0\n", namespace)
+    with pytest.raises(sk.CompileError, match="cannot read the source"):
+        namespace["k"].build_ir()
