@@ -737,7 +737,8 @@ class ExprMixin:
             if not isinstance(v.type, T.ScalarType):
                 self.error("sk.printf prints scalars; pass components (v[0], v[1], ...)", node)
             vals.append(v)
-        casts = "".join(f", {'double' if v.type.is_float else 'long long'}($a{k})" for k, v in enumerate(vals))
+        # C varargs: floats go as double; ints keep their width (%d for int32, %lld for int64).
+        casts = "".join(f", double($a{k})" if v.type.is_float else f", $a{k}" for k, v in enumerate(vals))
         self.emit([], vals, f'printf("{fmt}"{casts});', None, replay=False)
         return Py(None)
 

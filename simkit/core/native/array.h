@@ -148,7 +148,8 @@ template <typename T> SK_FUNC T atomic_add_(T* p, T v) {
     }
 }
 template <typename T> SK_FUNC T atomic_minmax_(T* p, T v, bool take_min) {
-    T cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+    T cur;
+    __atomic_load(p, &cur, __ATOMIC_RELAXED);  // generic form: works for float and double too
     while (take_min ? (v < cur) : (v > cur)) {
         if (__atomic_compare_exchange(p, &cur, &v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) break;
     }

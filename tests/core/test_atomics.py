@@ -1,0 +1,72 @@
+"""Atomics stay exact under the multithreaded CPU launch."""
+
+import numpy as np
+
+import simkit as sk
+
+
+@sk.kernel
+def add_ones(cell: sk.array(dtype=int)):
+    sk.atomic_add(cell, 0, 1)
+
+
+def test_a_million_threaded_increments_of_one_int32_cell_are_exact():
+    cell = sk.zeros(1, dtype=int)
+    sk.launch(add_ones, 1_000_000, inputs=[cell])
+    assert cell.numpy()[0] == 1_000_000
+
+
+@sk.kernel
+def add_vectors(total: sk.array(dtype=sk.vec3d), sub: sk.array(dtype=sk.float64)):
+    i = sk.tid()
+    sk.atomic_add(total, 0, sk.vec3d(1.0, 0.5, 0.25))
+    sk.atomic_sub(sub, 0, sk.float64(0.5))
+
+
+def test_vector_atomic_add_and_scalar_atomic_sub_in_float64():
+    total, sub = sk.zeros(1, dtype=sk.vec3d), sk.zeros(1, dtype=sk.float64)
+    sk.launch(add_vectors, 200_000, inputs=[total, sub])
+    assert total.numpy()[0].tolist() == [200_000.0, 100_000.0, 50_000.0]
+    assert sub.numpy()[0] == -100_000.0
+
+
+@sk.kernel
+def extremes(x: sk.array(dtype=float), lo: sk.array(dtype=float), hi: sk.array(dtype=float),
+             ilo: sk.array(dtype=int)):
+    i = sk.tid()
+    sk.atomic_min(lo, 0, x[i])
+    sk.atomic_max(hi, 0, x[i])
+    sk.atomic_min(ilo, 0, int(x[i] * 1000.0))
+
+
+def test_atomic_min_and_max_find_the_extremes():
+    x = np.random.default_rng(0).uniform(-5, 5, 100_000).astype(np.float32)
+    lo, hi, ilo = sk.full(1, 1e30), sk.full(1, -1e30), sk.full(1, 2**30, dtype=sk.int32)
+    sk.launch(extremes, len(x), inputs=[x, lo, hi, ilo])
+    assert lo.numpy()[0] == x.min() and hi.numpy()[0] == x.max()
+    assert ilo.numpy()[0] == int(x.min() * np.float32(1000.0))
+
+
+@sk.kernel
+def claim_slots(counter: sk.array(dtype=int), slots: sk.array(dtype=int)):
+    i = sk.tid()
+    k = sk.atomic_add(counter, 0, 1)
+    slots[k] = i
+
+
+def test_atomic_add_returns_the_old_value_so_threads_get_unique_slots():
+    n = 50_000
+    counter, slots = sk.zeros(1, dtype=int), sk.full(n, -1, dtype=sk.int32)
+    sk.launch(claim_slots, n, inputs=[counter, slots])
+    assert sorted(slots.numpy().tolist()) == list(range(n))
+
+
+@sk.kernel
+def say(x: sk.array(dtype=float)):
+    i = sk.tid()
+    sk.printf("thread %d sees %.2f\n", i, x[i])
+
+
+def test_printf_prints_from_kernels(capfd):
+    sk.launch(say, 1, inputs=[sk.full(1, 1.5)])
+    assert "thread 0 sees 1.50" in capfd.readouterr().out
