@@ -73,6 +73,7 @@ class Array:
         self._version = 0
         self._hdr = ArrayHeader()
         self._hdr_addr = ctypes.addressof(self._hdr)
+        self._hdr_view = memoryview(self._hdr).cast("B")  # live bytes: launches copy it with one memcpy
         self._hdr.data = storage.ctypes.data if storage.size else None
         for k, s in enumerate(self.shape):
             self._hdr.shape[k] = s

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import compiler
 from . import types as T
-from .array import Array, as_array
+from .array import Array, ArrayHeader, as_array
 from .config import config
 from .errors import KernelRuntimeError
 
@@ -35,6 +35,9 @@ class LaunchBounds(ctypes.Structure):
                 ("size", ctypes.c_int64)]
 
 
+_BOUNDS_SIZE = ctypes.sizeof(LaunchBounds)
+
+
 class ErrorRecord(ctypes.Structure):
     """Mirror of ``sk::error_t``."""
 
@@ -48,6 +51,7 @@ def _array_packer(base, off, name, t, kname):
     dtype, ndim = t.dtype, t.ndim
 
     def pack(v):
+        """Slow path: wrap foreign buffers and explain mismatches (the common case is inlined in launch)."""
         if type(v) is not Array:
             v = as_array(v, t, name)
         if v.dtype is not dtype or v.ndim != ndim:
@@ -123,6 +127,9 @@ class Plan:
         self.nparams = len(fir.params)
         self.bounds: dict = {}
         self.packers = []
+        self.view = memoryview(self.args).cast("B")
+        self.fast_arrays = []  # (index, start, end, dtype, ndim) of array parameters
+        self.others = []       # (index, packer) of every other parameter
         kname = kernel.name
         for v, pname in zip(fir.params, kernel.arg_names):
             t = v.type
@@ -130,13 +137,27 @@ class Plan:
             kind = t._sk_kind
             if kind == "array":
                 self.packers.append(_array_packer(base, off, pname, t, kname))
+                self.fast_arrays.append((len(self.packers) - 1, off, off + ctypes.sizeof(ArrayHeader), t.dtype, t.ndim))
             elif kind == "scalar":
                 self.packers.append(_scalar_packer(self.args, v.cname, pname, t, kname))
             elif kind == "struct":
                 self.packers.append(_struct_packer(base, off, pname, t, kname))
             else:
                 self.packers.append(_composite_packer(base, off, pname, t, kname))
+        self.others = [(k, p) for k, p in enumerate(self.packers) if k not in {a[0] for a in self.fast_arrays}]
         self.parallel_for = compiler.runtime().sk_parallel_for
+
+    def pack(self, values):
+        """Write every argument into the args struct; sk arrays of the right type take the fast path."""
+        view, packers = self.view, self.packers
+        for k, start, end, dtype, ndim in self.fast_arrays:
+            v = values[k]
+            if type(v) is Array and v.dtype is dtype and v.ndim == ndim and v.device == "cpu":
+                view[start:end] = v._hdr_view
+            else:
+                packers[k](v)
+        for k, pack in self.others:
+            pack(values[k])
 
     def set_bounds(self, dim) -> int:
         b = self.bounds.get(dim)
@@ -153,9 +174,9 @@ class Plan:
                 b.shape[k] = int(s)
             b.ndim = len(shape)
             b.size = int(np.prod(shape))
-            self.bounds[dim] = b
-        self.args.launch = b
-        return b.size
+            b = self.bounds[dim] = (bytes(b), b.size)
+        self.view[:_BOUNDS_SIZE] = b[0]
+        return b[1]
 
     def check_error(self):
         e = self.error
@@ -195,17 +216,17 @@ def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), devi
 
         sk.launch(saxpy, len(x), inputs=[x, y, 2.0])
     """
-    if not getattr(kernel, "_sk_kernel", False):
-        raise TypeError(f"sk.launch expects an @sk.kernel, got {type(kernel).__name__}")
-    if device is not None and str(device) != "cpu":
+    try:
+        plan = kernel._plan.get(config.mode) or plan_for(kernel)
+    except AttributeError:
+        raise TypeError(f"sk.launch expects an @sk.kernel, got {type(kernel).__name__}") from None
+    if device is not None and device != "cpu":
         raise ValueError(f"sk.launch({kernel.name}): device {device!r} is not available in this build (use 'cpu')")
-    plan = kernel._plan.get(config.mode) or plan_for(kernel)
-    values = [*inputs, *outputs]
+    values = inputs + outputs if type(inputs) is type(outputs) else [*inputs, *outputs]
     if len(values) != plan.nparams:
         raise TypeError(f"{kernel.name}() takes {plan.nparams} argument(s) ({', '.join(kernel.arg_names)}), "
                         f"got {len(values)}")
-    for pack, v in zip(plan.packers, values):
-        pack(v)
+    plan.pack(values)
     n = plan.set_bounds(dim)
     if n:
         plan.parallel_for(plan.backward if adjoint else plan.forward, plan.base, n, PARALLEL_GRAIN)
