@@ -18,7 +18,6 @@ import re
 
 from . import builtins as B
 from . import ir
-from . import types as T
 from .config import config
 from .exprs import literal
 

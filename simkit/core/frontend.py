@@ -1,7 +1,7 @@
 """Frontend: a kernel's Python AST, walked once, into the typed IR of ``ir.py``.
 
-Statements and control flow live here; expressions, calls and builtins live in
-``exprs.py`` (a mixin), so each file reads as one concern.
+Statements and control flow live here; expressions in ``exprs.py``, element access
+in ``access.py`` and calls in ``calls.py`` (mixins), so each file reads as one concern.
 
 Control flow is lowered so that the adjoint can be generated mechanically:
 ``break``, ``continue`` and ``return`` become boolean flags with the rest of the
@@ -22,6 +22,8 @@ from . import ir
 from . import types as T
 from .config import config
 from .errors import CompileError
+from .access import AccessMixin
+from .calls import CallMixin
 from .exprs import ExprMixin, Py, Retype, Undefined, type_str
 
 
@@ -67,7 +69,7 @@ def _contains(stmts, kinds, stop_at_loops: bool) -> bool:
     return False
 
 
-class Builder(ExprMixin):
+class Builder(ExprMixin, AccessMixin, CallMixin):
     def __init__(self, pyfunc, arg_types, is_kernel, name, cname, overrides, ret_slots):
         self.pyfunc = pyfunc
         self.arg_types = arg_types

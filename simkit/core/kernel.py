@@ -23,7 +23,7 @@ import hashlib
 import inspect
 import logging
 import typing
-from typing import Any, Callable
+from typing import Callable
 
 from . import codegen, compiler, frontend
 from . import types as T

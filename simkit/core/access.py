@@ -1,0 +1,164 @@
+"""Frontend, element access: array loads/stores/atomics and vector, matrix and struct components.
+
+Mixed into :class:`frontend.Builder`. Array reads accumulate their adjoint into the
+array's grad; writes read it back; component and field assignment build a new
+value (functional update), so their gradients flow like any other op.
+"""
+
+from __future__ import annotations
+
+from . import ir
+from . import types as T
+from .config import config
+from .exprs import _COMPONENTS, type_str
+
+
+class AccessMixin:
+    def bounds_check(self, n_idx: int) -> str:
+        if config.mode != "debug":
+            return ""
+        idx = ", ".join(f"$a{k + 1}" for k in range(n_idx))
+        return f"if (!sk::check_bounds(&sk_error, {self.line}, $a0, {idx})) $RETURN; "
+
+    def check_index_count(self, arr, idx, node):
+        if len(idx) != arr.type.ndim:
+            self.error(f"{arr.type.ndim}-d array indexed with {len(idx)} index(es); give exactly {arr.type.ndim}", node)
+
+    def load(self, arr, idx, node):
+        self.check_index_count(arr, idx, node)
+        out = self.new_var(arr.type.dtype)
+        ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
+        fwd = self.bounds_check(len(idx)) + f"$o0 = sk::at($a0, {ix});"
+        self.emit([out], [arr, *idx], fwd, f"sk::accum_grad(sk::grad_ptr($a0, {ix}), $adj_o0);")
+        return out
+
+    def store(self, arr, idx, value, node):
+        self.check_index_count(arr, idx, node)
+        value = self.convert(value, arr.type.dtype, node)
+        ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
+        v = f"$a{len(idx) + 1}"
+        fwd = self.bounds_check(len(idx)) + f"sk::at($a0, {ix}) = {v};"
+        adj = f"if (auto* g = sk::grad_ptr($a0, {ix})) $adj_a{len(idx) + 1} += *g;"
+        self.emit([], [arr, *idx, value], fwd, adj, replay=False)
+
+    def atomic(self, name, arr, idx, value, node, want_result=True):
+        if not (isinstance(arr, ir.Var) and getattr(arr.type, "_sk_kind", "") == "array"):
+            self.error(f"{name} needs an array as its first argument", node)
+        self.check_index_count(arr, idx, node)
+        dt = arr.type.dtype
+        if name in ("atomic_min", "atomic_max") and dt._sk_kind not in ("scalar", "vec"):
+            self.error(f"{name} works on scalar and vector arrays", node)
+        value = self.convert(value, dt, node)
+        ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
+        v = f"$a{len(idx) + 1}"
+        adj_v = f"$adj_a{len(idx) + 1}"
+        fn = {"atomic_add": "atomic_add_any", "atomic_sub": "atomic_add_any",
+              "atomic_min": "atomic_min_any", "atomic_max": "atomic_max_any"}[name]
+        operand = f"-{v}" if name == "atomic_sub" else v
+        check = self.bounds_check(len(idx))
+        out = self.new_var(dt) if want_result else None
+        assign = "$o0 = " if out is not None else ""
+        fwd = check + f"{assign}sk::{fn}(&sk::at($a0, {ix}), {operand});"
+        if name == "atomic_add":
+            adj = f"if (auto* g = sk::grad_ptr($a0, {ix})) {adj_v} += *g;"
+        elif name == "atomic_sub":
+            adj = f"if (auto* g = sk::grad_ptr($a0, {ix})) {adj_v} -= *g;"
+        elif dt._sk_kind == "scalar":
+            # The thread whose value is the final extremum receives its gradient.
+            adj = f"if (auto* g = sk::grad_ptr($a0, {ix})) if (sk::at($a0, {ix}) == {v}) {adj_v} += *g;"
+        else:
+            adj = None
+        replay_fwd = (check + f"$o0 = sk::at($a0, {ix});") if out is not None else None
+        self.emit([out] if out is not None else [], [arr, *idx, value], fwd, adj, replay=False, replay_fwd=replay_fwd)
+        return out
+
+    def extract(self, base, idx, node):
+        t = base.type
+        kind = getattr(t, "_sk_kind", "")
+        if kind in ("vec", "quat"):
+            if len(idx) != 1:
+                self.error(f"{type_str(t)} takes one index", node)
+            self.static_bounds(idx[0], t._sk_shape[0], node)
+            out = self.new_var(t._sk_scalar)
+            self.emit([out], [base, idx[0]], "$o0 = $a0[$a1];", "$adj_a0[$a1] += $adj_o0;")
+            return out
+        if kind == "mat":
+            r, c = t._sk_shape
+            if len(idx) == 2:
+                self.static_bounds(idx[0], r, node)
+                self.static_bounds(idx[1], c, node)
+                out = self.new_var(t._sk_scalar)
+                self.emit([out], [base, *idx], "$o0 = $a0[$a1][$a2];", "$adj_a0[$a1][$a2] += $adj_o0;")
+                return out
+            if len(idx) == 1:
+                self.static_bounds(idx[0], r, node)
+                out = self.new_var(T.vector(c, t._sk_scalar))
+                self.emit([out], [base, idx[0]], f"for (int k = 0; k < {c}; ++k) $o0[k] = $a0[$a1][k];",
+                          f"for (int k = 0; k < {c}; ++k) $adj_a0[$a1][k] += $adj_o0[k];")
+                return out
+        self.error(f"{type_str(t)} cannot be indexed like this", node)
+
+    def static_bounds(self, i, n, node):
+        if isinstance(i, ir.Const) and not 0 <= int(i.value) < n:
+            self.error(f"index {int(i.value)} out of range for length {n}", node)
+
+    def insert(self, base, idx, value, node):
+        """A copy of composite ``base`` with component ``idx`` replaced (differentiable)."""
+        t = base.type
+        kind = getattr(t, "_sk_kind", "")
+        out = self.new_var(t)
+        if kind in ("vec", "quat") and len(idx) == 1:
+            self.static_bounds(idx[0], t._sk_shape[0], node)
+            value = self.convert(value, t._sk_scalar, node)
+            self.emit([out], [base, idx[0], value], "$o0 = $a0; $o0[$a1] = $a2;",
+                      "$adj_a2 += $adj_o0[$a1]; $adj_o0[$a1] = 0; $adj_a0 += $adj_o0; $adj_o0 = {};")
+            return out
+        if kind == "mat" and len(idx) == 2:
+            self.static_bounds(idx[0], t._sk_shape[0], node)
+            self.static_bounds(idx[1], t._sk_shape[1], node)
+            value = self.convert(value, t._sk_scalar, node)
+            self.emit([out], [base, *idx, value], "$o0 = $a0; $o0[$a1][$a2] = $a3;",
+                      "$adj_a3 += $adj_o0[$a1][$a2]; $adj_o0[$a1][$a2] = 0; $adj_a0 += $adj_o0; $adj_o0 = {};")
+            return out
+        self.error(f"cannot assign to this component of {type_str(t)}", node)
+
+    def setfield(self, base, name, value, node):
+        t = base.type
+        kind = getattr(t, "_sk_kind", "")
+        out = self.new_var(t)
+        if kind == "struct":
+            if name not in t._sk_fields:
+                self.error(f"struct {t.__name__} has no field '{name}' (fields: {', '.join(t._sk_fields)})", node)
+            ft = t._sk_fields[name]
+            value = self.convert(value, ft, node)
+            if ft._sk_kind == "array":
+                self.emit([out], [base, value], f"$o0 = $a0; $o0.{name} = $a1;", "$adj_a0 += $adj_o0; $adj_o0 = {};")
+            else:
+                self.emit([out], [base, value], f"$o0 = $a0; $o0.{name} = $a1;",
+                          f"$adj_a1 += $adj_o0.{name}; $adj_o0.{name} = {{}}; $adj_a0 += $adj_o0; $adj_o0 = {{}};")
+            return out
+        if kind in ("vec", "quat") and name in _COMPONENTS:
+            return self.insert(base, [ir.Const(_COMPONENTS[name], T.int32)], value, node)
+        if kind == "transform" and name in ("p", "q"):
+            ft = T.vector(3, t._sk_scalar) if name == "p" else T.quat_of(t._sk_scalar)
+            value = self.convert(value, ft, node)
+            self.emit([out], [base, value], f"$o0 = $a0; $o0.{name} = $a1;",
+                      f"$adj_a1 += $adj_o0.{name}; $adj_o0.{name} = {{}}; $adj_a0 += $adj_o0; $adj_o0 = {{}};")
+            return out
+        self.error(f"{type_str(t)} has no assignable attribute '{name}'", node)
+
+    def assign_subscript(self, target, value, s):
+        base = self.expr(target.value)
+        idx = self.indices(target.slice, s)
+        if isinstance(base, ir.Var) and getattr(base.type, "_sk_kind", "") == "array":
+            self.store(base, idx, value, s)
+            return
+        if not isinstance(base, ir.Var):
+            self.error("only arrays and local vectors/matrices accept element assignment", s)
+        self.assign_target(target.value, self.insert(base, idx, value, s), s)
+
+    def assign_attribute(self, target, value, s):
+        base = self.expr(target.value)
+        if not isinstance(base, ir.Var):
+            self.error("attribute assignment needs a struct, vector, quaternion or transform value", s)
+        self.assign_target(target.value, self.setfield(base, target.attr, value, s), s)

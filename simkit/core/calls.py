@@ -1,0 +1,247 @@
+"""Frontend, calls: builtins, @sk.func calls, type constructors and casts, and the special builtins
+(``tid``, ``printf``, ``identity``, ``len``, atomics).
+
+Mixed into :class:`frontend.Builder`. Builtin overloads come from the table in
+``builtins.py``; a failed match reports every accepted signature.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins as pybuiltins
+
+import numpy as np
+
+from . import builtins as B
+from . import ir
+from . import types as T
+from .exprs import _MATH_BUILTINS, Py, Retype, Undefined, type_str
+
+
+class CallMixin:
+    def is_range(self, fnode) -> bool:
+        f = self.expr(fnode)
+        return isinstance(f, Py) and f.obj is pybuiltins.range
+
+    def call_builtin(self, name, args, node):
+        types = []
+        for a in args:
+            if isinstance(a, (Py, Undefined)) or a is None:
+                self.error(f"{name}() takes values, got {getattr(a, 'obj', a)!r}", node)
+            types.append(a.type)
+        found = B.resolve(name, types)
+        if found is None:
+            self.retype_literal_locals(name, args, types)
+            got = ", ".join(type_str(t) for t in types)
+            sigs = "\n      ".join(B.signatures(name))
+            opname = {"add": "+", "sub": "-", "mul": "*", "div": "/", "matmul": "@", "mod": "%", "floordiv": "//",
+                      "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}.get(name)
+            what = f"operator '{opname}'" if opname else f"{name}()"
+            hint = " (for element-wise products use sk.cw_mul, for the dot product sk.dot)" if name == "mul" else ""
+            self.error(f"{what} does not accept ({got}){hint}; expected one of:\n      {sigs}", node)
+        b, concrete, ret = found
+        args = [self.convert(a, t, node) for a, t in zip(args, concrete)]
+        out = self.new_var(ret)
+        ins = ", ".join(f"$a{k}" for k in range(len(args)))
+        adj = None
+        if b.differentiable:
+            adjs = ", ".join(f"$adj_a{k}" for k in range(len(args)))
+            adj = f"sk::adj_{b.cname}({ins}, {adjs}, $adj_o0);"
+        self.emit([out], args, f"$o0 = sk::{b.cname}({ins});", adj)
+        return out
+
+    def retype_literal_locals(self, name, args, types):
+        """``acc = 0.0; acc += x64``: let a literal-initialised local take the wider type, then rebuild."""
+        for a in args:
+            origin = getattr(a, "weak_origin", None)
+            if origin is None or not isinstance(a.type, T.ScalarType):
+                continue
+            for other in types:
+                if isinstance(other, T.ScalarType) and other is not a.type and other.kind == a.type.kind:
+                    trial = [other if t is a.type else t for t in types]
+                    if B.resolve(name, trial) is not None:
+                        raise Retype(origin, other)
+
+    def expr_Call(self, node):
+        f = self.expr(node.func)
+        if not isinstance(f, Py):
+            self.error("only functions, builtins and types can be called", node)
+        obj = f.obj
+        if getattr(obj, "_sk_static", False):
+            if len(node.args) != 1:
+                self.error("sk.static takes one expression", node)
+            return self.capture(self.static_eval(node.args[0]))
+        name = getattr(obj, "_sk_builtin", None) or _MATH_BUILTINS.get(obj)
+        if name in ("tid",):
+            return self.tid(1, node)
+        if name in ("printf",):
+            return self.printf(node)
+        if name == "identity":
+            return self.identity(node)
+        if obj is pybuiltins.len or name == "len":
+            return self.length_of(node)
+        if getattr(obj, "_sk_func", False):
+            return self.call_func(obj, node)
+        if hasattr(obj, "_sk_kernel"):
+            self.error("a kernel cannot call another kernel; make the helper an @sk.func", node)
+        if node.keywords and not (getattr(obj, "_sk_kind", "") == "struct"):
+            self.error(f"keyword arguments are not supported here ({node.keywords[0].arg}=...)", node)
+        args = [self.expr(a) for a in node.args]
+        if name in ("atomic_add", "atomic_sub", "atomic_min", "atomic_max"):
+            if len(args) < 3:
+                self.error(f"{name}(array, index..., value) needs at least 3 arguments", node)
+            return self.atomic(name, args[0], [self.convert(i, T.int32, node) if isinstance(i, ir.Const) else i
+                                               for i in args[1:-1]], args[-1], node)
+        if name is not None:
+            return self.call_builtin(name, args, node)
+        if obj in (float, int, bool):
+            obj = T.resolve(obj)
+        kind = getattr(obj, "_sk_kind", None)
+        if kind == "scalar":
+            return self.cast(obj, args, node)
+        if kind in ("vec", "mat", "quat", "transform"):
+            return self.construct(obj, args, node)
+        if kind == "struct":
+            return self.construct_struct(obj, node)
+        self.error(f"cannot call {getattr(obj, '__name__', obj)!s} in a kernel", node)
+
+    def tid(self, n, node):
+        if self.tid_dims and self.tid_dims != n:
+            self.error(f"sk.tid() unpacked into {n} names here but {self.tid_dims} elsewhere", node)
+        if not self.is_kernel:
+            self.error("sk.tid() is only available in kernels; pass the index to the function", node)
+        self.tid_dims = n
+        outs = [self.new_var(T.int32) for _ in range(n)]
+        for k, o in enumerate(outs):
+            self.emit([o], [], f"$o0 = sk::tid(args.launch, _idx, {k});")
+        return outs[0] if n == 1 else Py(tuple(outs))
+
+    def cast(self, t, args, node):
+        if len(args) != 1:
+            self.error(f"{type_str(t)}() takes one argument", node)
+        v = args[0]
+        if isinstance(v, ir.Const):
+            if np.ndim(v.value):
+                self.error(f"cannot convert a {type_str(v.type)} to {type_str(t)}", node)
+            return ir.Const(t(v.value).item(), t)
+        if not isinstance(v, ir.Var) or not isinstance(v.type, T.ScalarType):
+            self.error(f"{type_str(t)}() converts scalars, got {type_str(getattr(v, 'type', v))}", node)
+        if v.type is t:
+            return v
+        out = self.new_var(t)
+        adj = f"$adj_a0 += {v.type._sk_ctype}($adj_o0);" if t.is_float and v.type.is_float else None
+        self.emit([out], [v], f"$o0 = sk::cast<{t._sk_ctype}>($a0);", adj)
+        return out
+
+    def construct(self, t, args, node):
+        size = int(np.prod(t._sk_shape))
+        if all(isinstance(a, ir.Const) for a in args):
+            try:
+                return ir.Const(np.asarray(t(*[a.value for a in args])), t)
+            except (ValueError, TypeError) as e:
+                self.error(f"{type_str(t)}(...): {e}", node)
+        if len(args) == 1 and getattr(args[0].type, "_sk_shape", None) == t._sk_shape and args[0].type is not t \
+                and getattr(args[0].type, "_sk_kind", "") == t._sk_kind:
+            out = self.new_var(t)
+            self.emit([out], args, f"$o0 = sk::convert<{t._sk_ctype}>($a0);",
+                      f"sk::adj_convert<{t._sk_ctype}>($a0, $adj_a0, $adj_o0);" if t._sk_scalar.is_float else None)
+            return out
+        if len(args) == 1 and (args[0].type is t):
+            return args[0]
+        if len(args) == 1 and (isinstance(args[0].type, (T.ScalarType, B.Weak))):
+            v = self.convert(args[0], t._sk_scalar, node) if isinstance(args[0], ir.Const) else args[0]
+            if v.type is not t._sk_scalar:
+                self.error(f"{type_str(t)}(x) broadcasts a {type_str(t._sk_scalar)}, got {type_str(v.type)}", node)
+            out = self.new_var(t)
+            self.emit([out], [v], f"$o0 = sk::splat<{t._sk_ctype}>($a0);", f"sk::adj_splat<{t._sk_ctype}>($a0, $adj_a0, $adj_o0);")
+            return out
+        conv, count = [], 0
+        for a in args:
+            at = a.type
+            if isinstance(at, (T.ScalarType, B.Weak)):
+                a = self.convert(a, t._sk_scalar, node)
+                count += 1
+            elif getattr(at, "_sk_kind", "") in ("vec", "quat", "mat") and at._sk_scalar is t._sk_scalar:
+                count += int(np.prod(at._sk_shape))
+            else:
+                self.error(f"{type_str(t)}() cannot take a {type_str(at)} component", node)
+            conv.append(a)
+        if count != size:
+            self.error(f"{type_str(t)}() needs {size} components, got {count}", node)
+        out = self.new_var(t)
+        ins = ", ".join(f"$a{k}" for k in range(len(conv)))
+        adjs = ", ".join(f"$adj_a{k}" for k in range(len(conv)))
+        self.emit([out], conv, f"$o0 = sk::construct<{t._sk_ctype}>({ins});", f"sk::adj_construct($adj_o0, {adjs});")
+        return out
+
+    def construct_struct(self, t, node):
+        if node.args:
+            self.error(f"struct {t.__name__}() takes field values as keywords only", node)
+        self.note_type(t)
+        v = self.new_var(t)
+        self.emit([v], [], "$o0 = {};")
+        for kw in node.keywords:
+            v = self.setfield(v, kw.arg, self.expr(kw.value), node)
+        return v
+
+    def identity(self, node):
+        kw = {k.arg: self.static_eval(k.value) for k in node.keywords}
+        pos = [self.static_eval(a) for a in node.args]
+        n = kw.get("n", pos[0] if pos else 3)
+        dtype = T.resolve(kw.get("dtype", pos[1] if len(pos) > 1 else T.float32))
+        t = T.matrix((n, n), dtype)
+        return ir.Const(np.eye(n), t)
+
+    def length_of(self, node):
+        if len(node.args) != 1:
+            self.error("len() takes one argument", node)
+        v = self.expr(node.args[0])
+        kind = getattr(getattr(v, "type", None), "_sk_kind", "")
+        if kind in ("vec", "quat", "mat", "transform"):
+            return ir.Const(v.type._sk_shape[0], B.WEAK_INT)
+        if kind == "array":
+            out = self.new_var(T.int32)
+            self.emit([out], [v], "$o0 = int32_t($a0.shape[0]);")
+            return out
+        self.error(f"len() of {type_str(getattr(v, 'type', v))} is not defined", node)
+
+    def printf(self, node):
+        if not node.args or not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
+            self.error('sk.printf needs a format string literal first: sk.printf("x=%f\\n", x)', node)
+        fmt = node.args[0].value.encode("unicode_escape").decode().replace('"', '\\"')
+        vals = []
+        for a in node.args[1:]:
+            v = self.expr(a)
+            if isinstance(v, ir.Const):
+                v = self.materialize(v)
+            if not isinstance(v.type, T.ScalarType):
+                self.error("sk.printf prints scalars; pass components (v[0], v[1], ...)", node)
+            vals.append(v)
+        # C varargs: floats go as double; ints keep their width (%d for int32, %lld for int64).
+        casts = "".join(f", double($a{k})" if v.type.is_float else f", $a{k}" for k, v in enumerate(vals))
+        self.emit([], vals, f'printf("{fmt}"{casts});', None, replay=False)
+        return Py(None)
+
+    def call_func(self, fn, node):
+        if node.keywords:
+            self.error("keyword arguments to @sk.func calls are not supported", node)
+        args = [self.expr(a) for a in node.args]
+        spec = fn.specialize_for(args, self, node)
+        args = [self.convert(a, t, node) for a, t in zip(args, spec.param_types)]
+        self.funcs_used.setdefault(spec, None)
+        for t in spec.param_types:
+            self.note_type(t)
+        outs = [self.new_var(t) for t in spec.ret_types]
+        ins = ", ".join(f"$a{k}" for k in range(len(args)))
+        diff = [k for k, t in enumerate(spec.param_types) if getattr(t, "_sk_kind", "") != "array"]
+        adj_ins = "".join(f", $adj_a{k}" for k in diff)
+        adj_outs = "".join(f", $adj_o{k}" for k in range(len(outs)))
+        if len(outs) == 1:
+            fwd = f"$o0 = {spec.cname}({ins});"
+        else:
+            fwd = f"{spec.cname}({ins}{''.join(f', $o{k}' for k in range(len(outs)))});"
+        adj = f"adj_{spec.cname}({ins}{adj_ins}{adj_outs});"
+        self.emit(outs, args, fwd.replace("(, ", "("), adj.replace("(, ", "("))
+        if len(outs) == 1:
+            return outs[0]
+        return Py(tuple(outs)) if outs else Py(None)
