@@ -35,8 +35,10 @@ from .errors import NativeCompileError
 
 NATIVE_DIR = compiler.NATIVE_DIR
 
-# Options shared by every compile; the architecture is added per call.
-NVRTC_OPTIONS = ("--std=c++17", "-default-device")
+# Options shared by every compile; the architecture is added per call. Warnings are
+# off as for g++ (generated code declares every variable up front), so a failure's
+# log holds only the errors.
+NVRTC_OPTIONS = ("--std=c++17", "-default-device", "-w")
 
 _ARCH = re.compile(r"^(sm|compute)_(\d+)([af]?)$")
 
@@ -132,7 +134,7 @@ def compile_ptx(source: str, arch: str = "sm_90", name: str = "module", options:
 
     ``arch`` is ``sm_XX`` or ``compute_XX``; PTX is always generated for the
     virtual architecture ``compute_XX``. ``options`` are appended to the defaults
-    (``--std=c++17 -default-device``). Raises :class:`NvrtcCompileError`
+    (``--std=c++17 -default-device -w``). Raises :class:`NvrtcCompileError`
     (a ``simkit.NativeCompileError``) carrying NVRTC's log when the source is
     rejected, and :class:`NvrtcUnavailableError` when NVRTC cannot be loaded.
 

@@ -243,12 +243,18 @@ def k_select(x: sk.array(dtype=float), flags: sk.array(dtype=sk.bool_), y: sk.ar
     d = 1.0 if (a >= 0.0 and not flags[i]) or a < -1.0 else 2.0
     e = sk.select(i == 3, sk.vec3(a), sk.vec3(b))
     if i == 0:
-        sk.printf("a=%f i=%d\n", a, i)
+        sk.printf("a=%f b=%g\n", a, b)
     y[i] = b + c + d + e[0]
 
 
+@sk.kernel
+def k_printf(x: sk.array(dtype=float), n: sk.int64, u: sk.uint32):
+    i = sk.tid()
+    sk.printf("i=%d n=%lld u=%u x=%f\n", i, n, u, x[i])
+
+
 KERNELS = [k_math, k_math64, k_vectors, k_matrices, k_quats, k_transforms, k_grid2d, k_grid4d, k_structs,
-           k_loops, k_funcs, k_atomics, k_select]
+           k_loops, k_funcs, k_atomics, k_select, k_printf]
 
 
 def _entries(ptx: str) -> set[str]:

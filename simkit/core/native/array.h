@@ -22,6 +22,7 @@ struct launch_t {
 
 // Component k of the thread index of linear thread id `idx` (row-major grid).
 SK_FUNC int32_t tid(const launch_t& L, int64_t idx, int k) {
+    if (L.ndim == 1) return int32_t(idx);  // the common case: no division per element
     for (int d = L.ndim - 1; d > k; --d) idx /= L.shape[d];
     return int32_t(idx % L.shape[k]);
 }
@@ -108,21 +109,34 @@ SK_FUNC uint32_t atomic_min_(uint32_t* p, uint32_t v) { return atomicMin(p, v); 
 SK_FUNC uint32_t atomic_max_(uint32_t* p, uint32_t v) { return atomicMax(p, v); }
 SK_FUNC int64_t atomic_min_(int64_t* p, int64_t v) { return atomicMin((long long*)p, (long long)v); }
 SK_FUNC int64_t atomic_max_(int64_t* p, int64_t v) { return atomicMax((long long*)p, (long long)v); }
-template <typename T, typename U> SK_FUNC T cas_loop_(T* p, T v, bool take_min) {
-    U* up = (U*)p;
-    U old = *up, assumed;
+// Floating-point min/max have no hardware atomic: a compare-and-swap loop on the
+// bit pattern, leaving memory untouched once it already holds the better value.
+SK_FUNC float cas_minmax_(float* p, float v, bool take_min) {
+    unsigned int* up = (unsigned int*)p;
+    unsigned int old = *up, assumed;
     do {
         assumed = old;
-        T cur = *(T*)&assumed;
+        float cur = __uint_as_float(assumed);
         if (take_min ? !(v < cur) : !(v > cur)) return cur;
-        old = atomicCAS(up, assumed, *(U*)&v);
+        old = atomicCAS(up, assumed, __float_as_uint(v));
     } while (assumed != old);
-    return *(T*)&old;
+    return __uint_as_float(old);
 }
-SK_FUNC float atomic_min_(float* p, float v) { return cas_loop_<float, unsigned int>(p, v, true); }
-SK_FUNC float atomic_max_(float* p, float v) { return cas_loop_<float, unsigned int>(p, v, false); }
-SK_FUNC double atomic_min_(double* p, double v) { return cas_loop_<double, unsigned long long>(p, v, true); }
-SK_FUNC double atomic_max_(double* p, double v) { return cas_loop_<double, unsigned long long>(p, v, false); }
+SK_FUNC double cas_minmax_(double* p, double v, bool take_min) {
+    unsigned long long* up = (unsigned long long*)p;
+    unsigned long long old = *up, assumed;
+    do {
+        assumed = old;
+        double cur = __longlong_as_double((long long)assumed);
+        if (take_min ? !(v < cur) : !(v > cur)) return cur;
+        old = atomicCAS(up, assumed, (unsigned long long)__double_as_longlong(v));
+    } while (assumed != old);
+    return __longlong_as_double((long long)old);
+}
+SK_FUNC float atomic_min_(float* p, float v) { return cas_minmax_(p, v, true); }
+SK_FUNC float atomic_max_(float* p, float v) { return cas_minmax_(p, v, false); }
+SK_FUNC double atomic_min_(double* p, double v) { return cas_minmax_(p, v, true); }
+SK_FUNC double atomic_max_(double* p, double v) { return cas_minmax_(p, v, false); }
 #else
 template <typename T> SK_FUNC T atomic_add_(T* p, T v) {
     if constexpr (sizeof(T) == 4 && (T(0.5) != T(0))) {

@@ -7,11 +7,20 @@
 #define SK_CUDA 1
 #define SK_FUNC __device__ inline
 #define SK_GLOBAL_ATTR __device__
+#if defined(__CUDACC_RTC__)
+// NVRTC: no standard headers at all. The CUDA math API (sinf, pow, ...), the
+// atomics, __threadfence and device printf are built in; the fixed-width integer
+// types are declared here with the sizes the CPU side uses (int64 is 8 bytes).
 typedef signed char int8_t;
 typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
 typedef unsigned long long uint64_t;
+#else
+// nvcc: the host toolchain's headers exist and already declare these types.
+#include <cstdint>
+#include <cstdio>
+#endif
 #else
 #define SK_CPU 1
 #define SK_FUNC inline
@@ -68,9 +77,15 @@ SK_FUNC double mod_(double a, double b) { double r = m::fmod(a, b); return (r !=
 SK_FUNC float floordiv_(float a, float b) { return m::floor(a / b); }
 SK_FUNC double floordiv_(double a, double b) { return m::floor(a / b); }
 
-// Infinity and NaN without <limits> (unavailable under NVRTC).
-SK_FUNC double inf_() { volatile double big = 1e300; return big * big; }
-SK_FUNC double nan_() { return inf_() - inf_(); }
+// Infinity and quiet NaN without <limits> (unavailable under NVRTC); constant
+// bit patterns, so no volatile trick that would cost a memory round trip.
+#ifdef SK_CUDA
+SK_FUNC double inf_() { return __longlong_as_double(0x7ff0000000000000LL); }
+SK_FUNC double nan_() { return __longlong_as_double(0x7ff8000000000000LL); }
+#else
+SK_FUNC double inf_() { return __builtin_huge_val(); }
+SK_FUNC double nan_() { return __builtin_nan(""); }
+#endif
 
 template <typename To, typename From> SK_FUNC To cast(From x) { return To(x); }
 

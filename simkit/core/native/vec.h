@@ -35,7 +35,7 @@ template <typename V> struct traits;
 template <typename T> struct traits<T*>;
 #define SK_SCALAR_TRAITS(T)                                                   \
     template <> struct traits<T> {                                            \
-        typedef T scalar; static const int size = 1;                          \
+        typedef T scalar; static constexpr int size = 1;                      \
         SK_FUNC static T& at(T& v, int) { return v; }                         \
         SK_FUNC static const T& at(const T& v, int) { return v; }             \
     };
@@ -43,22 +43,22 @@ SK_SCALAR_TRAITS(float) SK_SCALAR_TRAITS(double) SK_SCALAR_TRAITS(int32_t)
 SK_SCALAR_TRAITS(int64_t) SK_SCALAR_TRAITS(uint32_t) SK_SCALAR_TRAITS(bool)
 #undef SK_SCALAR_TRAITS
 template <int N, typename T> struct traits<vec_t<N, T>> {
-    typedef T scalar; static const int size = N;
+    typedef T scalar; static constexpr int size = N;
     SK_FUNC static T& at(vec_t<N, T>& v, int i) { return v.c[i]; }
     SK_FUNC static const T& at(const vec_t<N, T>& v, int i) { return v.c[i]; }
 };
 template <int R, int C, typename T> struct traits<mat_t<R, C, T>> {
-    typedef T scalar; static const int size = R * C;
+    typedef T scalar; static constexpr int size = R * C;
     SK_FUNC static T& at(mat_t<R, C, T>& v, int i) { return v.c[i / C][i % C]; }
     SK_FUNC static const T& at(const mat_t<R, C, T>& v, int i) { return v.c[i / C][i % C]; }
 };
 template <typename T> struct traits<quat_t<T>> {
-    typedef T scalar; static const int size = 4;
+    typedef T scalar; static constexpr int size = 4;
     SK_FUNC static T& at(quat_t<T>& v, int i) { return v.c[i]; }
     SK_FUNC static const T& at(const quat_t<T>& v, int i) { return v.c[i]; }
 };
 template <typename T> struct traits<transform_t<T>> {
-    typedef T scalar; static const int size = 7;
+    typedef T scalar; static constexpr int size = 7;
     SK_FUNC static T& at(transform_t<T>& v, int i) { return i < 3 ? v.p.c[i] : v.q.c[i - 3]; }
     SK_FUNC static const T& at(const transform_t<T>& v, int i) { return i < 3 ? v.p.c[i] : v.q.c[i - 3]; }
 };
