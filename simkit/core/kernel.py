@@ -22,7 +22,7 @@ import ctypes
 import hashlib
 import inspect
 import logging
-import typing
+import sys
 from typing import Callable
 
 from . import codegen, compiler, frontend
@@ -35,16 +35,14 @@ log = logging.getLogger("simkit")
 
 def _annotations(pyfunc, what: str, require: bool) -> dict:
     sig = inspect.signature(pyfunc)
-    try:
-        hints = typing.get_type_hints(pyfunc)
-    except Exception:  # noqa: BLE001 - fall back to raw annotations (e.g. sk.array(...) calls)
-        hints = {}
     out = {}
     for name, p in sig.parameters.items():
         if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
             raise CompileError(f"{what} parameters must be plain positional names, '{name}' is not",
                                inspect.getsourcefile(pyfunc) or "<unknown>", pyfunc.__code__.co_firstlineno)
-        ann = hints.get(name, p.annotation)
+        ann = p.annotation
+        if isinstance(ann, str):  # from __future__ import annotations
+            ann = eval_annotation(ann, pyfunc)
         if ann is inspect.Parameter.empty:
             if require:
                 raise CompileError(f"kernel parameter '{name}' needs a type annotation, e.g. '{name}: float' or "
@@ -58,6 +56,18 @@ def _annotations(pyfunc, what: str, require: bool) -> dict:
                                inspect.getsourcefile(pyfunc) or "<unknown>", pyfunc.__code__.co_firstlineno)
         out[name] = t
     return out
+
+
+def eval_annotation(text: str, owner) -> object:
+    """Evaluate a string annotation in the namespace where ``owner`` (a function or class) was defined."""
+    module = sys.modules.get(owner.__module__)
+    env = dict(vars(module)) if module else {}
+    if hasattr(owner, "__globals__"):
+        env.update(owner.__globals__)
+    try:
+        return eval(text, env)
+    except Exception as e:  # noqa: BLE001 - reported as a type error of the annotation
+        raise TypeError(f"cannot evaluate annotation {text!r} of {owner.__qualname__}: {e}") from None
 
 
 class Module:
