@@ -163,6 +163,8 @@ def runtime() -> ctypes.CDLL:
     lib = ctypes.CDLL(str(build_shared(source, "runtime")))
     lib.sk_parallel_for.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
     lib.sk_parallel_for.restype = None
+    lib.sk_launch.argtypes = [ctypes.c_void_p]
+    lib.sk_launch.restype = None
     lib.sk_get_threads.restype = ctypes.c_int
     lib.sk_set_threads.argtypes = [ctypes.c_int]
     return lib

@@ -38,6 +38,12 @@ class LaunchBounds(ctypes.Structure):
 _BOUNDS_SIZE = ctypes.sizeof(LaunchBounds)
 
 
+class Job(ctypes.Structure):
+    """Mirror of the runtime's ``job_t``: one prebuilt launch, so the call converts no Python ints."""
+
+    _fields_ = [("fn", ctypes.c_void_p), ("args", ctypes.c_void_p), ("grain", ctypes.c_int64)]
+
+
 class ErrorRecord(ctypes.Structure):
     """Mirror of ``sk::error_t``."""
 
@@ -145,7 +151,11 @@ class Plan:
             else:
                 self.packers.append(_composite_packer(base, off, pname, t, kname))
         self.others = [(k, p) for k, p in enumerate(self.packers) if k not in {a[0] for a in self.fast_arrays}]
-        self.parallel_for = compiler.runtime().sk_parallel_for
+        self.jobs = []
+        for fn in (self.forward, self.backward):
+            job = Job(fn, base, PARALLEL_GRAIN)
+            self.jobs.append((job, ctypes.c_void_p(ctypes.addressof(job))))
+        self.run = compiler.runtime().sk_launch
 
     def pack(self, values):
         """Write every argument into the args struct; sk arrays of the right type take the fast path."""
@@ -229,6 +239,6 @@ def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), devi
     plan.pack(values)
     n = plan.set_bounds(dim)
     if n:
-        plan.parallel_for(plan.backward if adjoint else plan.forward, plan.base, n, PARALLEL_GRAIN)
+        plan.run(plan.jobs[adjoint][1])
         if plan.error.code:
             plan.check_error()

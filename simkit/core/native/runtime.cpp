@@ -117,6 +117,19 @@ SK_EXPORT void sk_parallel_for(entry_t fn, const void* args, int64_t n, int64_t 
     p->run(fn, args, n, chunk < grain / 4 ? grain / 4 : chunk);
 }
 
+// A launch described once per kernel: the grid size is read from the args struct,
+// whose first member is sk::launch_t (shape[4], ndim, pad, size).
+struct job_t {
+    entry_t fn;
+    const void* args;
+    int64_t grain;
+};
+
+SK_EXPORT void sk_launch(const job_t* job) {
+    const int64_t n = reinterpret_cast<const int64_t*>(job->args)[5];
+    sk_parallel_for(job->fn, job->args, n, job->grain);
+}
+
 SK_EXPORT int sk_get_threads() { return pool()->size(); }
 
 SK_EXPORT void sk_set_threads(int n) { pool()->resize(n > 1 ? n - 1 : 0); }
