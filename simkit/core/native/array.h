@@ -138,28 +138,21 @@ SK_FUNC float atomic_max_(float* p, float v) { return cas_minmax_(p, v, false); 
 SK_FUNC double atomic_min_(double* p, double v) { return cas_minmax_(p, v, true); }
 SK_FUNC double atomic_max_(double* p, double v) { return cas_minmax_(p, v, false); }
 #else
+// Floats have no fetch_add: compare-and-swap on their bit pattern (Bits: same-size unsigned int).
+template <typename T, typename Bits> SK_FUNC T cas_add_(T* p, T v) {
+    Bits old = __atomic_load_n((Bits*)p, __ATOMIC_RELAXED), next;
+    T cur;
+    do {
+        memcpy(&cur, &old, sizeof(T));
+        T sum = cur + v;
+        memcpy(&next, &sum, sizeof(T));
+    } while (!__atomic_compare_exchange_n((Bits*)p, &old, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    return cur;
+}
 template <typename T> SK_FUNC T atomic_add_(T* p, T v) {
-    if constexpr (sizeof(T) == 4 && (T(0.5) != T(0))) {
-        uint32_t old = __atomic_load_n((uint32_t*)p, __ATOMIC_RELAXED), next;
-        T cur;
-        do {
-            memcpy(&cur, &old, 4);
-            T sum = cur + v;
-            memcpy(&next, &sum, 4);
-        } while (!__atomic_compare_exchange_n((uint32_t*)p, &old, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-        return cur;
-    } else if constexpr (sizeof(T) == 8 && (T(0.5) != T(0))) {
-        uint64_t old = __atomic_load_n((uint64_t*)p, __ATOMIC_RELAXED), next;
-        T cur;
-        do {
-            memcpy(&cur, &old, 8);
-            T sum = cur + v;
-            memcpy(&next, &sum, 8);
-        } while (!__atomic_compare_exchange_n((uint64_t*)p, &old, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-        return cur;
-    } else {
-        return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
-    }
+    if constexpr (sizeof(T) == 4 && (T(0.5) != T(0))) return cas_add_<T, uint32_t>(p, v);
+    else if constexpr (sizeof(T) == 8 && (T(0.5) != T(0))) return cas_add_<T, uint64_t>(p, v);
+    else return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 template <typename T> SK_FUNC T atomic_minmax_(T* p, T v, bool take_min) {
     T cur;
