@@ -26,6 +26,7 @@ class AccessMixin:
 
     def load(self, arr, idx, node):
         self.check_index_count(arr, idx, node)
+        self.note_access(arr, write=False)
         out = self.new_var(arr.type.dtype)
         ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
         fwd = self.bounds_check(len(idx)) + f"$o0 = sk::at($a0, {ix});"
@@ -34,6 +35,7 @@ class AccessMixin:
 
     def store(self, arr, idx, value, node):
         self.check_index_count(arr, idx, node)
+        self.note_access(arr, write=True)
         value = self.convert(value, arr.type.dtype, node)
         ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
         v = f"$a{len(idx) + 1}"
@@ -45,6 +47,8 @@ class AccessMixin:
         if not (isinstance(arr, ir.Var) and getattr(arr.type, "_sk_kind", "") == "array"):
             self.error(f"{name} needs an array as its first argument", node)
         self.check_index_count(arr, idx, node)
+        self.note_access(arr, write=True)
+        self.note_access(arr, write=False)  # atomics read-modify-write (min/max adjoints read it)
         dt = arr.type.dtype
         if name in ("atomic_min", "atomic_max") and dt._sk_kind not in ("scalar", "vec"):
             self.error(f"{name} works on scalar and vector arrays", node)
@@ -127,6 +131,7 @@ class AccessMixin:
         kind = getattr(t, "_sk_kind", "")
         out = self.new_var(t)
         if kind == "struct":
+            self.inherit_origin(out, base)
             if name not in t._sk_fields:
                 self.error(f"struct {t.__name__} has no field '{name}' (fields: {', '.join(t._sk_fields)})", node)
             ft = t._sk_fields[name]

@@ -34,11 +34,10 @@ class ArrayType:
     _sk_ctypes = ArrayHeader
 
     def __init__(self, dtype: Any, ndim: int = 1):
-        dtype = T.resolve(dtype)
-        if not T.is_value_type(dtype):
-            raise TypeError(f"array dtype must be a scalar, vector, matrix, quat or transform type, got {dtype!r}")
-        if ndim not in (1, 2, 3, 4):
+        dtype = _dtype(dtype)
+        if not isinstance(ndim, (int, np.integer)) or isinstance(ndim, bool) or ndim not in (1, 2, 3, 4):
             raise ValueError(f"arrays have 1 to 4 dimensions, got ndim={ndim!r}")
+        ndim = int(ndim)
         self.dtype = dtype
         self.ndim = ndim
         self._sk_ctype = f"sk::array_t<{dtype._sk_ctype}, {ndim}>"
@@ -57,6 +56,35 @@ def _elem_np(dtype) -> np.dtype:
     return dtype._sk_scalar.np_dtype
 
 
+def _dtype(dtype: Any) -> Any:
+    """``dtype`` as a simkit value type: simkit types, ``float``/``int``/``bool``, or a numpy scalar dtype."""
+    t = T.resolve(dtype)
+    if T.is_value_type(t):
+        return t
+    if isinstance(t, (np.dtype, str)) or (isinstance(t, type) and issubclass(t, np.generic)):
+        try:
+            return T.scalar_from_numpy(t)
+        except TypeError:
+            pass
+    raise TypeError(f"array dtype must be a scalar, vector, matrix, quat or transform type "
+                    f"(e.g. sk.float32, sk.vec3), got {dtype!r}")
+
+
+def _layout(a: np.ndarray) -> tuple:
+    """The strides that matter for addressing: those of dims longer than one."""
+    return tuple(st if n > 1 else 0 for n, st in zip(a.shape, a.strides))
+
+
+def _zeros_laid_out_like(a: np.ndarray) -> np.ndarray:
+    """Zeros with exactly the strides of ``a``: kernels index a grad with its data's byte strides."""
+    if a.flags.c_contiguous:
+        return np.zeros(a.shape, a.dtype)
+    lo = sum((n - 1) * st for n, st in zip(a.shape, a.strides) if st < 0 and n > 0)
+    hi = sum((n - 1) * st for n, st in zip(a.shape, a.strides) if st > 0 and n > 0) + a.itemsize
+    buf = np.zeros(max(hi - lo, a.itemsize), np.uint8)
+    return np.ndarray(a.shape, a.dtype, buffer=buf, offset=-lo, strides=a.strides)
+
+
 class Array:
     """An n-d array of ``dtype`` elements on a device; see :func:`array` to create one."""
 
@@ -69,7 +97,7 @@ class Array:
         self.device = device
         self._np = storage  # shape == self.shape + dtype._sk_shape
         self._owner = owner  # keeps a foreign producer alive
-        self.grad: Array | None = None
+        self._grad: Array | None = None
         self._version = 0
         self._hdr = ArrayHeader()
         self._hdr_addr = ctypes.addressof(self._hdr)
@@ -81,20 +109,40 @@ class Array:
 
     # -- gradients --------------------------------------------------------------
     @property
+    def grad(self) -> "Array | None":
+        """The gradient buffer (same shape, dtype and memory layout), or None."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, g: "Array | None"):
+        if g is not None:
+            if not isinstance(g, Array):
+                raise TypeError(f"grad must be an sk array or None, got {type(g).__name__}")
+            if g.dtype is not self.dtype or g.shape != self.shape:
+                raise ValueError(f"grad must be {T.type_name(self.dtype)}{self.shape}, "
+                                 f"got {T.type_name(g.dtype)}{g.shape}")
+            if _layout(g._np) != _layout(self._np):
+                raise ValueError("grad must have the same memory layout (strides) as the data; "
+                                 "use a.requires_grad = True to allocate a matching one")
+            self._check_float_for_grad()
+        self._grad = g
+        self._hdr.grad = g._np.ctypes.data if g is not None and g.size else None
+
+    def _check_float_for_grad(self):
+        if not self.dtype._sk_scalar.is_float:
+            raise TypeError(f"only float arrays can require grad, this one holds {T.type_name(self.dtype)}")
+
+    @property
     def requires_grad(self) -> bool:
-        return self.grad is not None
+        return self._grad is not None
 
     @requires_grad.setter
     def requires_grad(self, value: bool):
-        if value and self.grad is None:
-            if not T.is_value_type(self.dtype) or not self.dtype._sk_scalar.is_float:
-                raise TypeError(f"only float arrays can require grad, this one holds {T.type_name(self.dtype)}")
-            g = np.zeros_like(self._np)
-            self.grad = Array(g, self.dtype, self.shape, self.device)
-            self._hdr.grad = g.ctypes.data if g.size else None
-        elif not value and self.grad is not None:
+        if value and self._grad is None:
+            self._check_float_for_grad()
+            self.grad = Array(_zeros_laid_out_like(self._np), self.dtype, self.shape, self.device)
+        elif not value and self._grad is not None:
             self.grad = None
-            self._hdr.grad = None
 
     # -- views and conversion -----------------------------------------------------
     def numpy(self) -> np.ndarray:
@@ -115,7 +163,11 @@ class Array:
         return self._np.__array_interface__
 
     def __array__(self, dtype=None, copy=None):
-        return self._np if dtype is None else self._np.astype(dtype)
+        if dtype is not None and np.dtype(dtype) != self._np.dtype:
+            if copy is False:
+                raise ValueError(f"cannot view {self._np.dtype} data as {np.dtype(dtype)} without a copy")
+            return self._np.astype(dtype)
+        return self._np.copy() if copy else self._np
 
     def __dlpack__(self, *args, **kwargs):
         return self._np.__dlpack__(*args, **kwargs)
@@ -139,7 +191,15 @@ class Array:
 
     def fill_(self, value) -> "Array":
         """Set every element to ``value`` (a scalar, or a vector/matrix for composite dtypes)."""
-        self._np[...] = np.asarray(value, dtype=self._np.dtype)
+        try:
+            v = np.asarray(value, dtype=self._np.dtype)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"fill_: cannot use {value!r} as {T.type_name(self.dtype)}: {e}") from None
+        tail = tuple(self.dtype._sk_shape)
+        if v.ndim and v.shape != tail and v.size != int(np.prod(tail)):
+            raise ValueError(f"fill_: value of shape {v.shape} does not fit {T.type_name(self.dtype)} elements "
+                             f"(a scalar or {int(np.prod(tail)) if tail else 1} component(s))")
+        self._np[...] = v.reshape(tail) if v.ndim else v
         self._version += 1
         return self
 
@@ -147,7 +207,8 @@ class Array:
         """Copy ``src`` (an array, numpy array or nested list of the same shape) into this array."""
         data = src.numpy() if isinstance(src, Array) else np.asarray(src, dtype=self._np.dtype)
         if data.shape != self._np.shape:
-            raise ValueError(f"assign: shape {data.shape} does not match {self._np.shape}")
+            raise ValueError(f"assign: data of shape {data.shape} does not match this array's "
+                             f"{self.shape} elements of {T.type_name(self.dtype)} (numpy shape {self._np.shape})")
         self._np[...] = data
         self._version += 1
         return self
@@ -193,17 +254,19 @@ def _from_storage(storage: np.ndarray, dtype, device: str, requires_grad: bool, 
 
 
 def _alloc(shape, dtype, device) -> np.ndarray:
-    dtype = T.resolve(dtype)
-    if not T.is_value_type(dtype):
-        raise TypeError(f"array dtype must be a scalar, vector, matrix, quat or transform type, got {dtype!r}")
+    dtype = _dtype(dtype)
     return np.empty(_norm_shape(shape) + tuple(dtype._sk_shape), dtype=_elem_np(dtype))
 
 
 def _infer_dtype(data) -> Any:
+    if isinstance(data, Array):
+        return data.dtype
     if isinstance(data, np.ndarray):
         return T.scalar_from_numpy(data.dtype)
     if isinstance(data, T.Composite):
         return type(data)
+    if isinstance(data, (list, tuple)) and data and isinstance(data[0], T.Composite):
+        return type(data[0])  # [sk.vec3(...), ...] is an array of vec3
     arr = np.asarray(data)
     if arr.dtype.kind == "f":
         return T.float32
@@ -232,17 +295,19 @@ def array(data: Any = None, dtype: Any = None, shape: Any = None, device: str | 
         return ArrayType(dtype, 1 if ndim is None else ndim)
     device = _check_device(device)
     if data is None:
-        return zeros(shape, dtype=dtype if dtype is not None else T.float32, device=device, requires_grad=requires_grad)
+        a = zeros(shape, dtype=dtype if dtype is not None else T.float32, device=device, requires_grad=requires_grad)
+        _check_ndim(a, ndim)
+        return a
+    dtype = _dtype(dtype) if dtype is not None else _infer_dtype(data)
     if isinstance(data, Array):
         data = data.numpy()
-    dtype = T.resolve(dtype) if dtype is not None else _infer_dtype(data)
-    elem = _elem_np(dtype) if T.is_value_type(dtype) else None
-    if elem is None:
-        raise TypeError(f"array dtype must be a scalar, vector, matrix, quat or transform type, got {dtype!r}")
-    src = np.asarray(data, dtype=elem)
+    try:
+        src = np.asarray(data, dtype=_elem_np(dtype))
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"cannot make an array of {T.type_name(dtype)} from this data: {e}") from None
     tail = tuple(dtype._sk_shape)
-    if tail and src.shape[-len(tail):] != tail:
-        if src.size % int(np.prod(tail)) == 0 and src.ndim == 1:
+    if tail and src.shape[src.ndim - len(tail):] != tail:
+        if src.ndim == 1 and src.size % int(np.prod(tail)) == 0:
             src = src.reshape((-1,) + tail)
         else:
             raise ValueError(f"data of shape {src.shape} does not hold elements of {T.type_name(dtype)} "
@@ -250,16 +315,29 @@ def array(data: Any = None, dtype: Any = None, shape: Any = None, device: str | 
     if src.ndim == len(tail):
         src = src.reshape((1,) + src.shape)
     if shape is not None:
-        src = src.reshape(_norm_shape(shape) + tail)
-    storage = np.ascontiguousarray(src).copy()
+        want = _norm_shape(shape)
+        if src.size != int(np.prod(want + tail)):
+            raise ValueError(f"data with {src.size // max(int(np.prod(tail)), 1)} element(s) of "
+                             f"{T.type_name(dtype)} cannot take shape {want}")
+        src = src.reshape(want + tail)
+    storage = np.array(src, order="C", copy=True)
     if not 1 <= storage.ndim - len(tail) <= 4:
-        raise ValueError(f"arrays have 1 to 4 dimensions, got data of shape {storage.shape}")
-    return _from_storage(storage, dtype, device, requires_grad)
+        raise ValueError(f"arrays have 1 to 4 dimensions, got data of shape {storage.shape}"
+                         + (f" for elements of {T.type_name(dtype)}" if tail else ""))
+    a = _from_storage(storage, dtype, device, requires_grad)
+    _check_ndim(a, ndim)
+    return a
+
+
+def _check_ndim(a: Array, ndim) -> None:
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"sk.array(..., ndim={ndim}): the data makes a {a.ndim}-d array of shape {a.shape}")
 
 
 def empty(shape, dtype: Any = T.float32, device: str | None = None, requires_grad: bool = False) -> Array:
     """An uninitialised array of ``shape``; ``sk.empty(100, dtype=sk.vec3)``."""
-    return _from_storage(_alloc(shape, dtype, _check_device(device)), T.resolve(dtype), "cpu", requires_grad)
+    device = _check_device(device)
+    return _from_storage(_alloc(shape, dtype, device), _dtype(dtype), device, requires_grad)
 
 
 def zeros(shape, dtype: Any = T.float32, device: str | None = None, requires_grad: bool = False) -> Array:
@@ -325,31 +403,45 @@ def from_numpy(arr: np.ndarray, dtype: Any = None, requires_grad: bool = False) 
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(arr).__name__}")
     scalar = T.scalar_from_numpy(arr.dtype)
-    dtype = scalar if dtype is None else T.resolve(dtype)
-    if not T.is_value_type(dtype):
-        raise TypeError(f"from_numpy: dtype must be a value type, got {dtype!r}")
+    dtype = scalar if dtype is None else _dtype(dtype)
     if dtype._sk_scalar is not scalar:
         raise TypeError(f"from_numpy: numpy data is {arr.dtype}, but {T.type_name(dtype)} holds {dtype._sk_scalar.np_dtype}")
     tail = tuple(dtype._sk_shape)
     if tail and arr.shape[-len(tail):] != tail:
         raise ValueError(f"from_numpy: last dims {arr.shape[-len(tail):]} do not match {T.type_name(dtype)} {tail}")
-    if tail and arr.strides[-1] != arr.itemsize:
-        raise ValueError("from_numpy: the components of each element must be contiguous")
     nd = arr.ndim - len(tail)
+    step = arr.itemsize
+    for n, st in zip(reversed(tail), reversed(arr.strides[nd:])):
+        if n > 1 and st != step:
+            raise ValueError(f"from_numpy: the components of each {T.type_name(dtype)} must be contiguous "
+                             f"(numpy strides {arr.strides}); pass np.ascontiguousarray(x)")
+        step *= n
     if not 1 <= nd <= 4:
         raise ValueError(f"arrays have 1 to 4 dimensions, got numpy shape {arr.shape} for {T.type_name(dtype)}")
     return _from_storage(arr, dtype, "cpu", requires_grad, owner=arr)
 
 
-def from_dlpack(obj: Any, dtype: Any = None) -> Array:
-    """Wrap any DLPack producer (CPU) without copying."""
-    return from_numpy(np.from_dlpack(obj), dtype)
+def from_dlpack(obj: Any, dtype: Any = None, requires_grad: bool = False) -> Array:
+    """Wrap any CPU DLPack producer (numpy, torch, jax, ...) without copying."""
+    a = from_numpy(np.from_dlpack(obj), dtype, requires_grad)
+    a._owner = obj
+    return a
 
 
 def from_torch(t: Any, dtype: Any = None, requires_grad: bool = False) -> Array:
-    """Wrap a CPU torch tensor without copying (shares memory)."""
+    """Wrap a CPU torch tensor without copying (shares memory).
+
+    Example::
+
+        x = torch.zeros(10, 3)
+        a = sk.from_torch(x, dtype=sk.vec3)   # writes by kernels show up in x
+    """
     import torch  # noqa: F401 - import error says torch is missing
 
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"from_torch expects a torch.Tensor, got {type(t).__name__}")
+    if t.device.type != "cpu":
+        raise ValueError(f"from_torch: tensor is on {t.device}; this build runs kernels on 'cpu'")
     return _from_storage_foreign(t.detach().numpy(), dtype, requires_grad, owner=t)
 
 
@@ -363,6 +455,8 @@ def to_torch(a: Array):
     """A torch tensor sharing this array's memory (composite dtypes add trailing dims)."""
     import torch
 
+    if not isinstance(a, Array):
+        raise TypeError(f"to_torch expects an sk array, got {type(a).__name__}")
     return torch.from_numpy(a.numpy())
 
 

@@ -105,6 +105,15 @@ class CallMixin:
             return self.construct_struct(obj, node)
         self.error(f"cannot call {getattr(obj, '__name__', obj)!s} in a kernel", node)
 
+    def map_callee_access(self, spec, args):
+        """Arrays a called function reads or writes through its parameters count for this caller too."""
+        names = list(spec.fn.arg_types)
+        for reads, mine in ((spec.ir.reads, self.reads), (spec.ir.writes, self.writes)):
+            for pname, path in reads:
+                arg = args[names.index(pname)]
+                for n, p in self.origins.get(getattr(arg, "id", None), ()):
+                    mine.add((n, p + path))
+
     def tid(self, n, node):
         if self.tid_dims and self.tid_dims != n:
             self.error(f"sk.tid() unpacked into {n} names here but {self.tid_dims} elsewhere", node)
@@ -177,11 +186,24 @@ class CallMixin:
     def construct_struct(self, t, node):
         if node.args:
             self.error(f"struct {t.__name__}() takes field values as keywords only", node)
+        v = self.default_struct(t, node)
+        for kw in node.keywords:
+            v = self.setfield(v, kw.arg, self.expr(kw.value), node)
+        return v
+
+    def default_struct(self, t, node):
+        """A struct value equal to Python's ``t()``: class defaults, identity quats/transforms, else zeros."""
         self.note_type(t)
         v = self.new_var(t)
         self.emit([v], [], "$o0 = {};")
-        for kw in node.keywords:
-            v = self.setfield(v, kw.arg, self.expr(kw.value), node)
+        defaults = getattr(t, "_sk_defaults", {})
+        for name, ft in t._sk_fields.items():
+            kind = ft._sk_kind
+            if kind == "struct":
+                v = self.setfield(v, name, self.default_struct(ft, node), node)
+            elif kind != "array" and (name in defaults or kind in ("quat", "transform")):
+                value = np.asarray(ft(*([defaults[name]] if name in defaults else [])))
+                v = self.setfield(v, name, ir.Const(value.item() if kind == "scalar" else value, ft), node)
         return v
 
     def identity(self, node):
@@ -229,6 +251,7 @@ class CallMixin:
         spec = fn.specialize_for(args, self, node)
         args = [self.convert(a, t, node) for a, t in zip(args, spec.param_types)]
         self.funcs_used.setdefault(spec, None)
+        self.map_callee_access(spec, args)
         for t in spec.param_types:
             self.note_type(t)
         outs = [self.new_var(t) for t in spec.ret_types]

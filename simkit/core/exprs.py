@@ -177,6 +177,7 @@ class ExprMixin:
                 self.error(f"struct {base.type.__name__} has no field '{a}' (fields: {', '.join(fields)})", node)
             out = self.new_var(fields[a])
             self.note_type(fields[a])
+            self.inherit_origin(out, base, field=a)
             adj = None if fields[a]._sk_kind == "array" else f"$adj_a0.{a} += $adj_o0;"
             self.emit([out], [base], f"$o0 = $a0.{a};", adj)
             return out

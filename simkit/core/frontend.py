@@ -109,6 +109,10 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
         self.ret_types: list | None = None
         self.structs_used: dict = {}  # ordered sets
         self.funcs_used: dict = {}
+        # Where each array/struct value comes from: var id -> {(parameter name, field path)}.
+        self.origins: dict[int, set] = {}
+        self.reads: set = set()
+        self.writes: set = set()
 
     # -- helpers ------------------------------------------------------------
     def error(self, msg: str, node=None):
@@ -127,6 +131,16 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
 
     def copy(self, dst: ir.Var, src):
         self.emit([dst], [src], "$o0 = $a0;", "$adj_a0 += $adj_o0; $adj_o0 = {};")
+        self.inherit_origin(dst, src)
+
+    def inherit_origin(self, dst, src, field=None):
+        """``dst`` holds (a field of) ``src``: it refers to the same parameter arrays."""
+        if isinstance(src, ir.Var) and src.id in self.origins:
+            add = {(n, p + (field,)) if field else (n, p) for n, p in self.origins[src.id]}
+            self.origins.setdefault(dst.id, set()).update(add)
+
+    def note_access(self, arr, write: bool):
+        (self.writes if write else self.reads).update(self.origins.get(arr.id, ()))
 
     # -- entry ----------------------------------------------------------------
     def run(self) -> ir.FunctionIR:
@@ -138,6 +152,8 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
             self.vars[a.arg] = v
             self.arg_names.add(a.arg)
             self.note_type(t)
+            if getattr(t, "_sk_kind", "") in ("array", "struct"):
+                self.origins[v.id] = {(a.arg, ())}
         body = self.fdef.body
         if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
                 and isinstance(body[0].value.value, str):
@@ -161,7 +177,7 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
                 returns.append(v)
         return ir.FunctionIR(self.name, self.cname, params, self.block, returns, self.ret_types or [],
                              self.is_kernel, self.file, self.fdef.lineno, self.source, self.all_vars, self.tid_dims,
-                             list(self.structs_used), list(self.funcs_used))
+                             list(self.structs_used), list(self.funcs_used), self.reads, self.writes)
 
     # -- binding ----------------------------------------------------------------
     def bind_flag(self, name, value: bool):

@@ -126,6 +126,8 @@ class FunctionIR:
     tid_dims: int = 0
     structs: list = field(default_factory=list)  # struct types used, nested ones first
     funcs: list = field(default_factory=list)    # FuncSpecs called directly
+    reads: set = field(default_factory=set)      # {(parameter, field path)} of arrays read
+    writes: set = field(default_factory=set)     # ... and written (stores, atomics)
 
 
 def walk_vars(block: Block):

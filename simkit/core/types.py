@@ -98,23 +98,30 @@ class Composite:
     def __init__(self, *args: Any):
         n = int(np.prod(self._sk_shape))
         dt = self._sk_scalar.np_dtype
+        name = type(self).__name__
         if len(args) == 0:
             self._v = np.zeros(self._sk_shape, dt)
-        elif len(args) == 1 and np.ndim(args[0]) == 0:
-            self._v = np.full(self._sk_shape, args[0], dt)
-        else:
-            flat = np.concatenate([np.ravel(np.asarray(a, dtype=dt)) for a in args]) if len(args) > 1 else np.ravel(np.asarray(args[0], dtype=dt))
-            if flat.size != n:
-                raise ValueError(f"{type(self).__name__} takes {n} components, got {flat.size}")
-            self._v = flat.reshape(self._sk_shape).copy()
+            return
+        try:
+            if len(args) == 1 and np.ndim(args[0]) == 0:
+                self._v = np.full(self._sk_shape, args[0], dt)
+                return
+            flat = np.concatenate([np.ravel(np.asarray(a, dtype=dt)) for a in args])
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{name}() takes numbers or sequences of numbers: {e}") from None
+        if flat.size != n:
+            raise ValueError(f"{name} takes {n} components, got {flat.size}")
+        self._v = flat.reshape(self._sk_shape)
 
     @classmethod
     def _wrap(cls, arr: np.ndarray):
         obj = cls.__new__(cls)
-        obj._v = np.asarray(arr, dtype=cls._sk_scalar.np_dtype).reshape(cls._sk_shape)
+        object.__setattr__(obj, "_v", np.asarray(arr, dtype=cls._sk_scalar.np_dtype).reshape(cls._sk_shape))
         return obj
 
     def __array__(self, dtype=None, copy=None):
+        if copy is False and (dtype is None or np.dtype(dtype) == self._v.dtype):
+            return self._v
         return self._v.copy() if dtype is None else self._v.astype(dtype)
 
     def numpy(self) -> np.ndarray:
@@ -149,34 +156,71 @@ class Composite:
     __hash__ = None  # mutable
 
     def __repr__(self) -> str:
-        comps = ", ".join(repr(float(x)) if self._sk_scalar.is_float else repr(int(x)) for x in self._v.ravel())
+        # str() of a numpy scalar is the shortest text that round-trips at its own
+        # precision: vec3(0.1, ...) rather than vec3(0.10000000149011612, ...).
+        comps = ", ".join(str(x) for x in self._v.ravel())
         return f"{type(self).__name__}({comps})"
 
-    # Arithmetic mirrors the kernel language's operators.
-    def _same(self, other):
-        return other._v if isinstance(other, Composite) else other
+    # Arithmetic mirrors the kernel language's operators: + and - between values of
+    # the same shape (or a scalar), * and / by a scalar.
+    def _operand(self, o, op: str):
+        if isinstance(o, Composite):
+            if o._sk_shape != self._sk_shape:
+                raise TypeError(f"unsupported operand shapes for {op}: {type(self).__name__} and {type(o).__name__}")
+            return o._v
+        if isinstance(o, (str, bytes)):
+            return None
+        try:
+            arr = np.asarray(o)
+        except (TypeError, ValueError):
+            return None
+        if arr.dtype.kind not in "biuf":
+            return None
+        if arr.ndim and arr.shape != self._v.shape:
+            raise ValueError(f"{type(self).__name__} {op} operand of shape {arr.shape}: "
+                             f"expected a scalar or shape {self._v.shape}")
+        return arr
 
     def __add__(self, o):
-        return type(self)._wrap(self._v + self._same(o))
+        x = self._operand(o, "+")
+        return NotImplemented if x is None else type(self)._wrap(self._v + x)
+
+    def __radd__(self, o):
+        x = self._operand(o, "+")
+        return NotImplemented if x is None else type(self)._wrap(x + self._v)
 
     def __sub__(self, o):
-        return type(self)._wrap(self._v - self._same(o))
+        x = self._operand(o, "-")
+        return NotImplemented if x is None else type(self)._wrap(self._v - x)
+
+    def __rsub__(self, o):
+        x = self._operand(o, "-")
+        return NotImplemented if x is None else type(self)._wrap(x - self._v)
 
     def __neg__(self):
         return type(self)._wrap(-self._v)
 
+    def __pos__(self):
+        return type(self)._wrap(self._v.copy())
+
     def __mul__(self, o):
-        if np.ndim(o) == 0:
+        if _is_number(o):
             return type(self)._wrap(self._v * o)
         return NotImplemented
 
     def __rmul__(self, o):
-        return self.__mul__(o)
+        if _is_number(o):
+            return type(self)._wrap(o * self._v)
+        return NotImplemented
 
     def __truediv__(self, o):
-        if np.ndim(o) == 0:
+        if _is_number(o):
             return type(self)._wrap(self._v / o)
         return NotImplemented
+
+
+def _is_number(o) -> bool:
+    return isinstance(o, (int, float, np.number, np.bool_)) or (isinstance(o, np.ndarray) and o.ndim == 0)
 
 
 class Vector(Composite):
@@ -186,10 +230,23 @@ class Vector(Composite):
     __slots__ = ()
 
     def __getattr__(self, name):
-        i = "xyzw".find(name)
-        if len(name) == 1 and 0 <= i < self._sk_shape[0]:
-            return self._v[i].item()
-        raise AttributeError(name)
+        i = _component(name, self._sk_shape[0])
+        if i is None:
+            raise AttributeError(f"{type(self).__name__} has no attribute '{name}'")
+        return self._v[i].item()
+
+    def __setattr__(self, name, value):
+        i = _component(name, self._sk_shape[0])
+        if i is None:
+            object.__setattr__(self, name, value)
+        else:
+            self._v[i] = value
+
+
+def _component(name: str, length: int):
+    """Index of the component called ``name`` (x, y, z, w) in a value of ``length`` components, else None."""
+    i = "xyzw".find(name) if len(name) == 1 else -1
+    return i if 0 <= i < length else None
 
 
 class Matrix(Composite):
@@ -229,11 +286,8 @@ class Quat(Composite):
         if len(args) == 0:
             self._v[3] = 1.0  # the identity rotation, not a zero quaternion
 
-    def __getattr__(self, name):
-        i = "xyzw".find(name)
-        if len(name) == 1 and i >= 0:
-            return self._v[i].item()
-        raise AttributeError(name)
+    __getattr__ = Vector.__getattr__
+    __setattr__ = Vector.__setattr__
 
     def __mul__(self, o):
         if isinstance(o, Quat):
@@ -254,19 +308,35 @@ class Transform(Composite):
     _sk_kind = "transform"
     __slots__ = ()
 
-    def __init__(self, *args):
-        if len(args) == 0:
-            super().__init__([0, 0, 0, 0, 0, 0, 1])
-        else:
+    def __init__(self, *args, p: Any = None, q: Any = None):
+        if args and (p is not None or q is not None):
+            raise TypeError(f"{type(self).__name__}() takes components or p=/q= keywords, not both")
+        if args:
             super().__init__(*args)
+            return
+        super().__init__([0, 0, 0, 0, 0, 0, 1])
+        if p is not None:
+            self.p = p
+        if q is not None:
+            self.q = q
 
     @property
     def p(self):
+        """The translation (a copy; assign ``t.p = v`` to change it)."""
         return vector(3, self._sk_scalar)._wrap(self._v[:3].copy())
+
+    @p.setter
+    def p(self, value):
+        self._v[:3] = vector(3, self._sk_scalar)(value)._v
 
     @property
     def q(self):
+        """The rotation quaternion (x, y, z, w) (a copy; assign ``t.q = r`` to change it)."""
         return quat_of(self._sk_scalar)._wrap(self._v[3:].copy())
+
+    @q.setter
+    def q(self, value):
+        self._v[3:] = quat_of(self._sk_scalar)(value)._v
 
 
 _CT_SUFFIX = {"float32": "f", "float64": "d", "int32": "i", "int64": "l", "uint32": "u", "bool": "b"}
@@ -291,15 +361,21 @@ def _check_scalar(dtype: Any, what: str) -> ScalarType:
 def vector(length: int, dtype: Any = float32) -> type:
     """The vector type of ``length`` components of ``dtype``; ``sk.vector(3, sk.float64) is sk.vec3d``."""
     s = _check_scalar(dtype, "vector")
-    if not isinstance(length, int) or length < 1:
+    if not isinstance(length, (int, np.integer)) or isinstance(length, bool) or length < 1:
         raise ValueError(f"vector length must be a positive int, got {length!r}")
+    length = int(length)
     return _make(Vector, f"vec{length}{_CT_SUFFIX[s.__name__] if s is not float32 else ''}", (length,), s, f"sk::vec_t<{length}, {s._sk_ctype}>")
 
 
 def matrix(shape: tuple[int, int], dtype: Any = float32) -> type:
     """The matrix type of ``shape`` (rows, cols); ``sk.matrix((3, 3), float) is sk.mat33``."""
     s = _check_scalar(dtype, "matrix")
-    r, c = (int(x) for x in shape)
+    try:
+        r, c = (int(x) for x in shape)
+    except (TypeError, ValueError):
+        raise ValueError(f"matrix shape must be (rows, cols), got {shape!r}") from None
+    if r < 1 or c < 1:
+        raise ValueError(f"matrix shape must be positive, got {shape!r}")
     return _make(Matrix, f"mat{r}{c}{_CT_SUFFIX[s.__name__] if s is not float32 else ''}", (r, c), s, f"sk::mat_t<{r}, {c}, {s._sk_ctype}>")
 
 
