@@ -222,7 +222,7 @@ _("transform_multiply", "a: transform(F), b: transform(F)", "transform(F)",
   " adj_a.q += qmul(adj_ret.q, qconj(b.q)); adj_b.q += qmul(qconj(a.q), adj_ret.q);")
 _("transform_inverse", "t: transform(F)", "transform(F)",
   "quat_t<F> qi = qconj(t.q); return transform_t<F>{-qrotate(qi, t.p), qi};",
-  "quat_t<F> qi = qconj(t.q); quat_t<F> adj_qi = qconj(adj_ret.q); vec_t<3, F> adj_p = {};"
+  "quat_t<F> qi = qconj(t.q); quat_t<F> adj_qi = adj_ret.q; vec_t<3, F> adj_p = {};"
   " adj_qrotate_(qi, t.p, adj_qi, adj_p, -adj_ret.p); adj_t.p += adj_p; adj_t.q += qconj(adj_qi);")
 
 # ---------------------------------------------------------------------------

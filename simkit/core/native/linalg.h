@@ -43,6 +43,10 @@ template <int N, typename T> SK_FUNC mat_t<N, N, T> inverse_(const mat_t<N, N, T
     return transpose_(cofactor_(a)) * (T(1) / d);
 }
 
+// Unary minus of a transform (vec.h negates vectors, matrices and quaternions): the
+// `neg` builtin takes any numeric value, transforms included.
+template <typename T> SK_FUNC transform_t<T> operator-(const transform_t<T>& a) { return transform_t<T>{-a.p, -a.q}; }
+
 // Sum of component-wise products of two equally shaped values (Frobenius inner product).
 template <typename V> SK_FUNC typename traits<V>::scalar inner_(const V& a, const V& b) {
     typename traits<V>::scalar r = 0;
