@@ -23,9 +23,12 @@ from .core.lang import BUILTIN_STUBS as _STUBS
 from .core.lang import constant, static
 from .core.launch import launch
 from .core.struct import struct
+from .autograd.tape import Tape
 from .core.types import (float32, float64, int32, int64, uint32, bool_, matrix, vector, quat_of, transform_of,
                          vec2, vec3, vec4, vec2d, vec3d, vec4d, vec2i, vec3i, vec4i, mat22, mat33, mat44,
                          mat22d, mat33d, mat44d, quat, quatd, transform, transformd)
+
+from . import autograd  # noqa: E402  (sk.autograd.jacobian, ...)
 
 globals().update({k: v for k, v in _STUBS.items() if k not in globals()})
 __version__ = "0.1.0"

@@ -48,7 +48,8 @@ class AccessMixin:
             self.error(f"{name} needs an array as its first argument", node)
         self.check_index_count(arr, idx, node)
         self.note_access(arr, write=True)
-        self.note_access(arr, write=False)  # atomics read-modify-write (min/max adjoints read it)
+        if name in ("atomic_min", "atomic_max"):
+            self.note_access(arr, write=False)  # their adjoint compares against the final value
         dt = arr.type.dtype
         if name in ("atomic_min", "atomic_max") and dt._sk_kind not in ("scalar", "vec"):
             self.error(f"{name} works on scalar and vector arrays", node)

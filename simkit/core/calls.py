@@ -94,6 +94,9 @@ class CallMixin:
                                                for i in args[1:-1]], args[-1], node)
         if name is not None:
             return self.call_builtin(name, args, node)
+        if obj is pybuiltins.round:
+            self.error("Python's round() rounds halves to even; in kernels use sk.round (halves away from zero) "
+                       "or sk.floor(x + 0.5)", node)
         if obj in (float, int, bool):
             obj = T.resolve(obj)
         kind = getattr(obj, "_sk_kind", None)

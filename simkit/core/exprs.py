@@ -63,7 +63,7 @@ _PY_FOLD = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda 
             "ne": lambda a, b: a != b}
 _MATH_BUILTINS = {getattr(math, n): n for n in B.TABLE if hasattr(math, n) and callable(getattr(math, n))}
 _MATH_BUILTINS.update({math.fabs: "abs", pybuiltins.abs: "abs", pybuiltins.min: "min", pybuiltins.max: "max",
-                       pybuiltins.round: "round", pybuiltins.pow: "pow"})
+                       pybuiltins.pow: "pow"})
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
 
 

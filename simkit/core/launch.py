@@ -130,6 +130,9 @@ class Plan:
         get_error.restype = ctypes.POINTER(ErrorRecord)
         self.error = get_error().contents
         self.tid_dims = fir.tid_dims
+        index = {v.cname: k for k, v in enumerate(fir.params)}
+        self.writes = [(index[ir_cname(fir, name)], path) for name, path in sorted(fir.writes)]
+        self.reads = [(index[ir_cname(fir, name)], path) for name, path in sorted(fir.reads)]
         self.nparams = len(fir.params)
         self.bounds: dict = {}
         self.packers = []
@@ -207,6 +210,26 @@ class Plan:
         raise KernelRuntimeError(f"{where}: runtime error code {code}")
 
 
+def ir_cname(fir, name: str) -> str:
+    return next(v.cname for v in fir.params if v.name == name)
+
+
+def resolve_arrays(values, slots) -> list:
+    """The arrays at (parameter index, struct field path) slots of a launch's values, with their labels."""
+    out = []
+    for k, path in slots:
+        v = values[k]
+        for f in path:
+            v = getattr(v, f, None)
+        if type(v) is Array:
+            out.append((k, path, v))
+    return out
+
+
+# Tapes (simkit.autograd) register here; core never imports the layer above it.
+recorders: list = []
+
+
 def plan_for(kernel) -> Plan:
     p = kernel._plan.get(config.mode)
     if p is None:
@@ -236,9 +259,18 @@ def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), devi
     if len(values) != plan.nparams:
         raise TypeError(f"{kernel.name}() takes {plan.nparams} argument(s) ({', '.join(kernel.arg_names)}), "
                         f"got {len(values)}")
+    if recorders and not adjoint:
+        recorders[-1].record(kernel, plan, dim, values)
     plan.pack(values)
     n = plan.set_bounds(dim)
     if n:
         plan.run(plan.jobs[adjoint][1])
         if plan.error.code:
             plan.check_error()
+    if not adjoint:
+        for k, path in plan.writes:
+            v = values[k]
+            for f in path:
+                v = getattr(v, f)
+            if type(v) is Array:
+                v._version += 1

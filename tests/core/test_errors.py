@@ -114,6 +114,15 @@ def test_array_indexed_with_too_few_indices():
     assert "2-d array indexed with 1 index(es)" in str(compile_error(wrong_index_count))
 
 
+@sk.kernel
+def python_round(x: sk.array(dtype=float)):
+    x[0] = round(x[0])
+
+
+def test_python_round_points_to_sk_round_instead_of_silently_rounding_differently():
+    assert "use sk.round" in str(compile_error(python_round))
+
+
 def test_missing_annotation_is_a_compile_error():
     with pytest.raises(sk.CompileError, match="kernel parameter 'x' needs a type annotation"):
         @sk.kernel

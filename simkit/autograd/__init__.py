@@ -1,0 +1,28 @@
+"""simkit.autograd: reverse-mode differentiation of kernel launches.
+
+- :class:`Tape` records launches and replays their adjoints (``tape.backward``);
+- :func:`jacobian` builds a launch's Jacobian from the kernel's generated adjoint,
+  one adjoint launch per output component;
+- :func:`jacobian_fd` builds the same matrices by central differences;
+- :func:`gradcheck` compares the two and reports the worst entry
+  (a :class:`GradcheckResult`).
+
+Example::
+
+    import simkit as sk
+
+    @sk.kernel
+    def scale(x: sk.array(dtype=sk.float64), y: sk.array(dtype=sk.float64)):
+        i = sk.tid()
+        y[i] = sk.sin(x[i]) * 2.0
+
+    x = sk.array([0.1, 0.2], dtype=sk.float64)
+    y = sk.zeros(2, dtype=sk.float64)
+    J = sk.autograd.jacobian(scale, 2, inputs=[x], outputs=[y])[(0, 0)]   # diag(2 cos x)
+    print(sk.autograd.gradcheck(scale, 2, inputs=[x], outputs=[y]))
+"""
+
+from .tape import Tape
+from .jacobian import GradcheckResult, gradcheck, jacobian, jacobian_fd
+
+__all__ = ["Tape", "jacobian", "jacobian_fd", "gradcheck", "GradcheckResult"]

@@ -1,0 +1,175 @@
+"""The Tape: records kernel launches and replays their adjoints in reverse.
+
+Rules it enforces (DESIGN.md, "Autodiff contract"):
+
+- grad propagation: a recorded launch that reads an array requiring grad gives
+  every float array it writes a grad (allocated at record time);
+- seeding an array that no recorded launch touched is an error naming it;
+- overwrite detection: each array's version counter is remembered for every
+  recorded read; if a later launch overwrote it, ``backward`` refuses and names
+  the kernel, the argument and the launch that overwrote it;
+- ``zero()`` clears the grads of every array the tape touched, seeds and struct
+  fields included.
+
+Example::
+
+    x = sk.array([1.0, 2.0], requires_grad=True)
+    loss = sk.zeros(1)
+    with sk.Tape() as tape:
+        sk.launch(sum_of_squares, 2, inputs=[x], outputs=[loss])
+    tape.backward(loss=loss)
+    x.grad.numpy()            # [2., 4.]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..core import launch as _launch
+from ..core import types as T
+from ..core.array import Array
+
+
+def _describe(a: Array) -> str:
+    return f"array of {T.type_name(a.dtype)} with shape {a.shape} (id {id(a):#x})"
+
+
+def _label(kernel, k: int, path: tuple) -> str:
+    return ".".join((kernel.arg_names[k], *path))
+
+
+@dataclass
+class _Launch:
+    kernel: Any
+    dim: Any
+    values: list
+    reads: list            # (label, array, version at record time)
+    index: int
+
+
+@dataclass
+class _Func:
+    backward: Callable
+    arrays: list
+    index: int
+
+
+@dataclass
+class Tape:
+    """Records launches inside ``with tape:``; ``backward`` replays their adjoints in reverse."""
+
+    entries: list = field(default_factory=list)
+    touched: dict = field(default_factory=dict)   # id -> array, every array seen
+    writers: dict = field(default_factory=dict)   # id -> [(entry index, version it produced)]
+
+    def __enter__(self) -> "Tape":
+        _launch.recorders.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _launch.recorders.remove(self)
+
+    # -- recording ---------------------------------------------------------------
+    def record(self, kernel, plan, dim, values: Sequence) -> None:
+        """Called by ``sk.launch`` for each launch inside ``with tape:``."""
+        reads = _launch.resolve_arrays(values, plan.reads)
+        writes = _launch.resolve_arrays(values, plan.writes)
+        if any(a.requires_grad for _k, _p, a in reads):
+            for _k, _p, a in writes:
+                if not a.requires_grad and a.dtype._sk_scalar.is_float:
+                    a.requires_grad = True
+        index = len(self.entries)
+        self.entries.append(_Launch(kernel, dim, list(values),
+                                    [(_label(kernel, k, p), a, a._version) for k, p, a in reads], index))
+        for _k, _p, a in reads + writes:
+            self.touched[id(a)] = a
+        for v in values:
+            for _path, a in getattr(v, "_sk_arrays", lambda: ())():
+                self.touched[id(a)] = a
+        for _k, _p, a in writes:
+            self.writers.setdefault(id(a), []).append((index, a._version + 1))
+
+    def record_func(self, backward: Callable[[], None], arrays: Sequence[Array]) -> None:
+        """Record a step written in Python: ``backward()`` runs at its place in the reverse sweep.
+
+        Example::
+
+            tape.record_func(lambda: y_to_x_grad(x, y), arrays=[x, y])
+        """
+        arrays = list(arrays)
+        for a in arrays:
+            if not isinstance(a, Array):
+                raise TypeError(f"record_func: arrays must be sk arrays, got {type(a).__name__}")
+            self.touched[id(a)] = a
+        self.entries.append(_Func(backward, arrays, len(self.entries)))
+
+    # -- backward ----------------------------------------------------------------
+    def backward(self, loss: Array | None = None, grads: dict | None = None) -> None:
+        """Seed ``loss`` (a one-element array) with 1, or each array in ``grads`` with its seed,
+        and accumulate gradients into ``.grad`` of every array that requires grad."""
+        if loss is None and not grads:
+            raise ValueError("backward needs loss=<one-element array> or grads={array: seed, ...}")
+        seeds = {}
+        if loss is not None:
+            if not isinstance(loss, Array) or loss.size != 1:
+                raise ValueError(f"backward(loss=...) takes a one-element sk array, got "
+                                 f"{_describe(loss) if isinstance(loss, Array) else type(loss).__name__}")
+            seeds[id(loss)] = (loss, np.ones(loss.numpy().shape, loss.numpy().dtype))
+        for a, seed in (grads or {}).items():
+            if not isinstance(a, Array):
+                raise TypeError(f"backward(grads=...) keys must be sk arrays, got {type(a).__name__}")
+            data = seed.numpy() if isinstance(seed, Array) else np.asarray(seed, dtype=a.numpy().dtype)
+            if data.shape != a.numpy().shape:
+                raise ValueError(f"seed of shape {data.shape} does not match {_describe(a)}")
+            seeds[id(a)] = (a, data)
+        for a, _data in seeds.values():
+            if id(a) not in self.touched:
+                raise ValueError(f"cannot seed {_describe(a)}: no launch recorded on this tape read or wrote it")
+            if not a.requires_grad:
+                raise ValueError(f"cannot seed {_describe(a)}: it does not depend on any array that requires "
+                                 "grad, so every gradient would be zero (set requires_grad=True on an input)")
+        self.check_overwrites()
+        for a, data in seeds.values():
+            a.grad.numpy()[...] = data
+        for e in reversed(self.entries):
+            if isinstance(e, _Func):
+                e.backward()
+            else:
+                _launch.launch(e.kernel, e.dim, e.values, adjoint=True)
+
+    def check_overwrites(self) -> None:
+        """Refuse (before any adjoint runs) if a recorded read was overwritten since."""
+        for e in self.entries:
+            if isinstance(e, _Func):
+                continue
+            for label, a, version in e.reads:
+                if a._version == version:
+                    continue
+                later = [i for i, v in self.writers.get(id(a), ()) if v > version]
+                if later:
+                    w = self.entries[later[0]]
+                    by = "the same launch" if later[0] == e.index else \
+                        f"launch #{later[0]} of kernel '{w.kernel.name}'"
+                else:
+                    by = "a write outside this tape (assign, fill_, zero_ or an unrecorded launch)"
+                raise RuntimeError(
+                    f"kernel '{e.kernel.name}' (launch #{e.index}) read argument '{label}', which {by} overwrote "
+                    "afterwards; its adjoint would be evaluated at the wrong values. Give each step its own "
+                    "output buffer (e.g. one state per step) or record the overwritten values separately.")
+
+    # -- housekeeping --------------------------------------------------------------
+    def zero(self) -> None:
+        """Zero the grad of every array this tape touched (seeds and struct fields included)."""
+        for a in self.touched.values():
+            if a.grad is not None:
+                a.grad.numpy()[...] = 0
+
+    def reset(self) -> None:
+        """Zero all grads and forget every recorded launch."""
+        self.zero()
+        self.entries.clear()
+        self.touched.clear()
+        self.writers.clear()
