@@ -18,7 +18,7 @@ from .core.array import (Array, ArrayType, array, clone, copy, empty, empty_like
                          from_torch, full, full_like, ones, ones_like, to_torch, zeros, zeros_like)
 from .core.config import config
 from .core.errors import CompileError, CompilerNotFoundError, KernelRuntimeError, NativeCompileError
-from .core.kernel import func, kernel
+from .core.kernel import func, func_grad, kernel
 from .core.lang import BUILTIN_STUBS as _STUBS
 from .core.lang import constant, static
 from .core.launch import launch

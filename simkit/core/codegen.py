@@ -265,8 +265,22 @@ def param_decl(v: ir.Var) -> str:
     return f"const {ctype(v.type)}& {v.cname}"
 
 
-def function_source(f: ir.FunctionIR) -> str:
-    """Forward and adjoint C++ of an @sk.func specialisation."""
+def custom_adjoint(f: ir.FunctionIR, w: "FunctionWriter", grad) -> list[str]:
+    """Body of an adjoint that calls the user's @sk.func_grad and adds what it returns."""
+    ins = [v.cname for v in f.params] + [f"adj_ret{k}" for k in range(len(f.ret_types))]
+    targets = [v for v in f.params if getattr(v.type, "_sk_kind", "") != "array"]
+    lines = [f"    // custom adjoint: {grad.fn.name} (@sk.func_grad)"]
+    if len(targets) == 1:
+        lines.append(f"    {w.adj_name(targets[0])} += {grad.cname}({', '.join(ins)});")
+    elif targets:
+        lines += [f"    {ctype(v.type)} g{k} = {{}};" for k, v in enumerate(targets)]
+        lines.append(f"    {grad.cname}({', '.join(ins + [f'g{k}' for k in range(len(targets))])});")
+        lines += [f"    {w.adj_name(v)} += g{k};" for k, v in enumerate(targets)]
+    return lines
+
+
+def function_source(f: ir.FunctionIR, grad=None) -> str:
+    """Forward and adjoint C++ of an @sk.func specialisation (``grad``: its custom adjoint, if any)."""
     w = FunctionWriter(f)
     params = [param_decl(v) for v in f.params]
     rets = f.ret_types
@@ -281,7 +295,10 @@ def function_source(f: ir.FunctionIR) -> str:
     adj_params = [f"{ctype(v.type)}& {w.adj_name(v)}" for v in f.params if getattr(v.type, "_sk_kind", "") != "array"]
     adj_rets = [f"const {ctype(t)}& adj_ret{k}" for k, t in enumerate(rets)]
     sig = f"static SK_FUNC void adj_{f.cname}({', '.join(params + adj_params + adj_rets)})"
-    adj = w.assemble(sig, True, [], [])
+    if grad is not None:
+        adj = "\n".join([sig + " {", *custom_adjoint(f, w, grad), "}"])
+    else:
+        adj = w.assemble(sig, True, [], [])
     head = f"// function {f.name}  ({os.path.basename(f.file)}:{f.line})"
     return "\n".join([head, fwd, "", adj])
 
@@ -369,6 +386,6 @@ def module_source(kernels: list[ir.FunctionIR], header_name: str) -> str:
         "",
     ]
     parts += [struct_source(t) + "\n" for t in _order_structs(structs)]
-    parts += [function_source(s.ir) + "\n" for s in _order_funcs(funcs)]
+    parts += [function_source(s.ir, s.grad_spec) + "\n" for s in _order_funcs(funcs)]
     parts += [kernel_source(k) + "\n" for k in kernels]
     return "\n".join(parts)

@@ -27,6 +27,7 @@ from typing import Callable
 
 from . import codegen, compiler, frontend
 from . import types as T
+from . import types as T
 from .config import config
 from .errors import CompileError
 
@@ -188,6 +189,26 @@ class FuncSpec:
         names = list(fn.arg_types)
         self.ir = frontend.build(fn.func, dict(zip(names, param_types)), is_kernel=False, name=fn.name, cname=self.cname)
         self.ret_types = self.ir.ret_types
+        self.grad_spec = self._custom_grad() if fn.custom_grad is not None else None
+
+    def _custom_grad(self) -> "FuncSpec":
+        """Specialise the user's adjoint for (parameters..., adj_ret...) and check what it returns."""
+        g = self.fn.custom_grad
+        file = inspect.getsourcefile(g.func) or "<unknown>"
+        line = g.func.__code__.co_firstlineno
+        want_n = len(self.param_types) + len(self.ret_types)
+        if len(g.arg_types) != want_n:
+            raise CompileError(f"custom adjoint '{g.name}' of '{self.fn.name}' must take the {len(self.param_types)} "
+                               f"parameter(s) of '{self.fn.name}' followed by {len(self.ret_types)} adj_ret value(s), "
+                               f"it takes {len(g.arg_types)}", file, line)
+        spec = g.spec_for_types(list(self.param_types) + list(self.ret_types))
+        want = [t for t in self.param_types if getattr(t, "_sk_kind", "") != "array"]
+        if [t._sk_ctype for t in spec.ret_types] != [t._sk_ctype for t in want]:
+            raise CompileError(f"custom adjoint '{g.name}' must return the adjoints of the non-array parameters of "
+                               f"'{self.fn.name}' ({', '.join(T.type_name(t) for t in want) or 'nothing'}), it returns "
+                               f"({', '.join(T.type_name(t) for t in spec.ret_types)})", file, line)
+        self.ir.funcs.append(spec)  # emitted before this function, which calls it
+        return spec
 
 
 class Function:
@@ -201,6 +222,7 @@ class Function:
         self.arg_types = _annotations(pyfunc, "function", require=False)
         self._specs: dict[tuple, FuncSpec] = {}
         self._building = False
+        self.custom_grad: Function | None = None
         self.__doc__ = pyfunc.__doc__
         self.__wrapped__ = pyfunc
 
@@ -218,10 +240,17 @@ class Function:
                 types.append(want)
             else:
                 types.append(t.default() if isinstance(t, B.Weak) else t)
-        key = tuple(id(t) if not hasattr(t, "_sk_ctype") else t._sk_ctype for t in types)
+        if self._building and self._key(types) not in self._specs:
+            builder.error(f"@sk.func '{self.name}' calls itself; recursion is not supported in kernels", node)
+        return self.spec_for_types(types)
+
+    @staticmethod
+    def _key(types) -> tuple:
+        return tuple(t._sk_ctype for t in types)
+
+    def spec_for_types(self, types: list) -> FuncSpec:
+        key = self._key(types)
         if key not in self._specs:
-            if self._building:
-                builder.error(f"@sk.func '{self.name}' calls itself; recursion is not supported in kernels", node)
             self._building = True
             try:
                 self._specs[key] = FuncSpec(self, types)
@@ -247,3 +276,29 @@ def func(f: Callable) -> Function:
     """
     return Function(f)
 
+
+def func_grad(f: Function):
+    """Replace the generated adjoint of ``@sk.func`` ``f`` with your own.
+
+    The decorated function takes ``f``'s parameters followed by one ``adj_ret`` per
+    return value, and returns the adjoints of ``f``'s non-array parameters, in order.
+
+    Example::
+
+        @sk.func
+        def safe_norm(v: sk.vec3) -> float:
+            return sk.length(v)
+
+        @sk.func_grad(safe_norm)
+        def safe_norm_grad(v: sk.vec3, adj_ret: float):
+            return v * (adj_ret / sk.max(sk.length(v), 1e-6))
+    """
+    if not isinstance(f, Function):
+        raise TypeError(f"sk.func_grad expects an @sk.func, got {type(f).__name__}")
+
+    def register(g: Callable) -> Function:
+        if f._specs:
+            raise RuntimeError(f"sk.func_grad({f.name}) must be declared before '{f.name}' is first compiled")
+        f.custom_grad = Function(g)
+        return f.custom_grad
+    return register

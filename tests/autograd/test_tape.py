@@ -330,3 +330,61 @@ def test_reset_forgets_launches_and_zeroes_grads():
     tape.backward(loss=y)
     tape.reset()
     assert x.grad.numpy()[0] == 0.0 and tape.entries == []
+
+
+@sk.func
+def clipped_sqrt(x: sk.float64) -> sk.float64:
+    return sk.sqrt(x)
+
+
+@sk.func_grad(clipped_sqrt)
+def clipped_sqrt_grad(x: sk.float64, adj_ret: sk.float64):
+    # A bounded slope near zero, where the true derivative 1/(2 sqrt x) blows up.
+    return adj_ret / (2.0 * sk.max(sk.sqrt(x), sk.float64(0.1)))
+
+
+@sk.func
+def polar(r: sk.float64, t: sk.float64):
+    return r * sk.cos(t), r * sk.sin(t)
+
+
+@sk.func_grad(polar)
+def polar_grad(r: sk.float64, t: sk.float64, adj_x: sk.float64, adj_y: sk.float64):
+    return 100.0 * adj_x, 1000.0 * adj_y  # recognisable values, not the true derivative
+
+
+@sk.kernel
+def uses_custom_adjoints(x: sk.array(dtype=F64), y: sk.array(dtype=F64)):
+    i = sk.tid()
+    a, b = polar(x[i], x[i])
+    y[i] = clipped_sqrt(x[i]) + a + b
+
+
+def test_func_grad_replaces_the_generated_adjoint():
+    x0 = np.array([4.0, 0.0001])
+    x = sk.array(x0, dtype=F64, requires_grad=True)
+    y = sk.zeros(2, dtype=F64)
+    with sk.Tape() as tape:
+        sk.launch(uses_custom_adjoints, 2, inputs=[x], outputs=[y])
+    np.testing.assert_allclose(y.numpy(), np.sqrt(x0) + x0 * np.cos(x0) + x0 * np.sin(x0))
+    tape.backward(grads={y: np.ones(2)})
+    clip = 1.0 / (2.0 * np.maximum(np.sqrt(x0), 0.1))
+    np.testing.assert_allclose(x.grad.numpy(), clip + 100.0 + 1000.0, rtol=1e-12)
+
+
+def test_func_grad_with_the_wrong_return_count_is_a_compile_error():
+    @sk.func
+    def f2(a: sk.float64, b: sk.float64) -> sk.float64:
+        return a * b
+
+    @sk.func_grad(f2)
+    def f2_grad(a: sk.float64, b: sk.float64, adj_ret: sk.float64):
+        return adj_ret * b
+
+    @sk.kernel
+    def k(x: sk.array(dtype=F64)):
+        x[0] = f2(x[0], x[1])
+
+    with pytest.raises(sk.CompileError, match=r"must return the adjoints of the non-array parameters of 'f2' "
+                                              r"\(float64, float64\), it returns \(float64\)"):
+        k.build_ir()
