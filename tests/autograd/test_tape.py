@@ -388,3 +388,45 @@ def test_func_grad_with_the_wrong_return_count_is_a_compile_error():
     with pytest.raises(sk.CompileError, match=r"must return the adjoints of the non-array parameters of 'f2' "
                                               r"\(float64, float64\), it returns \(float64\)"):
         k.build_ir()
+
+
+@sk.struct
+class Stiffness:
+    ke: sk.array(dtype=F64)
+
+
+@sk.struct
+class Model:
+    springs: Stiffness
+    scale: sk.float64
+
+
+@sk.kernel
+def nested_energy(m: Model, x: sk.array(dtype=F64), e: sk.array(dtype=F64)):
+    i = sk.tid()
+    sk.atomic_add(e, 0, m.scale * m.springs.ke[i] * x[i] * x[i])
+
+
+def test_arrays_in_nested_structs_get_their_gradient():
+    m = Model(springs=Stiffness(ke=sk.array([1.0, 2.0], dtype=F64, requires_grad=True)), scale=0.5)
+    x = np.array([3.0, -1.0])
+    e = sk.zeros(1, dtype=F64)
+    with sk.Tape() as tape:
+        sk.launch(nested_energy, 2, inputs=[m, sk.array(x, dtype=F64)], outputs=[e])
+    tape.backward(loss=e)
+    np.testing.assert_allclose(m.springs.ke.grad.numpy(), 0.5 * x ** 2)
+    tape.zero()
+    assert m.springs.ke.grad.numpy().tolist() == [0.0, 0.0]
+
+
+def test_torch_tensors_passed_directly_are_bit_identical_after_backward():
+    torch = pytest.importorskip("torch")
+    w = torch.tensor([0.5, -2.0, 3.0], dtype=torch.float64)
+    before = w.clone()
+    x = sk.array([1.0, 2.0, 3.0], dtype=F64, requires_grad=True)
+    y = sk.zeros(3, dtype=F64)
+    with sk.Tape() as tape:
+        sk.launch(scale_into, 3, inputs=[x, w], outputs=[y])
+    tape.backward(grads={y: np.ones(3)})
+    assert torch.equal(w, before)
+    assert x.grad.numpy().tolist() == before.tolist()
