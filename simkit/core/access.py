@@ -30,7 +30,11 @@ class AccessMixin:
         out = self.new_var(arr.type.dtype)
         ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
         fwd = self.bounds_check(len(idx)) + f"$o0 = sk::at($a0, {ix});"
-        self.emit([out], [arr, *idx], fwd, f"sk::accum_grad(sk::grad_ptr($a0, {ix}), $adj_o0);")
+        # Indexed by the whole thread index, the element belongs to this thread alone: no atomic needed.
+        owned = len(idx) == self.tid_dims and all(self.tid_component.get(getattr(v, "id", None)) == k
+                                                  for k, v in enumerate(idx))
+        accum = "accum_grad_owned" if owned else "accum_grad"
+        self.emit([out], [arr, *idx], fwd, f"sk::{accum}(sk::grad_ptr($a0, {ix}), $adj_o0);")
         return out
 
     def store(self, arr, idx, value, node):

@@ -126,6 +126,7 @@ class CallMixin:
         outs = [self.new_var(T.int32) for _ in range(n)]
         for k, o in enumerate(outs):
             self.emit([o], [], f"$o0 = sk::tid(args.launch, _idx, {k});")
+            self.tid_component[o.id] = k
         return outs[0] if n == 1 else Py(tuple(outs))
 
     def cast(self, t, args, node):

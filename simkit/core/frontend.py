@@ -113,6 +113,7 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
         self.origins: dict[int, set] = {}
         self.reads: set = set()
         self.writes: set = set()
+        self.tid_component: dict[int, int] = {}  # var id -> k for the values sk.tid() returned
 
     # -- helpers ------------------------------------------------------------
     def error(self, msg: str, node=None):

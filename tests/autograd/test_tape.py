@@ -430,3 +430,29 @@ def test_torch_tensors_passed_directly_are_bit_identical_after_backward():
     tape.backward(grads={y: np.ones(3)})
     assert torch.equal(w, before)
     assert x.grad.numpy().tolist() == before.tolist()
+
+
+@sk.kernel
+def shared_and_owned(x: sk.array(dtype=F64), w: sk.array(dtype=F64), y: sk.array(dtype=F64)):
+    i = sk.tid()
+    y[i] = x[0] * w[i] + x[i // 2]
+
+
+def test_elements_read_by_many_threads_accumulate_exactly_under_threads():
+    n = 200_000
+    w_np = np.arange(n, dtype=np.float64) % 7
+    x = sk.zeros(n, dtype=F64, requires_grad=True)
+    y = sk.zeros(n, dtype=F64)
+    with sk.Tape() as tape:
+        sk.launch(shared_and_owned, n, inputs=[x, sk.array(w_np, dtype=F64)], outputs=[y])
+    tape.backward(grads={y: np.ones(n)})
+    g = x.grad.numpy()
+    assert g[0] == w_np.sum() + 2.0
+    assert np.all(g[1:n // 2] == 2.0) and np.all(g[n // 2:] == 0.0)
+
+
+def test_only_loads_indexed_by_the_whole_thread_index_skip_the_atomic():
+    src = shared_and_owned.source()
+    assert "accum_grad_owned(sk::grad_ptr(w, i_" in src
+    assert "sk::accum_grad(sk::grad_ptr(x, 0)" in src
+    assert "sk::accum_grad(sk::grad_ptr(x, _" in src  # x[i // 2]: shared by two threads

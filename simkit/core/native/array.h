@@ -190,6 +190,10 @@ template <typename T> SK_FUNC T atomic_max_any(T* p, const T& v) {
 }
 
 // Accumulate an adjoint into a gradient buffer; a null buffer (no grad) is skipped.
+// The same for an element only this thread touches (indexed by its whole thread index).
+template <typename T> SK_FUNC void accum_grad_owned(T* g, const T& v) {
+    if (g) *g += v;
+}
 template <typename T> SK_FUNC void accum_grad(T* g, const T& v) {
     if (g) atomic_add_any(g, v);
 }
