@@ -83,6 +83,12 @@ def saxpy(x: F32, y: F32, a: float):
     y[i] = a * x[i] + y[i]
 
 
+@sk.kernel
+def chain_link(x: F32, y: F32):
+    i = sk.tid()
+    y[i] = sk.sin(x[i]) * 0.9 + 0.1 * x[i]
+
+
 SAXPY_N = 10_000_000
 SAXPY_BYTES = 12 * SAXPY_N  # read x, read y, write y
 COPY_N = 10_000_000  # 40 MB of float32
@@ -511,6 +517,119 @@ def bench_warp(ctx: Context) -> Result:
                      "ratio is warp_time / simkit_time (higher is better); both timed interleaved.")
     res.notes.append("warp: CPU launches run the grid on the calling thread (no thread pool), and "
                      f"their first use took {wf['compile_s'] * 1e3:.0f} ms (compile or load from warp's kernel cache).")
+    return res
+
+
+CHAIN_N, CHAIN_LEN = 100_000, 100
+BACKWARD_VS_FORWARD = 3.0
+
+
+def _chain_reference(x0: np.ndarray) -> np.ndarray:
+    """d(sum of the last link)/dx by the chain rule in numpy (float64)."""
+    x, g = x0.astype(np.float64), np.ones_like(x0, dtype=np.float64)
+    for _ in range(CHAIN_LEN):
+        g *= 0.9 * np.cos(x) + 0.1
+        x = np.sin(x) * 0.9 + 0.1 * x
+    return g
+
+
+def sk_chain_fixture(ctx: Context):
+    """A 100-launch tape over fresh buffers: fn_forward(n) and fn_backward(n), checked once."""
+    def make():
+        x0 = np.random.default_rng(3).uniform(-1, 1, CHAIN_N).astype(np.float32)
+        bufs = [sk.array(x0, requires_grad=True)] + [sk.zeros(CHAIN_N) for _ in range(CHAIN_LEN)]
+        seed = np.ones(CHAIN_N, np.float32)
+        state = {}
+
+        def forward(n):
+            for _ in range(n):
+                tape = sk.Tape()
+                with tape:
+                    for k in range(CHAIN_LEN):
+                        sk.launch(chain_link, CHAIN_N, inputs=[bufs[k]], outputs=[bufs[k + 1]])
+                state["tape"] = tape
+
+        def backward(n):
+            for _ in range(n):
+                state["tape"].zero()
+                state["tape"].backward(grads={bufs[-1]: seed})
+
+        forward(1)
+        backward(1)
+        err = np.max(np.abs(bufs[0].grad.numpy() - _chain_reference(x0)))
+        if not err < 1e-4:
+            return f"simkit chain gradient is wrong (max error {err:.3g}); not timed"
+        return {"forward": forward, "backward": backward}
+    return ctx.fixture("sk_chain", make)
+
+
+def warp_chain_fixture(ctx: Context):
+    def make():
+        wf = warp_fixture(ctx)
+        if isinstance(wf, str):
+            return wf
+        import warp as wp
+
+        @wp.kernel
+        def wp_chain_link(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+            i = wp.tid()
+            y[i] = wp.sin(x[i]) * 0.9 + 0.1 * x[i]
+
+        x0 = np.random.default_rng(3).uniform(-1, 1, CHAIN_N).astype(np.float32)
+        bufs = [wp.array(x0, dtype=float, device="cpu", requires_grad=True)]
+        bufs += [wp.zeros(CHAIN_N, dtype=float, device="cpu", requires_grad=True) for _ in range(CHAIN_LEN)]
+        seed = wp.array(np.ones(CHAIN_N, np.float32), dtype=float, device="cpu")
+        state = {}
+
+        def forward(n):
+            for _ in range(n):
+                tape = wp.Tape()
+                with tape:
+                    for k in range(CHAIN_LEN):
+                        wp.launch(wp_chain_link, dim=CHAIN_N, inputs=[bufs[k]], outputs=[bufs[k + 1]], device="cpu")
+                state["tape"] = tape
+
+        def backward(n):
+            for _ in range(n):
+                state["tape"].zero()
+                state["tape"].backward(grads={bufs[-1]: seed})
+            wp.synchronize_device("cpu")
+
+        with _quiet():
+            forward(1)
+            backward(1)
+        return {"forward": forward, "backward": backward}
+    return ctx.fixture("warp_chain", make)
+
+
+@section("autograd", "(d) autodiff: 100-launch chain of a 100k-element kernel, forward and backward")
+def bench_autograd(ctx: Context) -> Result:
+    res = Result()
+    skf = sk_chain_fixture(ctx)
+    if isinstance(skf, str):
+        res.skipped = skf
+        return res
+    wf = warp_chain_fixture(ctx)
+    contenders = {"sk_fwd": skf["forward"], "sk_bwd": skf["backward"]}
+    if not isinstance(wf, str):
+        contenders.update({"wp_fwd": wf["forward"], "wp_bwd": wf["backward"]})
+    rounds = ctx.reps(9, 2)
+    st = {}
+    for phase in ("fwd", "bwd"):  # a backward needs the forward before it: time phases in pairs
+        st.update(interleaved({k: v for k, v in contenders.items() if k.endswith(phase)}, rounds=rounds))
+    f, b = st["sk_fwd"].median, st["sk_bwd"].median
+    res.rows.append(Row("forward (recorded on a tape) [ms]", f"{fmt(f * 1e3)} ms"))
+    res.rows.append(Row("backward [ms]", f"{fmt(b * 1e3)} ms"))
+    res.rows.append(Row("backward / forward", f"{b / f:.2f}", "-", f"{b / f:.2f}x", f"<= {BACKWARD_VS_FORWARD}",
+                        b / f <= BACKWARD_VS_FORWARD))
+    if isinstance(wf, str):
+        res.notes.append(f"warp comparison skipped: {wf}")
+        return res
+    wfw, wbw = st["wp_fwd"].median, st["wp_bwd"].median
+    res.rows.append(ratio_row("forward vs warp [ms]", f * 1e3, wfw * 1e3, "ms", wfw / f, ">=", None, "warp"))
+    res.rows.append(ratio_row("backward vs warp [ms]", b * 1e3, wbw * 1e3, "ms", wbw / b, ">=", None, "warp"))
+    res.notes.append("autograd: fresh buffers per link (a reused buffer makes simkit's backward refuse, by design); "
+                     "warp ratios are warp_time / simkit_time (higher is better); gradient checked against numpy.")
     return res
 
 
