@@ -487,3 +487,14 @@ def test_matrix_element_and_struct_field_assignment_are_differentiable():
         return v[0] * v[1] ** 2 + v[2] * 3.0 * v[3] + v[3]
     assert out.numpy()[0] == pytest.approx(f(x0))
     np.testing.assert_allclose(x.grad.numpy(), fd_grad(f, x0), rtol=1e-8)
+
+
+def test_an_input_changed_outside_the_tape_also_stops_backward():
+    x = sk.array([1.0, 2.0], dtype=F64, requires_grad=True)
+    y = sk.zeros(2, dtype=F64)
+    with sk.Tape() as tape:
+        sk.launch(square, 2, inputs=[x], outputs=[y])
+    x.fill_(3.0)
+    with pytest.raises(RuntimeError, match="read argument 'x', which a write outside this tape"):
+        tape.backward(grads={y: np.ones(2)})
+    assert x.grad.numpy().tolist() == [0.0, 0.0]  # refused before any adjoint ran
