@@ -22,6 +22,8 @@ from .core.kernel import func, func_grad, kernel
 from .core.lang import BUILTIN_STUBS as _STUBS
 from .core.lang import constant, static
 from .core.launch import launch
+from .core.capture import capture, replay
+from .core.device import get_cuda_device_count, get_device, is_cuda_available, set_device, synchronize
 from .core.struct import struct
 from .autograd.tape import Tape
 from .core.types import (float32, float64, int32, int64, uint32, bool_, matrix, vector, quat_of, transform_of,
@@ -29,6 +31,7 @@ from .core.types import (float32, float64, int32, int64, uint32, bool_, matrix, 
                          mat22d, mat33d, mat44d, quat, quatd, transform, transformd)
 
 from . import autograd  # noqa: E402  (sk.autograd.jacobian, ...)
+from . import cuda  # noqa: E402  (sk.cuda.ptx, ...)
 
 globals().update({k: v for k, v in _STUBS.items() if k not in globals()})
 __version__ = "0.1.0"

@@ -633,6 +633,12 @@ def bench_autograd(ctx: Context) -> Result:
     return res
 
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_gpu  # noqa: E402  (the capture and GPU sections live in their own file)
+
+bench_gpu.add_sections(section, Result, Row, fmt, interleaved, ratio_row, _quiet)
+
+
 # ----------------------------------------------------------------------------------
 # Driver
 # ----------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ import numpy as np
 
 from ..core import launch as _launch
 from ..core import types as T
-from ..core.array import Array, as_array
+from ..core.array import Array, _refuse_in_capture, as_array
 from ..core.struct import is_struct_instance
 
 MaskKey = Union[int, str]
@@ -185,10 +185,10 @@ class _Problem:
     @contextlib.contextmanager
     def session(self) -> Iterator[None]:
         """Hide struct-held grads and any active Tape while the launches run; put all back after."""
-        recorders = getattr(_launch, "recorders", None)
-        saved_recorders = list(recorders) if recorders is not None else []
-        if recorders:
-            recorders.clear()
+        _refuse_in_capture(f"{self.caller}()")
+        hooks = _launch.hooks
+        saved_hooks = list(hooks)
+        hooks.clear()
         detached = [(a, a.grad) for a, _d in self.struct_initial if a.grad is not None]
         for a, _g in detached:
             a.grad = None
@@ -201,16 +201,15 @@ class _Problem:
                 a.grad = g
             if not done:  # nothing half-written: struct arrays go back to how they came in
                 for a, data in self.struct_initial:
-                    a.numpy()[...] = data
-            if recorders is not None:
-                recorders[:] = saved_recorders
+                    a._write(data)
+            hooks[:] = saved_hooks
 
     def restore(self) -> None:
         """Every array (private copies and struct fields) back to its contents before the call."""
         for c, data in zip(self.copies, self.initial):
-            c.numpy()[...] = data
+            c._write(data)
         for a, data in self.struct_initial:
-            a.numpy()[...] = data
+            a._write(data)
 
     def forward(self) -> None:
         _launch.launch(self.kernel, self.dim, self.values)
@@ -236,12 +235,15 @@ class _Problem:
         self.forward()
         for o in dict.fromkeys(o for _i, o in self.pairs):
             ins = [i for i, oo in self.pairs if oo == o]
-            seed = self.array(self.n_in + o).grad.numpy()
+            grad = self.array(self.n_in + o).grad
+            seed = np.zeros(grad._host_shape, grad._np_dtype)
             for row in range(seed.size):
                 for c in self.copies:
                     if c.grad is not None:
-                        c.grad.numpy()[...] = 0
+                        c.grad._write(0)
                 seed[np.unravel_index(row, seed.shape)] = 1
+                grad._write(seed)
+                seed[np.unravel_index(row, seed.shape)] = 0
                 _launch.launch(self.kernel, self.dim, self.values, adjoint=True)
                 for i in ins:
                     jac[(i, o)][row] = self.array(i).grad.numpy().reshape(-1)
@@ -254,14 +256,18 @@ class _Problem:
         jac = self.empty_jacobians()
         for i in dict.fromkeys(i for i, _o in self.pairs):
             outs = [o for ii, o in self.pairs if ii == i]
-            x = self.array(i).numpy()
+            arr = self.array(i)
+            x = self.initial[self.copies.index(arr)].copy()
             for col in range(x.size):
                 idx = np.unravel_index(col, x.shape)
                 taken = []
                 for step in (eps, -eps):
                     self.restore()
-                    x[idx] = x[idx] + step
+                    x0 = x[idx]
+                    x[idx] = x0 + step
                     at = float(x[idx])  # the perturbed value as stored (float32 rounds it)
+                    arr._write(x)
+                    x[idx] = x0
                     self.forward()
                     taken.append((at, [self.array(self.n_in + o).numpy().astype(np.float64).reshape(-1)
                                        for o in outs]))

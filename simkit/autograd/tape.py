@@ -30,7 +30,7 @@ import numpy as np
 
 from ..core import launch as _launch
 from ..core import types as T
-from ..core.array import Array
+from ..core.array import Array, _refuse_in_capture
 
 
 def _describe(a: Array) -> str:
@@ -66,15 +66,23 @@ class Tape:
     writers: dict = field(default_factory=dict)   # id -> [(entry index, version it produced)]
 
     def __enter__(self) -> "Tape":
-        _launch.recorders.append(self)
+        _refuse_in_capture("recording a Tape")
+        _launch.hooks.append(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        _launch.recorders.remove(self)
+        _launch.hooks.remove(self)
 
     # -- recording ---------------------------------------------------------------
+    def intercept(self, kernel, plan, dim, values: Sequence, device, adjoint: bool) -> bool:
+        """Called by ``sk.launch`` for each launch inside ``with tape:``; records forward launches
+        and lets the launch run (returns False)."""
+        if not adjoint:
+            self.record(kernel, plan, dim, values)
+        return False
+
     def record(self, kernel, plan, dim, values: Sequence) -> None:
-        """Called by ``sk.launch`` for each launch inside ``with tape:``."""
+        """Record one forward launch: its reads (with their versions), writes and grad propagation."""
         reads = _launch.resolve_arrays(values, plan.reads)
         writes = _launch.resolve_arrays(values, plan.writes)
         if any(a.requires_grad for _k, _p, a in reads):
@@ -110,6 +118,7 @@ class Tape:
     def backward(self, loss: Array | None = None, grads: dict | None = None) -> None:
         """Seed ``loss`` (a one-element array) with 1, or each array in ``grads`` with its seed,
         and accumulate gradients into ``.grad`` of every array that requires grad."""
+        _refuse_in_capture("tape.backward()")
         if loss is None and not grads:
             raise ValueError("backward needs loss=<one-element array> or grads={array: seed, ...}")
         seeds = {}
@@ -117,12 +126,12 @@ class Tape:
             if not isinstance(loss, Array) or loss.size != 1:
                 raise ValueError(f"backward(loss=...) takes a one-element sk array, got "
                                  f"{_describe(loss) if isinstance(loss, Array) else type(loss).__name__}")
-            seeds[id(loss)] = (loss, np.ones(loss.numpy().shape, loss.numpy().dtype))
+            seeds[id(loss)] = (loss, np.ones(loss._host_shape, loss._np_dtype))
         for a, seed in (grads or {}).items():
             if not isinstance(a, Array):
                 raise TypeError(f"backward(grads=...) keys must be sk arrays, got {type(a).__name__}")
-            data = seed.numpy() if isinstance(seed, Array) else np.asarray(seed, dtype=a.numpy().dtype)
-            if data.shape != a.numpy().shape:
+            data = seed.numpy() if isinstance(seed, Array) else np.asarray(seed, dtype=a._np_dtype)
+            if data.shape != a._host_shape:
                 raise ValueError(f"seed of shape {data.shape} does not match {_describe(a)}")
             seeds[id(a)] = (a, data)
         for a, _data in seeds.values():
@@ -133,7 +142,7 @@ class Tape:
                                  "grad, so every gradient would be zero (set requires_grad=True on an input)")
         self.check_overwrites()
         for a, data in seeds.values():
-            a.grad.numpy()[...] = data
+            a.grad._write(data)
         for e in reversed(self.entries):
             if isinstance(e, _Func):
                 e.backward()
@@ -165,7 +174,7 @@ class Tape:
         """Zero the grad of every array this tape touched (seeds and struct fields included)."""
         for a in self.touched.values():
             if a.grad is not None:
-                a.grad.numpy()[...] = 0
+                a.grad._write(0)
 
     def reset(self) -> None:
         """Zero all grads and forget every recorded launch."""

@@ -1,13 +1,19 @@
 """Arrays: typed n-d buffers (1-4 dims) that kernels read and write, with optional grads.
 
-On the CPU an array's memory is a numpy buffer, so ``.numpy()`` is a zero-copy
-view; foreign buffers (numpy, DLPack producers, torch) are wrapped without copying.
+An array lives on one device. On the CPU its memory is a numpy buffer, so
+``.numpy()`` is a zero-copy view; on a GPU (``device="cuda:N"``) it is device
+memory from the CUDA driver and ``.numpy()`` returns a copy. Either way the
+kernel sees the same 80-byte header (data pointer, grad pointer, shape, byte
+strides), so kernels never care where they run. Foreign buffers (numpy, DLPack
+producers, torch, ``__cuda_array_interface__``) are wrapped without copying, see
+:mod:`simkit.core.interop`.
 
 Example::
 
     x = sk.array(np.arange(4.0), dtype=sk.float32, requires_grad=True)
     v = sk.zeros(10, dtype=sk.vec3)
     v.numpy().shape      # (10, 3)
+    g = x.to("cuda")     # a copy on the GPU (where there is one)
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from . import device as D
 from . import types as T
 
 
@@ -70,19 +77,39 @@ def _dtype(dtype: Any) -> Any:
                     f"(e.g. sk.float32, sk.vec3), got {dtype!r}")
 
 
-def _layout(a: np.ndarray) -> tuple:
+def _layout(strides: tuple, shape: tuple) -> tuple:
     """The strides that matter for addressing: those of dims longer than one."""
-    return tuple(st if n > 1 else 0 for n, st in zip(a.shape, a.strides))
+    return tuple(st if n > 1 else 0 for n, st in zip(shape, strides))
+
+
+def _extent(shape: tuple, strides: tuple, itemsize: int) -> tuple[int, int]:
+    """Byte offsets ``(lo, hi)`` around the first element that every element lies within."""
+    lo = sum((n - 1) * st for n, st in zip(shape, strides) if st < 0 and n > 0)
+    hi = sum((n - 1) * st for n, st in zip(shape, strides) if st > 0 and n > 0) + itemsize
+    return lo, hi
+
+
+def _c_strides(shape: tuple, itemsize: int) -> tuple:
+    out, step = [], itemsize
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(out))
 
 
 def _zeros_laid_out_like(a: np.ndarray) -> np.ndarray:
     """Zeros with exactly the strides of ``a``: kernels index a grad with its data's byte strides."""
     if a.flags.c_contiguous:
         return np.zeros(a.shape, a.dtype)
-    lo = sum((n - 1) * st for n, st in zip(a.shape, a.strides) if st < 0 and n > 0)
-    hi = sum((n - 1) * st for n, st in zip(a.shape, a.strides) if st > 0 and n > 0) + a.itemsize
+    lo, hi = _extent(a.shape, a.strides, a.itemsize)
     buf = np.zeros(max(hi - lo, a.itemsize), np.uint8)
     return np.ndarray(a.shape, a.dtype, buffer=buf, offset=-lo, strides=a.strides)
+
+
+def _refuse_in_capture(what: str) -> None:
+    if D.state.capturing:
+        raise RuntimeError(f"{what} is not allowed inside sk.capture(): a capture records kernel launches only "
+                           "(they run at sk.replay, not now); do it before the capture, or write it as a kernel")
 
 
 class Array:
@@ -90,27 +117,38 @@ class Array:
 
     __array_priority__ = 100
 
-    def __init__(self, storage: np.ndarray, dtype, shape: tuple, device: str = "cpu", owner: Any = None):
+    def __init__(self, storage: np.ndarray | None, dtype, shape: tuple, device: str = "cpu", owner: Any = None,
+                 ptr: int = 0, strides: tuple | None = None):
         self.dtype = dtype
         self.shape = tuple(int(s) for s in shape)
         self.ndim = len(self.shape)
         self.device = device
-        self._np = storage  # shape == self.shape + dtype._sk_shape
-        self._owner = owner  # keeps a foreign producer alive
+        self._np = storage  # CPU: shape == self.shape + dtype._sk_shape; GPU: None
+        self._owner = owner  # keeps a foreign producer (or the device allocation) alive
         self._grad: Array | None = None
         self._version = 0
+        self._ctx = None
+        if storage is not None:
+            ptr = storage.ctypes.data
+            strides = storage.strides[: self.ndim]
+        else:
+            from .cuda import driver
+
+            self._ctx = driver.context(D.ordinal(device))
+        self._ptr = int(ptr or 0)
+        self._strides = tuple(int(s) for s in strides)
         self._hdr = ArrayHeader()
         self._hdr_addr = ctypes.addressof(self._hdr)
         self._hdr_view = memoryview(self._hdr).cast("B")  # live bytes: launches copy it with one memcpy
-        self._hdr.data = storage.ctypes.data if storage.size else None
+        self._hdr.data = self._ptr if self.size else None
         for k, s in enumerate(self.shape):
             self._hdr.shape[k] = s
-            self._hdr.strides[k] = storage.strides[k]
+            self._hdr.strides[k] = self._strides[k]
 
     # -- gradients --------------------------------------------------------------
     @property
     def grad(self) -> "Array | None":
-        """The gradient buffer (same shape, dtype and memory layout), or None."""
+        """The gradient buffer (same shape, dtype, device and memory layout), or None."""
         return self._grad
 
     @grad.setter
@@ -121,12 +159,14 @@ class Array:
             if g.dtype is not self.dtype or g.shape != self.shape:
                 raise ValueError(f"grad must be {T.type_name(self.dtype)}{self.shape}, "
                                  f"got {T.type_name(g.dtype)}{g.shape}")
-            if _layout(g._np) != _layout(self._np):
+            if g.device != self.device:
+                raise ValueError(f"grad must be on the array's device {self.device}, got one on {g.device}")
+            if _layout(g._strides, g.shape) != _layout(self._strides, self.shape):
                 raise ValueError("grad must have the same memory layout (strides) as the data; "
                                  "use a.requires_grad = True to allocate a matching one")
             self._check_float_for_grad()
         self._grad = g
-        self._hdr.grad = g._np.ctypes.data if g is not None and g.size else None
+        self._hdr.grad = g._ptr if g is not None and g.size else None
 
     def _check_float_for_grad(self):
         if not self.dtype._sk_scalar.is_float:
@@ -134,91 +174,242 @@ class Array:
 
     @property
     def requires_grad(self) -> bool:
+        """Whether the array has a grad buffer; setting True allocates a zeroed one alike."""
         return self._grad is not None
 
     @requires_grad.setter
     def requires_grad(self, value: bool):
         if value and self._grad is None:
             self._check_float_for_grad()
-            self.grad = Array(_zeros_laid_out_like(self._np), self.dtype, self.shape, self.device)
+            if self._np is not None:
+                self.grad = Array(_zeros_laid_out_like(self._np), self.dtype, self.shape, self.device)
+            else:
+                from .cuda import arrays
+
+                self.grad = arrays.zeros_alike(self)
         elif not value and self._grad is not None:
             self.grad = None
 
+    # -- layout -----------------------------------------------------------------------
+    @property
+    def _np_dtype(self) -> np.dtype:
+        return _elem_np(self.dtype)
+
+    @property
+    def _host_shape(self) -> tuple:
+        return self.shape + tuple(self.dtype._sk_shape)
+
+    @property
+    def _host_strides(self) -> tuple:
+        """Byte strides of the ``.numpy()`` view: the array's, then compact ones for the dtype's components."""
+        tail = tuple(self.dtype._sk_shape)
+        return self._strides + _c_strides(tail, self._np_dtype.itemsize)
+
+    @property
+    def _elem_bytes(self) -> int:
+        return self._np_dtype.itemsize * int(np.prod(self.dtype._sk_shape, dtype=np.int64))
+
+    @property
+    def _contiguous(self) -> bool:
+        return _layout(self._strides, self.shape) == _layout(_c_strides(self.shape, self._elem_bytes), self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the elements occupy (``size`` times the element size)."""
+        return self.size * self._elem_bytes
+
+    def _copy_from(self, src: "Array") -> None:
+        """Elements of ``src`` (same shape and dtype, any device) into this array."""
+        if self._np is not None and src._np is not None:
+            self._np[...] = src._np
+        else:
+            from .cuda import arrays
+
+            arrays.copy(self, src)
+
     # -- views and conversion -----------------------------------------------------
     def numpy(self) -> np.ndarray:
-        """The data as a numpy array; zero-copy on the CPU (shape ``shape + dtype shape``)."""
-        return self._np
+        """The data as a numpy array (shape ``shape + dtype shape``): a zero-copy view on the CPU,
+        a copy from a GPU (which waits for the launches queued before it).
+
+        Example::
+
+            sk.zeros(2, dtype=sk.vec3).numpy().shape    # (2, 3)
+        """
+        if self._np is not None:
+            return self._np
+        from .cuda import arrays
+
+        return arrays.to_host(self)
+
+    def to(self, device: str) -> "Array":
+        """This array on ``device``: itself if it is there already, else a copy (with a zeroed grad
+        if this one has a grad).
+
+        Example::
+
+            g = sk.zeros(3).to("cuda")     # on the GPU
+            h = g.to("cpu")                # and back: a new CPU array
+        """
+        dev = D.require(device, "to(device)")
+        if dev == self.device:
+            return self
+        out = empty(self.shape, self.dtype, dev, self.requires_grad)
+        out._copy_from(self)
+        return out
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape))
+        """The number of elements."""
+        return int(np.prod(self.shape, dtype=np.int64))
 
     @property
     def ptr(self) -> int:
-        """Address of the first element."""
-        return self._np.ctypes.data
+        """Address of the first element (a device address on a GPU)."""
+        return self._ptr
 
     @property
     def __array_interface__(self):
+        if self._np is None:
+            raise AttributeError(f"an array on {self.device} has no __array_interface__ (its memory is on the GPU); "
+                                 "use .numpy() for a host copy or __cuda_array_interface__")
         return self._np.__array_interface__
 
-    def __array__(self, dtype=None, copy=None):
-        if dtype is not None and np.dtype(dtype) != self._np.dtype:
-            if copy is False:
-                raise ValueError(f"cannot view {self._np.dtype} data as {np.dtype(dtype)} without a copy")
-            return self._np.astype(dtype)
-        return self._np.copy() if copy else self._np
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """Version 3 of the CUDA array interface (numba, cupy, torch read it); GPU arrays only."""
+        if self._np is not None:
+            raise AttributeError("a CPU array has no __cuda_array_interface__; use __array_interface__")
+        return {"shape": self._host_shape, "typestr": self._np_dtype.str, "data": (self._ptr, False),
+                "strides": None if self._contiguous else self._host_strides, "version": 3,
+                "stream": int(self._ctx.stream)}
 
-    def __dlpack__(self, *args, **kwargs):
-        return self._np.__dlpack__(*args, **kwargs)
+    def __array__(self, dtype=None, copy=None):
+        data = self.numpy()
+        if dtype is not None and np.dtype(dtype) != data.dtype:
+            if copy is False:
+                raise ValueError(f"cannot view {data.dtype} data as {np.dtype(dtype)} without a copy")
+            return data.astype(dtype)
+        if self._np is None:
+            if copy is False:
+                raise ValueError(f"an array on {self.device} cannot be viewed by numpy without a copy")
+            return data
+        return data.copy() if copy else data
+
+    def __dlpack__(self, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None):
+        if self._np is not None:
+            given = {"stream": stream, "max_version": max_version, "dl_device": dl_device, "copy": copy}
+            return self._np.__dlpack__(**{k: v for k, v in given.items() if v is not None})
+        from . import dlpack
+
+        if stream is not None and stream != -1 and stream != int(self._ctx.stream):
+            # The consumer reads on another stream: let everything queued on ours finish first.
+            from .cuda import memory
+
+            memory.wait(self._ctx)
+        return dlpack.export(self._ptr, self._host_shape, self._host_strides, self._np_dtype,
+                             (dlpack.KDL_CUDA, D.ordinal(self.device)), owner=self)
 
     def __dlpack_device__(self):
-        return self._np.__dlpack_device__()
+        if self._np is not None:
+            return self._np.__dlpack_device__()
+        from . import dlpack
+
+        return dlpack.KDL_CUDA, D.ordinal(self.device)
 
     def __len__(self) -> int:
         return self.shape[0]
 
     def __repr__(self) -> str:
         g = ", requires_grad=True" if self.requires_grad else ""
-        return f"sk.array({np.array2string(self._np, threshold=20)}, dtype={T.type_name(self.dtype)}, device='{self.device}'{g})"
+        return (f"sk.array({np.array2string(self.numpy(), threshold=20)}, dtype={T.type_name(self.dtype)}, "
+                f"device='{self.device}'{g})")
 
     # -- in-place ops ---------------------------------------------------------------
     def zero_(self) -> "Array":
-        """Set every element to zero; returns self."""
-        self._np[...] = 0
+        """Set every element to zero; returns self.
+
+        Example::
+
+            a.zero_()
+        """
+        _refuse_in_capture("zero_()")
+        self._write(0)
         self._version += 1
         return self
 
+    def _write(self, data) -> None:
+        """Host ``data`` (a scalar, or values of the ``.numpy()`` shape) into every element; counts no
+        version (the tape's own grad bookkeeping uses it)."""
+        if self._np is not None:
+            self._np[...] = data
+        else:
+            from .cuda import arrays
+
+            arrays.write(self, data)
+
     def fill_(self, value) -> "Array":
-        """Set every element to ``value`` (a scalar, or a vector/matrix for composite dtypes)."""
+        """Set every element to ``value`` (a scalar, or a vector/matrix for composite dtypes).
+
+        Example::
+
+            sk.zeros(4, dtype=sk.vec3).fill_(sk.vec3(0.0, 1.0, 0.0))
+        """
+        _refuse_in_capture("fill_()")
+        self._write(self._fill_value(value))
+        self._version += 1
+        return self
+
+    def _fill_value(self, value) -> np.ndarray:
+        """``value`` as one element (a scalar or the dtype's component shape), checked."""
         try:
-            v = np.asarray(value, dtype=self._np.dtype)
+            v = np.asarray(value, dtype=self._np_dtype)
         except (TypeError, ValueError) as e:
             raise TypeError(f"fill_: cannot use {value!r} as {T.type_name(self.dtype)}: {e}") from None
         tail = tuple(self.dtype._sk_shape)
         if v.ndim and v.shape != tail and v.size != int(np.prod(tail)):
             raise ValueError(f"fill_: value of shape {v.shape} does not fit {T.type_name(self.dtype)} elements "
                              f"(a scalar or {int(np.prod(tail)) if tail else 1} component(s))")
-        self._np[...] = v.reshape(tail) if v.ndim else v
-        self._version += 1
-        return self
+        return v.reshape(tail) if v.ndim else v
 
     def assign(self, src) -> "Array":
-        """Copy ``src`` (an array, numpy array or nested list of the same shape) into this array."""
-        data = src.numpy() if isinstance(src, Array) else np.asarray(src, dtype=self._np.dtype)
-        if data.shape != self._np.shape:
-            raise ValueError(f"assign: data of shape {data.shape} does not match this array's "
-                             f"{self.shape} elements of {T.type_name(self.dtype)} (numpy shape {self._np.shape})")
-        self._np[...] = data
+        """Copy ``src`` (an array on any device, numpy array or nested list of the same shape) into this array.
+
+        Example::
+
+            a.assign(np.arange(3.0))
+        """
+        _refuse_in_capture("assign()")
+        if isinstance(src, Array):
+            if src._host_shape != self._host_shape:
+                raise ValueError(f"assign: data of shape {src._host_shape} does not match this array's "
+                                 f"{self.shape} elements of {T.type_name(self.dtype)} (numpy shape {self._host_shape})")
+            self._copy_from(src)
+        else:
+            data = np.asarray(src, dtype=self._np_dtype)
+            if data.shape != self._host_shape:
+                raise ValueError(f"assign: data of shape {data.shape} does not match this array's "
+                                 f"{self.shape} elements of {T.type_name(self.dtype)} (numpy shape {self._host_shape})")
+            self._write(data)
         self._version += 1
         return self
 
     def clone(self, requires_grad: bool | None = None) -> "Array":
-        """A copy with its own memory (and its own zeroed grad if this one has one)."""
+        """A copy on the same device with its own memory (and its own zeroed grad if this one has one).
+
+        Example::
+
+            b = a.clone()
+        """
         rg = self.requires_grad if requires_grad is None else requires_grad
-        return _from_storage(self._np.copy(), self.dtype, self.device, rg)
+        if self._np is not None:
+            return _from_storage(self._np.copy(), self.dtype, self.device, rg)
+        out = empty(self.shape, self.dtype, self.device, rg)
+        out._copy_from(self)
+        return out
 
     def type(self) -> ArrayType:
+        """The kernel annotation type of this array (``sk.array(dtype=..., ndim=...)``)."""
         return ArrayType(self.dtype, self.ndim)
 
 
@@ -238,16 +429,21 @@ def _norm_shape(shape) -> tuple:
 
 
 def _check_device(device) -> str:
-    device = "cpu" if device is None else str(device)
-    if device != "cpu":
-        raise ValueError(f"device {device!r} is not available: this build runs kernels on 'cpu' "
-                         "(CUDA arrays arrive with the CUDA backend)")
-    return device
+    if device is None and D.state.default == "cpu" or device == "cpu":
+        return "cpu"
+    return D.require(device, "device")
 
 
 def _from_storage(storage: np.ndarray, dtype, device: str, requires_grad: bool, owner=None) -> Array:
+    """An array over host ``storage``; on a GPU ``device``, a device copy of it."""
     nd = storage.ndim - len(dtype._sk_shape)
-    a = Array(storage, dtype, storage.shape[:nd], device, owner)
+    if device != "cpu":
+        from .cuda import arrays
+
+        a = arrays.empty(storage.shape[:nd], dtype, device)
+        arrays.write(a, storage)
+    else:
+        a = Array(storage, dtype, storage.shape[:nd], device, owner)
     if requires_grad:
         a.requires_grad = True
     return a
@@ -279,7 +475,8 @@ def _infer_dtype(data) -> Any:
 
 def array(data: Any = None, dtype: Any = None, shape: Any = None, device: str | None = None,
           requires_grad: bool = False, ndim: int | None = None):
-    """Create an array from ``data`` (copied), or allocate zeros of ``shape``.
+    """Create an array from ``data`` (copied), or allocate zeros of ``shape``, on ``device``
+    (default ``sk.get_device()``).
 
     With neither data nor shape, returns the annotation type for kernel parameters.
 
@@ -337,20 +534,29 @@ def _check_ndim(a: Array, ndim) -> None:
 def empty(shape, dtype: Any = T.float32, device: str | None = None, requires_grad: bool = False) -> Array:
     """An uninitialised array of ``shape``; ``sk.empty(100, dtype=sk.vec3)``."""
     device = _check_device(device)
+    if device != "cpu":
+        from .cuda import arrays
+
+        a = arrays.empty(_norm_shape(shape), _dtype(dtype), device)
+        if requires_grad:
+            a.requires_grad = True
+        return a
     return _from_storage(_alloc(shape, dtype, device), _dtype(dtype), device, requires_grad)
 
 
 def zeros(shape, dtype: Any = T.float32, device: str | None = None, requires_grad: bool = False) -> Array:
     """An array of zeros; ``sk.zeros((4, 4), dtype=sk.float64)``."""
     a = empty(shape, dtype, device, requires_grad)
-    a._np[...] = 0
+    a._write(0)
     return a
 
 
 def full(shape, value, dtype: Any = None, device: str | None = None, requires_grad: bool = False) -> Array:
     """An array filled with ``value``; the dtype defaults to the value's (float -> float32)."""
     dtype = dtype if dtype is not None else (type(value) if isinstance(value, T.Composite) else _infer_dtype(value))
-    return empty(shape, dtype, device, requires_grad).fill_(value)
+    a = empty(shape, dtype, device, requires_grad)
+    a._write(a._fill_value(value))  # a new array: not a write a capture would have to refuse
+    return a
 
 
 def ones(shape, dtype: Any = T.float32, device: str | None = None, requires_grad: bool = False) -> Array:
@@ -359,18 +565,22 @@ def ones(shape, dtype: Any = T.float32, device: str | None = None, requires_grad
 
 
 def empty_like(a: Array, requires_grad: bool | None = None) -> Array:
+    """An uninitialised array with ``a``'s shape, dtype and device."""
     return empty(a.shape, a.dtype, a.device, a.requires_grad if requires_grad is None else requires_grad)
 
 
 def zeros_like(a: Array, requires_grad: bool | None = None) -> Array:
+    """Zeros with ``a``'s shape, dtype and device."""
     return zeros(a.shape, a.dtype, a.device, a.requires_grad if requires_grad is None else requires_grad)
 
 
 def ones_like(a: Array, requires_grad: bool | None = None) -> Array:
+    """Ones with ``a``'s shape, dtype and device."""
     return ones(a.shape, a.dtype, a.device, a.requires_grad if requires_grad is None else requires_grad)
 
 
 def full_like(a: Array, value, requires_grad: bool | None = None) -> Array:
+    """``value`` everywhere, with ``a``'s shape, dtype and device."""
     return full(a.shape, value, a.dtype, a.device, a.requires_grad if requires_grad is None else requires_grad)
 
 
@@ -380,7 +590,12 @@ def clone(a: Array, requires_grad: bool | None = None) -> Array:
 
 
 def copy(dst: Array, src: Array) -> None:
-    """Copy the elements of ``src`` into ``dst`` (same shape and dtype)."""
+    """Copy the elements of ``src`` into ``dst`` (same shape and dtype; the devices may differ).
+
+    Example::
+
+        sk.copy(gpu_state, cpu_state)
+    """
     if not isinstance(dst, Array) or not isinstance(src, Array):
         raise TypeError(f"sk.copy(dst, src) takes two sk arrays, got {type(dst).__name__} and {type(src).__name__}")
     if dst.dtype is not src.dtype or dst.shape != src.shape:
@@ -388,91 +603,5 @@ def copy(dst: Array, src: Array) -> None:
     dst.assign(src)
 
 
-# ---------------------------------------------------------------------------
-# Interop: numpy, DLPack, torch
-# ---------------------------------------------------------------------------
-
-def from_numpy(arr: np.ndarray, dtype: Any = None, requires_grad: bool = False) -> Array:
-    """Wrap a numpy array without copying. ``dtype`` may be a composite whose shape matches the last dims.
-
-    Example::
-
-        pts = np.zeros((100, 3), np.float32)
-        a = sk.from_numpy(pts, dtype=sk.vec3)   # shares memory with pts
-    """
-    if not isinstance(arr, np.ndarray):
-        raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(arr).__name__}")
-    scalar = T.scalar_from_numpy(arr.dtype)
-    dtype = scalar if dtype is None else _dtype(dtype)
-    if dtype._sk_scalar is not scalar:
-        raise TypeError(f"from_numpy: numpy data is {arr.dtype}, but {T.type_name(dtype)} holds {dtype._sk_scalar.np_dtype}")
-    tail = tuple(dtype._sk_shape)
-    if tail and arr.shape[-len(tail):] != tail:
-        raise ValueError(f"from_numpy: last dims {arr.shape[-len(tail):]} do not match {T.type_name(dtype)} {tail}")
-    nd = arr.ndim - len(tail)
-    step = arr.itemsize
-    for n, st in zip(reversed(tail), reversed(arr.strides[nd:])):
-        if n > 1 and st != step:
-            raise ValueError(f"from_numpy: the components of each {T.type_name(dtype)} must be contiguous "
-                             f"(numpy strides {arr.strides}); pass np.ascontiguousarray(x)")
-        step *= n
-    if not 1 <= nd <= 4:
-        raise ValueError(f"arrays have 1 to 4 dimensions, got numpy shape {arr.shape} for {T.type_name(dtype)}")
-    return _from_storage(arr, dtype, "cpu", requires_grad, owner=arr)
-
-
-def from_dlpack(obj: Any, dtype: Any = None, requires_grad: bool = False) -> Array:
-    """Wrap any CPU DLPack producer (numpy, torch, jax, ...) without copying."""
-    a = from_numpy(np.from_dlpack(obj), dtype, requires_grad)
-    a._owner = obj
-    return a
-
-
-def from_torch(t: Any, dtype: Any = None, requires_grad: bool = False) -> Array:
-    """Wrap a CPU torch tensor without copying (shares memory).
-
-    Example::
-
-        x = torch.zeros(10, 3)
-        a = sk.from_torch(x, dtype=sk.vec3)   # writes by kernels show up in x
-    """
-    import torch  # noqa: F401 - import error says torch is missing
-
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"from_torch expects a torch.Tensor, got {type(t).__name__}")
-    if t.device.type != "cpu":
-        raise ValueError(f"from_torch: tensor is on {t.device}; this build runs kernels on 'cpu'")
-    return _from_storage_foreign(t.detach().numpy(), dtype, requires_grad, owner=t)
-
-
-def _from_storage_foreign(np_arr, dtype, requires_grad, owner):
-    a = from_numpy(np_arr, dtype, requires_grad)
-    a._owner = owner
-    return a
-
-
-def to_torch(a: Array):
-    """A torch tensor sharing this array's memory (composite dtypes add trailing dims)."""
-    import torch
-
-    if not isinstance(a, Array):
-        raise TypeError(f"to_torch expects an sk array, got {type(a).__name__}")
-    return torch.from_numpy(a.numpy())
-
-
-def as_array(value: Any, want: ArrayType, name: str) -> Array:
-    """``value`` as an sk array of type ``want`` for a launch: foreign buffers are wrapped zero-copy."""
-    if isinstance(value, Array):
-        return value
-    if isinstance(value, np.ndarray):
-        try:
-            return from_numpy(value, want.dtype)
-        except (TypeError, ValueError) as e:
-            raise TypeError(f"argument '{name}': cannot use numpy array {value.dtype}{value.shape} "
-                            f"as {want!r}: {e}") from None
-    if type(value).__module__.startswith("torch"):
-        if getattr(value, "device", None) is not None and value.device.type != "cpu":
-            raise ValueError(f"argument '{name}': torch tensor is on {value.device}, the launch device is cpu")
-        return from_torch(value, want.dtype)
-    raise TypeError(f"argument '{name}' expects {want!r}, got {type(value).__name__}")
-
+# Interop lives in its own module; these names stay importable from here.
+from .interop import as_array, from_dlpack, from_numpy, from_torch, to_torch  # noqa: E402,F401

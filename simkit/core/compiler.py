@@ -165,6 +165,8 @@ def runtime() -> ctypes.CDLL:
     lib.sk_parallel_for.restype = None
     lib.sk_launch.argtypes = [ctypes.c_void_p]
     lib.sk_launch.restype = None
+    lib.sk_replay.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+    lib.sk_replay.restype = ctypes.c_int64
     lib.sk_get_threads.restype = ctypes.c_int
     lib.sk_set_threads.argtypes = [ctypes.c_int]
     return lib

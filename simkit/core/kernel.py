@@ -27,7 +27,6 @@ from typing import Callable
 
 from . import codegen, compiler, frontend
 from . import types as T
-from . import types as T
 from .config import config
 from .errors import CompileError
 
@@ -86,12 +85,12 @@ class Module:
             cls._registry[name] = Module(name)
         return cls._registry[name]
 
-    def load(self, kernel: "Kernel"):
-        """Compile (or load from cache) every not-yet-loaded kernel of this module together with ``kernel``."""
-        mode = config.mode
+    def batch(self, kernel: "Kernel", loaded: Callable[["Kernel"], bool]) -> tuple[list, list]:
+        """``kernel`` and every other kernel of this module not ``loaded`` yet, with their IRs:
+        what one compiler run builds (for the CPU, or for one GPU)."""
         batch, irs = [], []
         for k in [kernel] + [k for k in self.kernels if k is not kernel]:
-            if mode in k._loaded:
+            if loaded(k):
                 continue
             try:
                 fir = k.build_ir()
@@ -101,6 +100,12 @@ class Module:
                 continue  # a broken neighbour reports its error when it is launched itself
             batch.append(k)
             irs.append(fir)
+        return batch, irs
+
+    def load(self, kernel: "Kernel"):
+        """Compile (or load from cache) every not-yet-loaded kernel of this module together with ``kernel``."""
+        mode = config.mode
+        batch, irs = self.batch(kernel, lambda k: mode in k._loaded)
         source = codegen.module_source(irs, compiler.HEADER_NAME)
         safe = "".join(c if c.isalnum() else "_" for c in self.name)[-40:]
         lib_path = compiler.build_shared(source, safe)
@@ -126,6 +131,7 @@ class Kernel:
         self._index = len(self.module.kernels) - 1
         self._ir = {}
         self._loaded: dict[str, tuple] = {}
+        self._cuda_loaded: dict[tuple, tuple] = {}  # (mode, GPU index) -> (CudaModule, IR)
         self._plan = {}
         self.__doc__ = pyfunc.__doc__
         self.__wrapped__ = pyfunc

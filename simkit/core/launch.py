@@ -2,7 +2,14 @@
 
 Packing is planned once per kernel (field offsets and a packer per parameter), so
 a launch does no signature introspection: it writes each argument into a
-preallocated ctypes struct and makes one foreign call into the thread pool.
+preallocated ctypes struct and makes one foreign call into the thread pool. The
+same struct bytes are the single parameter of the CUDA entry point, so a GPU
+launch packs exactly alike (see :mod:`simkit.core.cuda.launch`).
+
+Where a launch runs: ``device=`` when given, else where its arrays are (all must
+agree), else, for a kernel without array arguments, the default device. The CPU
+fast path assumes the CPU and finds out otherwise while packing, so it costs the
+CPU nothing to support GPUs.
 
 Example::
 
@@ -18,10 +25,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import compiler
+from . import device as D
 from . import types as T
-from .array import Array, ArrayHeader, as_array
+from .array import Array, ArrayHeader
 from .config import config
+from .device import DeviceMismatch
 from .errors import KernelRuntimeError
+from .interop import as_array
 
 # Grids smaller than this run inline on the calling thread: waking workers costs
 # more than a few thousand light elements take.
@@ -56,15 +66,15 @@ def _array_packer(base, off, name, t, kname):
     memmove = ctypes.memmove
     dtype, ndim = t.dtype, t.ndim
 
-    def pack(v):
-        """Slow path: wrap foreign buffers and explain mismatches (the common case is inlined in launch)."""
+    def pack(v, device="cpu"):
+        """Slow path: wrap foreign buffers and explain mismatches (the common case is inlined in Plan.pack)."""
         if type(v) is not Array:
             v = as_array(v, t, name)
         if v.dtype is not dtype or v.ndim != ndim:
             raise TypeError(f"{kname}(): argument '{name}' expects {t!r}, got array of "
                             f"{T.type_name(v.dtype)} with ndim={v.ndim}")
-        if v.device != "cpu":
-            raise ValueError(f"{kname}(): argument '{name}' is on {v.device}, the launch device is cpu")
+        if v.device != device:
+            raise DeviceMismatch(v.device, name)
         memmove(base + off, v._hdr_addr, hdr_size)
         return v
     return pack
@@ -75,7 +85,7 @@ def _scalar_packer(args, field, name, t, kname):
     py = {"f": float, "i": int, "u": int, "b": bool}[kind]
     ok = (float, int, np.floating, np.integer, bool, np.bool_) if kind == "f" else (int, np.integer, bool, np.bool_)
 
-    def pack(v):
+    def pack(v, device="cpu"):
         if not isinstance(v, ok):
             raise TypeError(f"{kname}(): argument '{name}' expects {T.type_name(t)}, got {type(v).__name__}"
                             + (" (a float for an integer parameter)" if isinstance(v, (float, np.floating)) else ""))
@@ -89,7 +99,7 @@ def _composite_packer(base, off, name, t, kname):
     dt = t._sk_scalar.np_dtype
     shape = tuple(t._sk_shape)
 
-    def pack(v):
+    def pack(v, device="cpu"):
         data = v._v if isinstance(v, t) else np.asarray(v, dtype=dt)
         if data.shape != shape:
             if data.size != int(np.prod(shape)):
@@ -103,20 +113,26 @@ def _composite_packer(base, off, name, t, kname):
 
 def _struct_packer(base, off, name, t, kname):
     size = ctypes.sizeof(t._sk_ctypes)
+    prefix = name + "."
 
-    def pack(v):
+    def pack(v, device="cpu"):
         if type(v) is not t:
             raise TypeError(f"{kname}(): argument '{name}' expects struct {t.__name__}, got {type(v).__name__}")
-        ctypes.memmove(base + off, ctypes.addressof(v._sk_pack()), size)
+        ctypes.memmove(base + off, ctypes.addressof(v._sk_pack(device, prefix)), size)
         return v
     return pack
 
 
 class Plan:
-    """Everything a launch of one kernel needs, computed once per kernel and mode."""
+    """Everything a launch of one kernel needs, computed once per kernel and mode.
+
+    The layout comes from the kernel's IR alone; the CPU library is loaded on the
+    first CPU launch (``run`` starts as a loader that replaces itself), so a kernel
+    that only ever runs on a GPU never invokes the C++ compiler.
+    """
 
     def __init__(self, kernel):
-        lib, fir, _path = kernel.loaded()
+        fir = kernel.build_ir()
         self.kernel = kernel
         self.fir = fir
         fields = [("launch", LaunchBounds)] + [(v.cname, T.ctypes_of(v.type)) for v in fir.params]
@@ -124,11 +140,10 @@ class Plan:
         self.args = self.Args()
         base = ctypes.addressof(self.args)
         self.base = base
-        self.forward = ctypes.cast(getattr(lib, f"{fir.cname}_cpu_forward"), ctypes.c_void_p).value
-        self.backward = ctypes.cast(getattr(lib, f"{fir.cname}_cpu_backward"), ctypes.c_void_p).value
-        get_error = lib.sk_get_error
-        get_error.restype = ctypes.POINTER(ErrorRecord)
-        self.error = get_error().contents
+        self.error = ErrorRecord()  # the CPU module's record once loaded; all zero until then
+        self.jobs = ((None, 0), (None, 1))  # (Job, its address) per direction once loaded
+        self.run = self._load_cpu
+        self.cuda: dict = {}  # device -> simkit.core.cuda.launch.CudaKernel
         self.tid_dims = fir.tid_dims
         index = {v.cname: k for k, v in enumerate(fir.params)}
         self.writes = [(index[ir_cname(fir, name)], path) for name, path in sorted(fir.writes)]
@@ -140,6 +155,7 @@ class Plan:
         self.fast_arrays = []  # (index, start, end, dtype, ndim) of array parameters
         self.others = []       # (index, packer) of every other parameter
         kname = kernel.name
+        has_struct = False
         for v, pname in zip(fir.params, kernel.arg_names):
             t = v.type
             off = getattr(self.Args, v.cname).offset
@@ -150,18 +166,39 @@ class Plan:
             elif kind == "scalar":
                 self.packers.append(_scalar_packer(self.args, v.cname, pname, t, kname))
             elif kind == "struct":
+                has_struct = True
                 self.packers.append(_struct_packer(base, off, pname, t, kname))
             else:
                 self.packers.append(_composite_packer(base, off, pname, t, kname))
         self.others = [(k, p) for k, p in enumerate(self.packers) if k not in {a[0] for a in self.fast_arrays}]
-        self.jobs = []
+        if not self.fast_arrays and not has_struct:
+            self.pack = self._pack_on_default_device
+
+    def _load_cpu(self, which: int) -> None:
+        """First CPU launch: compile or load the module, then run ``which`` (0 forward, 1 adjoint)."""
+        self.ensure_cpu()
+        self.run(self.jobs[which][1])
+
+    def ensure_cpu(self) -> None:
+        """Load the kernel's CPU library and prebuild its two jobs (once)."""
+        if self.jobs[0][0] is not None:
+            return
+        lib, _fir, _path = self.kernel.loaded()
+        self.forward = ctypes.cast(getattr(lib, f"{self.fir.cname}_cpu_forward"), ctypes.c_void_p).value
+        self.backward = ctypes.cast(getattr(lib, f"{self.fir.cname}_cpu_backward"), ctypes.c_void_p).value
+        get_error = lib.sk_get_error
+        get_error.restype = ctypes.POINTER(ErrorRecord)
+        self.error = get_error().contents
+        jobs = []
         for fn in (self.forward, self.backward):
-            job = Job(fn, base, PARALLEL_GRAIN)
-            self.jobs.append((job, ctypes.c_void_p(ctypes.addressof(job))))
+            job = Job(fn, self.base, PARALLEL_GRAIN)
+            jobs.append((job, ctypes.c_void_p(ctypes.addressof(job))))
+        self.jobs = tuple(jobs)
         self.run = compiler.runtime().sk_launch
 
     def pack(self, values):
-        """Write every argument into the args struct; sk arrays of the right type take the fast path."""
+        """Write every argument into the args struct for a CPU launch; sk arrays of the right type
+        take the fast path. An argument on a GPU raises DeviceMismatch."""
         view, packers = self.view, self.packers
         for k, start, end, dtype, ndim in self.fast_arrays:
             v = values[k]
@@ -171,6 +208,28 @@ class Plan:
                 packers[k](v)
         for k, pack in self.others:
             pack(values[k])
+
+    def _pack_on_default_device(self, values):
+        """``pack`` of a kernel without arrays: it runs on the default device."""
+        if D.state.default != "cpu":
+            raise DeviceMismatch(D.state.default, None)
+        self.pack_on(values, "cpu")
+
+    def pack_on(self, values, device: str) -> None:
+        """Write every argument for a launch on ``device``; an array elsewhere is a ValueError naming it."""
+        view, packers = self.view, self.packers
+        try:
+            for k, start, end, dtype, ndim in self.fast_arrays:
+                v = values[k]
+                if type(v) is Array and v.dtype is dtype and v.ndim == ndim and v.device == device:
+                    view[start:end] = v._hdr_view
+                else:
+                    packers[k](v, device)
+            for k, pack in self.others:
+                pack(values[k], device)
+        except DeviceMismatch as e:
+            raise ValueError(f"{self.kernel.name}(): argument '{e.where}' is on {e.device}, but the launch runs on "
+                             f"{device}; move it with .to('{device}') or launch on its device") from None
 
     def set_bounds(self, dim) -> int:
         b = self.bounds.get(dim)
@@ -195,19 +254,26 @@ class Plan:
         e = self.error
         if e.code == 0:
             return
-        code, line = e.code, e.line
-        index = tuple(e.index[: e.ndim])
-        shape = tuple(e.shape[: e.ndim])
-        dim = e.dim
+        record = ErrorRecord.from_buffer_copy(e)
         ctypes.memset(ctypes.addressof(e), 0, ctypes.sizeof(e))
-        where = f"kernel '{self.kernel.name}' ({self.fir.file}:{line})"
-        if code == 1:
-            raise IndexError(f"{where}: index {index} out of bounds for array of shape {shape} (dimension {dim})")
-        if code == 2:
-            raise KernelRuntimeError(f"{where}: the loop at line {line} ran more than sk.config.max_loop_iterations="
-                                     f"{config.max_loop_iterations} iterations, which the adjoint cannot replay; "
-                                     "raise the limit before the kernel is compiled")
-        raise KernelRuntimeError(f"{where}: runtime error code {code}")
+        raise_kernel_error(self.kernel, self.fir, record, "cpu")
+
+
+def raise_kernel_error(kernel, fir, e: ErrorRecord, device: str) -> None:
+    """Raise what a kernel's error record says (IndexError for a bounds check, KernelRuntimeError else)."""
+    code, line = e.code, e.line
+    index = tuple(e.index[: e.ndim])
+    shape = tuple(e.shape[: e.ndim])
+    where = f"kernel '{kernel.name}' ({fir.file}:{line})"
+    if code == 1:
+        raise IndexError(f"{where}: index {index} out of bounds for array of shape {shape} (dimension {e.dim})")
+    if code == 2:
+        limit, name = ((config.max_loop_iterations, "max_loop_iterations") if device == "cpu"
+                       else (config.cuda_max_loop_iterations, "cuda_max_loop_iterations"))
+        raise KernelRuntimeError(f"{where}: the loop at line {line} ran more than sk.config.{name}={limit} "
+                                 f"iterations on {device}, which the adjoint cannot replay; raise the limit before "
+                                 "the kernel is compiled")
+    raise KernelRuntimeError(f"{where}: runtime error code {code}")
 
 
 def ir_cname(fir, name: str) -> str:
@@ -226,8 +292,20 @@ def resolve_arrays(values, slots) -> list:
     return out
 
 
-# Tapes (simkit.autograd) register here; core never imports the layer above it.
-recorders: list = []
+def bump_versions(plan: Plan, values) -> None:
+    """Count one more write on every array the kernel writes (overwrite detection)."""
+    for k, path in plan.writes:
+        v = values[k]
+        for f in path:
+            v = getattr(v, f)
+        if type(v) is Array:
+            v._version += 1
+
+
+# Tapes and captures (simkit.autograd, simkit.core.capture) push themselves here;
+# core never imports the layers above it. The innermost one sees each launch first:
+# its ``intercept`` returns True when it has taken the launch over (a capture).
+hooks: list = []
 
 
 def plan_for(kernel) -> Plan:
@@ -241,9 +319,12 @@ def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), devi
            adjoint: bool = False) -> None:
     """Run ``kernel`` over a grid of ``dim`` (an int or a tuple of up to 4 ints).
 
-    ``inputs`` then ``outputs`` give the kernel's parameters in order. numpy arrays and
-    torch tensors are wrapped zero-copy. ``adjoint=True`` runs the generated adjoint,
-    accumulating into the arrays' ``.grad`` buffers (the Tape does this for you).
+    ``inputs`` then ``outputs`` give the kernel's parameters in order. numpy arrays,
+    torch tensors and other CUDA-array-interface objects are wrapped zero-copy. The
+    launch runs on ``device`` if given, else where its array arguments are (they must
+    all be on one device). ``adjoint=True`` runs the generated adjoint, accumulating
+    into the arrays' ``.grad`` buffers (the Tape does this for you). GPU launches are
+    queued: ``sk.synchronize()`` or ``.numpy()`` waits for them.
 
     Example::
 
@@ -253,15 +334,20 @@ def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), devi
         plan = kernel._plan.get(config.mode) or plan_for(kernel)
     except AttributeError:
         raise TypeError(f"sk.launch expects an @sk.kernel, got {type(kernel).__name__}") from None
-    if device is not None and device != "cpu":
-        raise ValueError(f"sk.launch({kernel.name}): device {device!r} is not available in this build (use 'cpu')")
     values = inputs + outputs if type(inputs) is type(outputs) else [*inputs, *outputs]
     if len(values) != plan.nparams:
         raise TypeError(f"{kernel.name}() takes {plan.nparams} argument(s) ({', '.join(kernel.arg_names)}), "
                         f"got {len(values)}")
-    if recorders and not adjoint:
-        recorders[-1].record(kernel, plan, dim, values)
-    plan.pack(values)
+    if hooks and hooks[-1].intercept(kernel, plan, dim, values, device, adjoint):
+        return
+    if device is not None and device != "cpu":
+        return launch_on(plan, dim, values, device, adjoint)
+    try:
+        plan.pack(values)
+    except DeviceMismatch as e:
+        if device is None:
+            return launch_on(plan, dim, values, e.device, adjoint)
+        return launch_on(plan, dim, values, "cpu", adjoint)  # explains the mismatch
     n = plan.set_bounds(dim)
     if n:
         plan.run(plan.jobs[adjoint][1])
@@ -274,3 +360,44 @@ def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), devi
                 v = getattr(v, f)
             if type(v) is Array:
                 v._version += 1
+
+
+def launch_device(plan: Plan, values, device: str | None) -> str:
+    """The device a launch runs on (``device``, its arrays' or the default), validated; the args
+    are packed for the CPU when that is the answer."""
+    if device is not None:
+        return D.require(device, "device")
+    try:
+        plan.pack(values)
+    except DeviceMismatch as e:
+        return D.require(e.device, "device")
+    return "cpu"
+
+
+def launch_on(plan: Plan, dim: Any, values, device: str, adjoint: bool) -> None:
+    """The general launch: any device, arguments checked against it (the path off the CPU fast path)."""
+    dev = D.require(device, "device")
+    if dev == "cpu":
+        plan.pack_on(values, "cpu")
+        n = plan.set_bounds(dim)
+        if n:
+            plan.run(plan.jobs[adjoint][1])
+            if plan.error.code:
+                plan.check_error()
+    else:
+        _cuda_launch()(plan, dim, values, dev, adjoint)
+    if not adjoint:
+        bump_versions(plan, values)
+
+
+def _cuda_launch():
+    """``simkit.core.cuda.launch.launch``, imported on the first GPU launch (CPU-only use never does)."""
+    global _cuda_launch_fn
+    if _cuda_launch_fn is None:
+        from .cuda import launch as cuda_launch
+
+        _cuda_launch_fn = cuda_launch.launch
+    return _cuda_launch_fn
+
+
+_cuda_launch_fn = None

@@ -4,7 +4,8 @@ The same translation unit that g++ builds for the CPU is handed to NVRTC, which
 defines ``__CUDACC_RTC__`` and therefore ``SK_CUDA`` (see ``native/base.h``). NVRTC
 ships no standard headers, so every header a module includes is passed in memory:
 the generated builtin header (``simkit_builtins.h``) and the files of
-``simkit/core/native/``. Nothing is cached yet; each call runs NVRTC.
+``simkit/core/native/``. These functions always run NVRTC; the cached build of a
+module for a real GPU is :mod:`simkit.core.cuda.module`.
 
 NVRTC comes from the ``nvidia-cuda-nvrtc`` wheel (or a CUDA toolkit) and is
 reached through ``cuda-python``'s ``cuda.bindings.nvrtc``; ``cuda.pathfinder``
@@ -129,6 +130,19 @@ def _program_log(nvrtc: Any, prog: Any) -> str:
     return buf.rstrip(b"\0").decode(errors="replace")
 
 
+def _real_arch(arch: str) -> str:
+    """``sm_90`` / ``compute_90`` (optionally with an ``a``/``f`` suffix) -> ``sm_90``."""
+    return "sm_" + _virtual_arch(arch)[len("compute_"):]
+
+
+def supported_archs() -> list[int]:
+    """The compute capabilities (e.g. 90 for sm_90) this NVRTC can build binaries for."""
+    nvrtc = _bindings()
+    err, archs = nvrtc.nvrtcGetSupportedArchs()
+    _check(nvrtc, err, "nvrtcGetSupportedArchs")
+    return [int(a) for a in archs]
+
+
 def compile_ptx(source: str, arch: str = "sm_90", name: str = "module", options: tuple[str, ...] = ()) -> str:
     """Compile a generated module ``source`` to PTX text for ``arch`` with NVRTC.
 
@@ -142,8 +156,23 @@ def compile_ptx(source: str, arch: str = "sm_90", name: str = "module", options:
 
         ptx = compile_ptx(kernel.source(), arch="sm_80", name=kernel.cname)
     """
+    return _compile(source, _virtual_arch(arch), arch, name, options, cubin=False).rstrip(b"\0").decode()
+
+
+def compile_cubin(source: str, arch: str, name: str = "module", options: tuple[str, ...] = ()) -> bytes:
+    """Compile ``source`` to a cubin (device machine code) for the real architecture ``arch`` (``sm_XX``).
+
+    Example::
+
+        image = compile_cubin(module_source, "sm_90")     # loadable with cuModuleLoadData
+    """
+    return _compile(source, _real_arch(arch), arch, name, options, cubin=True)
+
+
+def _compile(source: str, target: str, arch: str, name: str, options: tuple[str, ...], cubin: bool) -> bytes:
+    """Run NVRTC on ``source`` for ``--gpu-architecture=target``; the PTX or cubin bytes."""
     nvrtc = _bindings()
-    opts = [*NVRTC_OPTIONS, f"--gpu-architecture={_virtual_arch(arch)}", *options]
+    opts = [*NVRTC_OPTIONS, f"--gpu-architecture={target}", *options]
     hdrs = headers()
     err, prog = nvrtc.nvrtcCreateProgram(
         source.encode(), f"{name}.cu".encode(), len(hdrs),
@@ -159,14 +188,16 @@ def compile_ptx(source: str, arch: str = "sm_90", name: str = "module", options:
                 f"NVRTC rejected module '{name}' for {arch} ({what}; options: {' '.join(opts)}); "
                 f"if this is generated code it is a simkit bug, please report it with the kernel:\n{log[-8000:]}",
                 log)
-        err, size = nvrtc.nvrtcGetPTXSize(prog)
-        _check(nvrtc, err, "nvrtcGetPTXSize")
+        get_size, get = ((nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN) if cubin
+                         else (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX))
+        err, size = get_size(prog)
+        _check(nvrtc, err, get_size.__name__)
         buf = b" " * size
-        (err,) = nvrtc.nvrtcGetPTX(prog, buf)
-        _check(nvrtc, err, "nvrtcGetPTX")
+        (err,) = get(prog, buf)
+        _check(nvrtc, err, get.__name__)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    return buf.rstrip(b"\0").decode()
+    return buf
 
 
 def kernel_ptx(kernel: Any, arch: str = "sm_90") -> str:
@@ -183,5 +214,5 @@ def entry_names(kernel: Any) -> tuple[str, str]:
     return f"{kernel.cname}_cuda_forward", f"{kernel.cname}_cuda_backward"
 
 
-__all__ = ["NvrtcCompileError", "NvrtcUnavailableError", "compile_ptx", "entry_names", "headers",
-           "is_available", "kernel_ptx", "version"]
+__all__ = ["NvrtcCompileError", "NvrtcUnavailableError", "compile_cubin", "compile_ptx", "entry_names", "headers",
+           "is_available", "kernel_ptx", "supported_archs", "version"]

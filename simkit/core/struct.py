@@ -25,7 +25,9 @@ from typing import Any
 import numpy as np
 
 from . import types as T
-from .array import ArrayType, as_array
+from .array import ArrayType
+from .device import DeviceMismatch
+from .interop import as_array
 
 _HDR_SIZE = ctypes.sizeof(ArrayType._sk_ctypes)
 
@@ -144,18 +146,25 @@ def struct(cls):
         except KeyError:
             raise AttributeError(f"{cls.__name__} has no field '{name}'") from None
 
-    def _sk_pack(self):
+    def _sk_pack(self, device="cpu", prefix=""):
         """The C layout of this struct, refreshed from the current field values.
 
         Byte copies by memoryview slice: a few hundred ns per field, no ctypes calls.
+        An array field on another device than ``device`` raises DeviceMismatch naming
+        the field (``prefix`` is the path of this struct inside the launch argument).
         """
         view, values = self._view, self._values
         for n, kind, start, end in repack:
             v = values[n]
             if kind == "array":
-                view[start:end] = null_header if v is None else v._hdr_view
+                if v is None:
+                    view[start:end] = null_header
+                else:
+                    if v.device != device:
+                        raise DeviceMismatch(v.device, prefix + n)
+                    view[start:end] = v._hdr_view
             elif kind == "struct":
-                v._sk_pack()
+                v._sk_pack(device, prefix + n + ".")
                 view[start:end] = v._view
             else:
                 view[start:end] = v._v.tobytes()

@@ -244,9 +244,17 @@ def test_copy_between_mismatched_arrays_is_a_value_error():
 # -- bad input -------------------------------------------------------------------------
 
 def test_unknown_device_is_a_value_error_naming_it():
-    for make in (lambda: sk.zeros(3, device="cuda:0"), lambda: sk.array([1.0], device="cuda:0"),
-                 lambda: sk.empty(2, device="cuda:0")):
-        with pytest.raises(ValueError, match="'cuda:0'"):
+    for make in (lambda: sk.zeros(3, device="gpu"), lambda: sk.array([1.0], device="cuda0"),
+                 lambda: sk.empty(2, device="cuda:x")):
+        with pytest.raises(ValueError, match="device must be 'cpu', 'cuda' or 'cuda:N'"):
+            make()
+
+
+@pytest.mark.skipif(sk.is_cuda_available(), reason="this machine has a GPU")
+def test_cuda_device_without_a_driver_is_a_runtime_error_naming_it():
+    for make in (lambda: sk.zeros(3, device="cuda:0"), lambda: sk.array([1.0], device="cuda"),
+                 lambda: sk.empty(2, device="cuda:1")):
+        with pytest.raises(RuntimeError, match="no CUDA driver/GPU was found"):
             make()
 
 

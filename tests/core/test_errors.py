@@ -156,8 +156,20 @@ def test_launch_with_a_vector_for_a_scalar_names_the_parameter():
         sk.launch(add_one, 1, inputs=[sk.zeros(1), sk.vec3()])
 
 
-def test_launch_on_an_unavailable_device_is_a_value_error():
-    with pytest.raises(ValueError, match="device 'cuda:0'"):
+def test_launch_on_a_malformed_device_is_a_value_error():
+    with pytest.raises(ValueError, match="device must be 'cpu', 'cuda' or 'cuda:N', got 'gpu0'"):
+        sk.launch(add_one, 1, inputs=[sk.zeros(1), 1.0], device="gpu0")
+
+
+@pytest.mark.skipif(sk.is_cuda_available(), reason="this machine has a GPU")
+def test_launch_on_cuda_without_a_driver_is_a_runtime_error():
+    with pytest.raises(RuntimeError, match="device 'cuda:0' is not available: no CUDA driver/GPU was found"):
+        sk.launch(add_one, 1, inputs=[sk.zeros(1), 1.0], device="cuda:0")
+
+
+@pytest.mark.skipif(not sk.is_cuda_available(), reason="needs a CUDA GPU")
+def test_launch_on_cuda_with_a_cpu_array_names_the_argument():
+    with pytest.raises(ValueError, match="argument 'x' is on cpu, but the launch runs on cuda:0"):
         sk.launch(add_one, 1, inputs=[sk.zeros(1), 1.0], device="cuda:0")
 
 

@@ -130,6 +130,29 @@ SK_EXPORT void sk_launch(const job_t* job) {
     sk_parallel_for(job->fn, job->args, n, job->grain);
 }
 
+// A captured launch (sk.capture): its own copy of the args struct, and the error
+// record of its module, read after the launch as Python reads it after sk_launch.
+struct replay_job_t {
+    entry_t fn;
+    const void* args;
+    int64_t grain;
+    const int32_t* error;  // sk::error_t::code of the kernel's module
+};
+
+// Run captured launches in order, each split over the pool exactly as sk_launch
+// would. Stops after the first launch that left an error code and returns its
+// index (Python raises the error); -1 when all ran cleanly.
+SK_EXPORT int64_t sk_replay(const replay_job_t* jobs, int64_t count) {
+    for (int64_t k = 0; k < count; ++k) {
+        const replay_job_t& j = jobs[k];
+        const int64_t n = reinterpret_cast<const int64_t*>(j.args)[5];
+        if (n == 0) continue;  // an empty grid runs nothing, as in sk_launch
+        sk_parallel_for(j.fn, j.args, n, j.grain);
+        if (__atomic_load_n(j.error, __ATOMIC_ACQUIRE) != 0) return k;
+    }
+    return -1;
+}
+
 SK_EXPORT int sk_get_threads() { return pool()->size(); }
 
 SK_EXPORT void sk_set_threads(int n) { pool()->resize(n > 1 ? n - 1 : 0); }

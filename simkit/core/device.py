@@ -1,0 +1,188 @@
+"""Devices: where arrays live and kernels run, spelled ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+
+Every function that takes a device validates it here, so a typo is a
+``ValueError`` naming the parameter, and a CUDA device on a machine without an
+NVIDIA driver is a ``RuntimeError`` saying so. Nothing touches the CUDA driver
+until a CUDA device is actually asked for: importing simkit, or working on the
+CPU, never initialises CUDA.
+
+The default device (``sk.get_device()``, ``"cpu"`` unless ``sk.set_device`` says
+otherwise) is where ``sk.zeros`` and friends allocate when no device is given,
+and where a launch runs whose arguments hold no arrays. A launch with arrays runs
+where its arrays are.
+
+Example::
+
+    sk.is_cuda_available()         # False on a machine without an NVIDIA driver
+    if sk.is_cuda_available():
+        sk.set_device("cuda:0")    # new arrays go to the first GPU
+    x = sk.zeros(10)
+    sk.synchronize()               # wait for the launches queued on the GPU
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_CUDA = re.compile(r"^cuda(?::(\d+))?$")
+
+
+class _State:
+    """Process-wide device settings (one default for every thread, like the module cache)."""
+
+    def __init__(self):
+        self.default = "cpu"
+        self.capturing = False  # inside sk.capture(): array writes outside kernels are refused
+
+
+state = _State()
+
+# Canonical GPU names already found to exist: launches on them skip the checks.
+_checked: set = set()
+
+
+class DeviceMismatch(Exception):
+    """Raised while packing a launch when an argument lives on another device than the one packed for.
+
+    ``where`` names the argument (``"x"`` or ``"params.mass"``), or is None when the
+    kernel has no array arguments and the default device is not the CPU. Launch
+    catches it to run the kernel where its arrays are, or to explain the mismatch.
+    """
+
+    def __init__(self, device: str, where: str | None):
+        super().__init__(device, where)
+        self.device = device
+        self.where = where
+
+
+def parse(device: Any, param: str = "device") -> str:
+    """``device`` as ``"cpu"`` or ``"cuda:N"``, without checking that the GPU exists.
+
+    ``None`` is the default device; ``"cuda"`` is the default device when that is a
+    GPU, else ``"cuda:0"``. A ``torch.device`` is accepted by its string.
+
+    Example::
+
+        parse("cuda")       # "cuda:0"
+        parse("gpu")        # ValueError: device must be 'cpu', 'cuda' or 'cuda:N', got 'gpu'
+    """
+    if device is None:
+        return state.default
+    text = device if isinstance(device, str) else (str(device) if hasattr(device, "type") else None)
+    if text is not None:
+        text = text.strip()
+        if text == "cpu":
+            return "cpu"
+        m = _CUDA.match(text)
+        if m:
+            if m.group(1) is not None:
+                return f"cuda:{int(m.group(1))}"
+            return state.default if state.default.startswith("cuda:") else "cuda:0"
+    raise ValueError(f"{param} must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+
+
+def ordinal(device: str) -> int:
+    """The GPU index of a canonical ``"cuda:N"`` string.
+
+    Example::
+
+        ordinal("cuda:1")   # 1
+    """
+    return int(device[5:])
+
+
+def require(device: Any, param: str = "device") -> str:
+    """Like :func:`parse`, and a CUDA device must exist: ``RuntimeError`` without a driver or GPU,
+    ``ValueError`` for an index past the last GPU.
+
+    Example::
+
+        require("cuda:0")   # "cuda:0" on a GPU machine; RuntimeError where there is none
+    """
+    if type(device) is str and device in _checked:
+        return device
+    dev = parse(device, param)
+    if dev == "cpu":
+        return dev
+    from .cuda import driver  # lazy: the CPU never loads the CUDA bindings
+
+    count = driver.device_count()
+    if count == 0:
+        raise RuntimeError(f"{param} {dev!r} is not available: no CUDA driver/GPU was found "
+                           f"({driver.unavailable_reason()}); sk.is_cuda_available() is False here. "
+                           "Use device='cpu', or run on a machine with an NVIDIA GPU and driver.")
+    if ordinal(dev) >= count:
+        names = ", ".join(f"cuda:{k}" for k in range(count))
+        raise ValueError(f"{param} {dev!r} does not exist: this machine has {count} CUDA device(s) ({names})")
+    _checked.add(dev)
+    return dev
+
+
+def get_device() -> str:
+    """The default device: where arrays are allocated when no device is given.
+
+    Example::
+
+        sk.get_device()     # "cpu" unless sk.set_device() chose a GPU
+    """
+    return state.default
+
+
+def set_device(device: str) -> None:
+    """Make ``device`` (``"cpu"``, ``"cuda"`` or ``"cuda:N"``) the default for new arrays,
+    captures and launches without array arguments.
+
+    Example::
+
+        sk.set_device("cuda:0")
+        x = sk.zeros(3)        # x.device == "cuda:0"
+    """
+    state.default = require(device, "set_device(device)")
+
+
+def is_cuda_available() -> bool:
+    """True when an NVIDIA driver and at least one GPU are present (loads the driver once).
+
+    Example::
+
+        device = "cuda" if sk.is_cuda_available() else "cpu"
+    """
+    return get_cuda_device_count() > 0
+
+
+def get_cuda_device_count() -> int:
+    """How many CUDA GPUs the driver sees; 0 without a driver.
+
+    Example::
+
+        for k in range(sk.get_cuda_device_count()):
+            print(f"cuda:{k}")
+    """
+    from .cuda import driver
+
+    return driver.device_count()
+
+
+def synchronize(device: str | None = None) -> None:
+    """Wait until every launch and copy queued on ``device`` (default: every GPU in use) has finished,
+    and raise the first runtime error a kernel reported meanwhile (e.g. an index out of bounds in
+    debug mode). CPU launches are synchronous, so on the CPU this returns at once.
+
+    Example::
+
+        sk.launch(step, n, inputs=[x_gpu])
+        sk.synchronize()       # x_gpu is final now
+    """
+    if device is not None:
+        dev = parse(device, "synchronize(device)")
+        if dev == "cpu":
+            return
+        require(dev, "synchronize(device)")
+        from .cuda import driver
+
+        driver.synchronize(ordinal(dev))
+        return
+    from .cuda import driver
+
+    driver.synchronize(None)
