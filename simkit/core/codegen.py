@@ -61,7 +61,9 @@ class FunctionWriter:
     def marker(self, line: int):
         if line != self.last_line:
             self.last_line = line
-            src = self.f.source_lines.get(line, "").strip()
+            # A Python line continuation (trailing backslash) would continue the C++
+            # comment onto the next generated statement and silently delete it.
+            src = self.f.source_lines.get(line, "").strip().rstrip("\\").rstrip()
             self.put(f"// {self.file}:{line}  {src}")
 
     def adj_name(self, v: ir.Var) -> str:

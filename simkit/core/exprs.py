@@ -354,6 +354,12 @@ class ExprMixin:
             return self.fold(name, a, b, node)
         return self.call_builtin(name, [a, b], node)
 
+    def scratch_name(self, prefix: str) -> str:
+        """A fresh Python-side name for a value merged across branches; numbered per
+        function, so the generated source (and the cache key) is the same in every process."""
+        self.scratch_count = getattr(self, "scratch_count", 0) + 1
+        return f"{prefix}{self.scratch_count}"
+
     def expr_BoolOp(self, node):
         # Short-circuit: later operands are evaluated only when needed (e.g. i < n and a[i] > 0).
         is_and = isinstance(node.op, ast.And)
@@ -364,7 +370,7 @@ class ExprMixin:
                     return result
                 result = self.to_bool(self.expr(rhs), node)
                 continue
-            tmp = f"__bool{node.lineno}_{id(rhs)}"
+            tmp = self.scratch_name("__bool")
             self.vars[tmp] = result
             cond = result
             if not is_and:
@@ -378,7 +384,7 @@ class ExprMixin:
         cond = self.to_bool(self.expr(node.test), node)
         if isinstance(cond, ir.Const):
             return self.expr(node.body if cond.value else node.orelse)
-        tmp = f"__ifexp{node.lineno}_{id(node)}"
+        tmp = self.scratch_name("__ifexp")
         self.branch(cond, lambda: self.vars.__setitem__(tmp, self.expr(node.body)),
                     lambda: self.vars.__setitem__(tmp, self.expr(node.orelse)), node)
         return self.vars.pop(tmp)

@@ -395,7 +395,7 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
         self.block = outer
         (tb, tv), (eb, ev) = arms
         merged = dict(before)
-        for name in set(tv) | set(ev):
+        for name in sorted(set(tv) | set(ev)):
             a, b = tv.get(name), ev.get(name)
             if a is b:
                 merged[name] = a

@@ -101,3 +101,36 @@ def test_kernel_without_a_source_file_gets_a_clear_error():
     exec("@sk.kernel\ndef k(a: sk.array(dtype=float)):\n    a[0] = 1.0\n", namespace)
     with pytest.raises(sk.CompileError, match="cannot read the source"):
         namespace["k"].build_ir()
+
+
+BRANCHY = textwrap.dedent('''
+    import simkit as sk
+
+    @sk.kernel
+    def branchy(a: sk.array(dtype=float), b: sk.array(dtype=float)):
+        i = sk.tid()
+        x = a[i]
+        y = b[i]
+        if x > 0.0 and y < 1.0:
+            x = x * 2.0
+            y = y + 1.0
+        else:
+            y = y - 1.0
+            x = x - 3.0
+        b[i] = (x if y > 0.0 else -x) + y
+
+    print(branchy.source())
+''')
+
+
+def test_generated_source_is_the_same_in_every_process(tmp_path):
+    # Names that depend on id() or on set order would change the cache key each run.
+    script = tmp_path / "branchy.py"
+    script.write_text(BRANCHY)
+    sources = set()
+    for seed in ("1", "2", "3"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        sources.add(run.stdout)
+    assert len(sources) == 1

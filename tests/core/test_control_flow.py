@@ -317,3 +317,17 @@ def test_every_thread_runs_exactly_once_for_any_grid_size(n):
 def count_once(hist: sk.array(dtype=int)):
     i = sk.tid()
     hist[i] += 1
+
+
+@sk.kernel
+def continued_line(a: sk.array(dtype=float), out: sk.array(dtype=float)):
+    x = a[0] + a[2] \
+        + a[3]
+    out[0] = x
+
+
+def test_a_backslash_line_continuation_keeps_every_term():
+    # the source-line comment in the generated C++ must not swallow the next statement
+    out = sk.zeros(1)
+    sk.launch(continued_line, 1, inputs=[sk.array([1.0, 2.0, 3.0, 4.0]), out])
+    assert out.numpy()[0] == 8.0
