@@ -23,3 +23,15 @@ def test_readme_setup_is_the_two_commands():
     text = README.read_text()
     assert 'pip install -e ".[dev]"' in text
     assert re.search(r"^pytest$", text, re.M)
+
+
+def test_readme_simulation_example_prints_a_positive_stiffness_gradient(tmp_path):
+    # a stiffer spring sags less under gravity, so the final height grows with ke
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    sim = next(b for b in blocks if "sk.sim.ModelBuilder" in b)
+    script = tmp_path / "sim_example.py"
+    script.write_text("import numpy as np\nimport simkit as sk\n" + sim)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    grad = float(run.stdout.strip().strip("[]"))
+    assert grad > 0.0

@@ -634,6 +634,10 @@ def bench_autograd(ctx: Context) -> Result:
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_sim  # noqa: E402  (the simulation section lives in its own file)
+
+bench_sim.add_sections(section, Result, Row, fmt, interleaved)
+
 import bench_gpu  # noqa: E402  (the capture and GPU sections live in their own file)
 
 bench_gpu.add_sections(section, Result, Row, fmt, interleaved, ratio_row, _quiet)

@@ -1,0 +1,25 @@
+"""simkit.sim: models, states and integrators built on the kernel core.
+
+- :class:`ModelBuilder` collects particles, springs, cloth, soft bodies and static shapes;
+- :class:`Model` holds them on a device, parameters in structs of gradient-tracked arrays;
+- :class:`State` (positions, velocities, forces) and :class:`Control` (actuation);
+- :class:`SemiImplicitEuler` and :class:`XPBD` advance a state by one step;
+- :func:`simulate` runs many steps.
+
+Example::
+
+    import simkit as sk
+
+    b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="y", ground=True)
+    b.add_particle((0.0, 1.0, 0.0), (1.0, 0.0, 0.0), mass=1.0)
+    model = b.finalize()
+    states = sk.sim.simulate(model, sk.sim.SemiImplicitEuler(), model.state(), steps=100, dt=1e-3)
+"""
+
+from .builder import ModelBuilder
+from .integrators import SemiImplicitEuler
+from .model import Control, Model, State
+from .simulate import simulate
+from .xpbd import XPBD
+
+__all__ = ["ModelBuilder", "Model", "State", "Control", "SemiImplicitEuler", "XPBD", "simulate"]

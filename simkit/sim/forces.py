@@ -1,0 +1,49 @@
+"""Force evaluation shared by the integrators: every force of a model accumulated into
+``state.particle_f``.
+
+Example::
+
+    state.clear_forces()
+    eval_forces(model, state, control)
+"""
+
+from __future__ import annotations
+
+from ..core.launch import launch
+from ..kernels.bending import eval_bending_forces
+from ..kernels.contact import contact_kernels
+from ..kernels.particle_contact import eval_particle_contact_forces
+from ..kernels.springs import spring_kernels
+from ..kernels.tets import eval_tet_forces
+from ..kernels.triangles import eval_triangle_forces
+
+
+def eval_forces(model, state, control) -> None:
+    """Add springs, membranes, bending, tetrahedra and contact forces of ``state`` into
+    ``state.particle_f`` (gravity is applied by the integrators as an acceleration)."""
+    q, qd, f = state.particle_q, state.particle_qd, state.particle_f
+    real = model.dtype
+    if model.spring_count:
+        launch(spring_kernels(real).eval_springs, model.spring_count,
+               inputs=[q, qd, model.springs, control.spring_activation, f])
+    if model.tri_count:
+        eval_triangle_forces(model, state)
+    if model.edge_count:
+        eval_bending_forces(model, state)
+    if model.tet_count:
+        eval_tet_forces(model, state)
+    eval_contact_forces(model, state)
+
+
+def eval_contact_forces(model, state) -> None:
+    """Penalty contact of every particle against the ground, the static shapes and (when the
+    model enables it) the other particles."""
+    k = contact_kernels(model.dtype)
+    q, qd, f = state.particle_q, state.particle_qd, state.particle_f
+    if model.ground:
+        launch(k.ground_contact, model.particle_count, inputs=[q, qd, model.particles, model.contact, f])
+    if model.shape_count:
+        launch(k.shape_contact, (model.particle_count, model.shape_count),
+               inputs=[q, qd, model.particles, model.shapes, model.contact, f])
+    if model.particle_contact:
+        eval_particle_contact_forces(model, state)
