@@ -44,9 +44,7 @@ hand, or in a benchmark job, and read the table.
 """
 
 import argparse
-import contextlib
 import gc
-import io
 import os
 import platform
 import statistics
@@ -410,26 +408,7 @@ def sk_threads() -> int:
         return -1
 
 
-@contextlib.contextmanager
-def _quiet():
-    """Swallow warp's banner, module-load messages and native warnings (no CUDA driver
-    here, for one): Python's streams and file descriptors 1 and 2 alike."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            yield
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in saved + [devnull]:
-            os.close(fd)
+from quiet import quiet as _quiet  # noqa: E402  (shared with bench_sim_warp.py)
 
 
 def warp_fixture(ctx: Context):

@@ -20,40 +20,15 @@ Example::
     fn(100)                                        # 100 warp steps
 """
 
-import contextlib
 import functools
-import io
-import os
-import sys
 import time
 
 import numpy as np
 
 import simkit as sk
+from quiet import quiet as _quiet
 
 DEVICE = "cpu"
-
-
-@contextlib.contextmanager
-def _quiet():
-    """Swallow warp's banner and module-load messages, on Python's streams and on file
-    descriptors 1 and 2 (warp's native code writes there directly)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            yield
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in saved + [devnull]:
-            os.close(fd)
 
 
 @functools.cache
