@@ -30,6 +30,19 @@ def central_difference(run, values: np.ndarray, index, eps: float) -> float:
     return (up - down) / (2.0 * eps)
 
 
+def spring_triangle(ground: bool):
+    """Three particles, one pinned, damped springs and gravity, float64 with grads. With
+    ``ground`` the third particle starts touching the ground, so contact is in the rollout."""
+    b = sk.sim.ModelBuilder(gravity=-9.81, ground=ground, contact_ke=1e4, contact_kd=20.0, contact_kf=100.0)
+    b.add_particle((0.0, 1.0, 0.0), (0.0, 0.0, 0.0), mass=0.0)
+    b.add_particle((0.4, 0.8, 0.1), (0.3, -0.2, 0.5), mass=0.2)
+    b.add_particle((0.1, 0.045, 0.3), (0.5, -0.1, 0.0), mass=0.3, radius=0.05)
+    b.add_spring(0, 1, ke=80.0, kd=0.3)
+    b.add_spring(1, 2, ke=120.0, kd=0.2, rest_length=0.7)
+    b.add_spring(0, 2, ke=60.0, kd=0.1)
+    return b.finalize(dtype=sk.float64, requires_grad=True)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(7)
