@@ -58,34 +58,8 @@ import numpy as np
 
 import simkit as sk
 
-# ----------------------------------------------------------------------------------
-# Kernels (module level, so that simkit compiles them as one module on first use)
-# ----------------------------------------------------------------------------------
-
-F32 = sk.array(dtype=float)
-
-
-@sk.kernel
-def empty1(a: F32):
-    i = sk.tid()  # noqa: F841 - an empty kernel body
-
-
-@sk.kernel
-def empty8(a: F32, b: F32, c: F32, d: F32, e: F32, f: F32, g: F32, h: F32):
-    i = sk.tid()  # noqa: F841 - an empty kernel body
-
-
-@sk.kernel
-def saxpy(x: F32, y: F32, a: float):
-    i = sk.tid()
-    y[i] = a * x[i] + y[i]
-
-
-@sk.kernel
-def chain_link(x: F32, y: F32):
-    i = sk.tid()
-    y[i] = sk.sin(x[i]) * 0.9 + 0.1 * x[i]
-
+# The kernels live in bench_kernels.py (one module, compiled once, shared with bench_gpu.py).
+from bench_kernels import chain_link, empty1, empty8, saxpy  # noqa: E402
 
 SAXPY_N = 10_000_000
 SAXPY_BYTES = 12 * SAXPY_N  # read x, read y, write y

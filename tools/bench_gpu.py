@@ -19,25 +19,7 @@ import numpy as np
 
 import simkit as sk
 
-F32 = sk.array(dtype=float)
-
-
-@sk.kernel
-def gpu_empty(a: F32):
-    i = sk.tid()  # noqa: F841 - an empty kernel body
-
-
-@sk.kernel
-def gpu_saxpy(x: F32, y: F32, a: float):
-    i = sk.tid()
-    y[i] = a * x[i] + y[i]
-
-
-@sk.kernel
-def gpu_chain_link(x: F32, y: F32):
-    i = sk.tid()
-    y[i] = sk.sin(x[i]) * 0.9 + 0.1 * x[i]
-
+from bench_kernels import chain_link, empty1, saxpy
 
 GRAPH_LAUNCHES = 100
 REPLAY_US_TARGET = 1.0          # issue 9: a replayed launch costs at most ~1 us on the CPU
@@ -50,18 +32,18 @@ CHAIN_N, CHAIN_LEN = 100_000, 100
 
 def _launcher(device, n_launches):
     a = sk.zeros(1, device=device)
-    sk.launch(gpu_empty, 1, inputs=[a])
+    sk.launch(empty1, 1, inputs=[a])
     launch = sk.launch
 
     def direct(n):
         for _ in range(n):
             for _ in range(n_launches):
-                launch(gpu_empty, 1, inputs=[a])
+                launch(empty1, 1, inputs=[a])
         sk.synchronize()
 
     with sk.capture() as graph:
         for _ in range(n_launches):
-            sk.launch(gpu_empty, 1, inputs=[a])
+            sk.launch(empty1, 1, inputs=[a])
     replay = sk.replay
 
     def replayed(n):
@@ -83,7 +65,7 @@ def _chain(device):
             tape = sk.Tape()
             with tape:
                 for k in range(CHAIN_LEN):
-                    sk.launch(gpu_chain_link, CHAIN_N, inputs=[bufs[k]], outputs=[bufs[k + 1]])
+                    sk.launch(chain_link, CHAIN_N, inputs=[bufs[k]], outputs=[bufs[k + 1]])
             state["tape"] = tape
         sk.synchronize()
 
@@ -196,13 +178,13 @@ def add_sections(section, Result, Row, fmt, interleaved, ratio_row, quiet) -> No
         x = sk.array(rng.random(SAXPY_N, dtype=np.float32), device=dev)
         y = sk.array(rng.random(SAXPY_N, dtype=np.float32), device=dev)
         before = y.numpy()[:1000]
-        sk.launch(gpu_saxpy, SAXPY_N, inputs=[x, y, 0.5])
+        sk.launch(saxpy, SAXPY_N, inputs=[x, y, 0.5])
         np.testing.assert_allclose(y.numpy()[:1000], 0.5 * x.numpy()[:1000] + before, rtol=1e-6)
         src, dst = sk.zeros(SAXPY_N, device=dev), sk.zeros(SAXPY_N, device=dev)
 
         def saxpy(n):
             for _ in range(n):
-                sk.launch(gpu_saxpy, SAXPY_N, inputs=[x, y, 0.5])
+                sk.launch(saxpy, SAXPY_N, inputs=[x, y, 0.5])
             sk.synchronize()
 
         def copy(n):
