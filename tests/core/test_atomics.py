@@ -1,5 +1,7 @@
 """Atomics stay exact under the multithreaded CPU launch."""
 
+import threading
+
 import numpy as np
 
 import simkit as sk
@@ -21,6 +23,30 @@ def add_vectors(total: sk.array(dtype=sk.vec3d), sub: sk.array(dtype=sk.float64)
     i = sk.tid()
     sk.atomic_add(total, 0, sk.vec3d(1.0, 0.5, 0.25))
     sk.atomic_sub(sub, 0, sk.float64(0.5))
+
+
+@sk.kernel
+def add_halves(cell: sk.array(dtype=sk.float32)):
+    cell[0] += 0.5
+
+
+def test_small_launches_from_concurrent_python_threads_accumulate_exactly():
+    # A grid below the parallel grain runs whole on the calling thread, which accumulates
+    # without atomics; the runtime must then never run two launches at once.
+    cell = sk.zeros(1, dtype=sk.float32)
+    sk.launch(add_halves, 4000, inputs=[cell])
+    cell.zero_()
+
+    def worker():
+        for _ in range(200):
+            sk.launch(add_halves, 4000, inputs=[cell])
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert cell.numpy()[0] == 4 * 200 * 4000 * 0.5
 
 
 def test_vector_atomic_add_and_scalar_atomic_sub_in_float64():

@@ -138,6 +138,18 @@ SK_FUNC float atomic_max_(float* p, float v) { return cas_minmax_(p, v, false); 
 SK_FUNC double atomic_min_(double* p, double v) { return cas_minmax_(p, v, true); }
 SK_FUNC double atomic_max_(double* p, double v) { return cas_minmax_(p, v, false); }
 #else
+// True while this thread runs a whole launch alone (the runtime runs one launch at a time,
+// and a grid split over the pool never gives one call all of it): nothing else can touch
+// the launch's memory, so accumulation is a plain read-modify-write instead of an atomic,
+// which for a float is a compare-and-swap loop of ~20 cycles.
+inline thread_local bool serial_launch = false;
+
+struct serial_scope {
+    bool saved;
+    explicit serial_scope(bool on) : saved(serial_launch) { serial_launch = on; }
+    ~serial_scope() { serial_launch = saved; }
+};
+
 // Floats have no fetch_add: compare-and-swap on their bit pattern (Bits: same-size unsigned int).
 template <typename T, typename Bits> SK_FUNC T cas_add_(T* p, T v) {
     Bits old = __atomic_load_n((Bits*)p, __ATOMIC_RELAXED), next;
@@ -150,6 +162,11 @@ template <typename T, typename Bits> SK_FUNC T cas_add_(T* p, T v) {
     return cur;
 }
 template <typename T> SK_FUNC T atomic_add_(T* p, T v) {
+    if (serial_launch) {
+        T cur = *p;
+        *p = cur + v;
+        return cur;
+    }
     if constexpr (sizeof(T) == 4 && (T(0.5) != T(0))) return cas_add_<T, uint32_t>(p, v);
     else if constexpr (sizeof(T) == 8 && (T(0.5) != T(0))) return cas_add_<T, uint64_t>(p, v);
     else return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);

@@ -103,15 +103,17 @@ Pool* pool() {
 
 }  // namespace
 
-// Run fn over [0, n): inline below `grain` elements, else across the pool.
+// Run fn over [0, n): inline below `grain` elements, else across the pool. One launch
+// runs at a time even when Python threads launch concurrently: a launch that one call
+// runs whole then owns its memory, and its kernels accumulate without atomics.
 SK_EXPORT void sk_parallel_for(entry_t fn, const void* args, int64_t n, int64_t grain) {
     Pool* p = pool();
+    static std::mutex one_launch_at_a_time;
+    std::lock_guard<std::mutex> guard(one_launch_at_a_time);
     if (n < grain || p->size() == 1) {
         fn(args, 0, n);
         return;
     }
-    static std::mutex one_launch_at_a_time;  // Python threads may launch concurrently
-    std::lock_guard<std::mutex> guard(one_launch_at_a_time);
     int64_t parts = int64_t(p->size()) * 4;
     int64_t chunk = (n + parts - 1) / parts;
     p->run(fn, args, n, chunk < grain / 4 ? grain / 4 : chunk);
