@@ -55,6 +55,12 @@ def _assigned_names(stmts) -> set:
     return out
 
 
+def _element_targets(stmts) -> list:
+    """Assignment targets that are an element or a field (``v[i] = x``, ``s.f += y``)."""
+    return [n for s in stmts for n in ast.walk(s)
+            if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, ast.Store)]
+
+
 def _contains(stmts, kinds, stop_at_loops: bool) -> bool:
     todo = list(stmts)
     while todo:
@@ -497,6 +503,27 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
         loop = ir.Loop("while", ir.Block(), s.lineno)
         self.loop(s, loop, s.body, None, cond_node=s.test)
 
+    def local_written(self, target) -> str | None:
+        """The local variable an element/field assignment makes a new version of (``v`` in
+        ``v[i] = x`` or ``s.f = y``), or None when it stores into array memory (``a[i] = x``,
+        ``s.arr[i] = x``): a loop must carry the former like a reassigned name."""
+        chain, node = [], target
+        while isinstance(node, (ast.Subscript, ast.Attribute)):
+            chain.append(node)
+            node = node.value
+        v = self.vars.get(node.id) if isinstance(node, ast.Name) else None
+        if not isinstance(v, ir.Var):
+            return None
+        t = v.type
+        for n in reversed(chain):
+            if getattr(t, "_sk_kind", "") == "array":
+                return None
+            fields = getattr(t, "_sk_fields", None)
+            if not isinstance(n, ast.Attribute) or fields is None or n.attr not in fields:
+                return node.id
+            t = fields[n.attr]
+        return node.id
+
     def loop(self, s, loop: ir.Loop, body, bind_index, cond_node=None):
         has_break = _contains(body, ast.Break, True)
         has_cont = _contains(body, ast.Continue, True)
@@ -507,6 +534,7 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
         if has_cont:
             flags["cont"] = f"__cont{s.lineno}"
         assigned = _assigned_names(body) | set(flags.values()) - {flags.get("cont")}
+        assigned |= {n for n in map(self.local_written, _element_targets(body)) if n}
         if "__ret" in self.vars and _contains(body, ast.Return, False):
             assigned |= {"__ret"} | {n for n in self.vars if n.startswith("__rv")}
         carried = []

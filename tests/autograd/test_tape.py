@@ -284,6 +284,38 @@ def test_break_and_continue_inside_dynamic_loops_have_exact_gradients():
 
 
 @sk.kernel
+def fill_in_a_loop(x: sk.array(dtype=F64), n: int, y: sk.array(dtype=F64)):
+    # each iteration writes one component of a local vector and one field of a local
+    # transform: both are new versions of the whole local, carried around the loop
+    v = sk.vec3d(0.0, 0.0, 0.0)
+    t = sk.transformd(sk.vec3d(0.0, 0.0, 0.0), sk.quatd(0.0, 0.0, 0.0, 1.0))
+    for k in range(n):
+        v[k] = x[k] * x[k] + v[(k + 2) % 3]
+        t.p = t.p + v
+    y[0] = v[0] + 2.0 * v[1] + 3.0 * v[2] + t.p[2]
+
+
+def test_element_and_field_assignments_inside_a_dynamic_loop_are_carried_with_exact_gradients():
+    x0 = np.array([0.5, -1.5, 2.0])
+    x = sk.array(x0, dtype=F64, requires_grad=True)
+    y = sk.zeros(1, dtype=F64)
+
+    def f(a):
+        v = np.zeros(3)
+        p2 = 0.0
+        for k in range(3):
+            v[k] = a[k] ** 2 + v[(k + 2) % 3]
+            p2 += v[2]
+        return v[0] + 2.0 * v[1] + 3.0 * v[2] + p2
+
+    with sk.Tape() as tape:
+        sk.launch(fill_in_a_loop, 1, inputs=[x, 3], outputs=[y])
+    assert y.numpy()[0] == f(x0)
+    tape.backward(loss=y)
+    np.testing.assert_allclose(x.grad.numpy(), fd_grad(f, x0), rtol=1e-7)
+
+
+@sk.kernel
 def chain_link(x: sk.array(dtype=F64), y: sk.array(dtype=F64)):
     i = sk.tid()
     y[i] = x[i] + 0.1 * sk.sin(x[(i + 1) % 3]) * x[i]
