@@ -1,5 +1,5 @@
-"""Penalty contact of particles against the ground plane and static shapes, with
-regularised Coulomb friction.
+"""Penalty contact of particles against the ground plane and the shapes (static, or on a
+body, which then receives the reaction), with regularised Coulomb friction.
 
 The normal force is ``max(-ke * depth - kd * v_n, 0)`` (a spring on the penetration
 depth, damped, never pulling); the friction force opposes the tangential velocity
@@ -17,7 +17,9 @@ import functools
 from types import SimpleNamespace
 
 import simkit as sk
-from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE, model_structs
+from .bodies import body_kernels
+from .shapes import shape_distance, shape_transform
+from .structs import model_structs
 
 
 @sk.func
@@ -34,36 +36,15 @@ def penalty_force(n, depth, v, ke, kd, kf, mu):
     return n * fn + ft
 
 
-@sk.func
-def box_distance(p, h):
-    """Signed distance of local point ``p`` to a box of half extents ``h``, and the outward normal."""
-    closest = sk.min(sk.max(p, -h), h)
-    d = p - closest
-    dist = sk.length(d)
-    n = d * 0.0
-    if dist > 0.0:
-        n = d / dist
-    else:
-        # inside: leave through the nearest face
-        gap = h - sk.abs(p)
-        axis = 0
-        if gap[1] < gap[axis]:
-            axis = 1
-        if gap[2] < gap[axis]:
-            axis = 2
-        dist = -gap[axis]
-        n[axis] = sk.sign(p[axis])
-        if p[axis] == 0.0:
-            n[axis] = 1.0
-    return dist, n
-
-
 @functools.cache
 def contact_kernels(real) -> SimpleNamespace:
     """The contact kernels for float type ``real``."""
     S = model_structs(real)
     vec3 = S.vec3
     vec3s = sk.array(dtype=vec3)
+    transforms = sk.array(dtype=S.transform)
+    spatials = sk.array(dtype=S.spatial)
+    B = body_kernels(real)
 
     @sk.kernel(module=f"simkit.kernels.contact.{real.__name__}")
     def ground_contact(q: vec3s, qd: vec3s, particles: S.Particles, contact: S.Contact, f: vec3s):
@@ -75,31 +56,23 @@ def contact_kernels(real) -> SimpleNamespace:
             f[i] += fc
 
     @sk.kernel(module=f"simkit.kernels.contact.{real.__name__}")
-    def shape_contact(q: vec3s, qd: vec3s, particles: S.Particles, shapes: S.Shapes, contact: S.Contact, f: vec3s):
+    def shape_contact(q: vec3s, qd: vec3s, particles: S.Particles, shapes: S.Shapes, contact: S.Contact,
+                      body_q: transforms, body_qd: spatials, bodies: S.Bodies, f: vec3s, body_f: spatials):
         # One thread per (particle, shape) pair: no loop, so the adjoint needs no replay stack.
+        # A shape on a body moves with it and receives the reaction.
         i, s = sk.tid()
-        X = shapes.xform[s]
-        p = sk.transform_point(sk.transform_inverse(X), q[i])
-        size = shapes.params[s]
-        kind = shapes.kind[s]
-        dist = real(0.0)
-        n = vec3(0.0, 0.0, 0.0)
-        if kind == SHAPE_SPHERE:
-            dist = sk.length(p)
-            n = p / dist
-            dist = dist - size[0]
-        elif kind == SHAPE_BOX:
-            dist, n = box_distance(p, size)
-        elif kind == SHAPE_CAPSULE:
-            axis_point = vec3(0.0, sk.clamp(p[1], -size[1], size[1]), 0.0)
-            d = p - axis_point
-            dist = sk.length(d)
-            n = d / dist
-            dist = dist - size[0]
+        X = shape_transform(shapes, body_q, s)
+        dist, n = shape_distance(shapes.kind[s], sk.transform_point(sk.transform_inverse(X), q[i]), shapes.params[s])
         depth = dist - particles.radius[i]
         if depth < 0.0:
             nw = sk.quat_rotate(X.q, n)
-            fc = penalty_force(nw, depth, qd[i], contact.ke[0], contact.kd[0], contact.kf[0], contact.mu[0])
+            b = shapes.body[s]
+            v_rel = qd[i]
+            if b >= 0:
+                v_rel = v_rel - B.point_velocity(body_q[b], body_qd[b], bodies.com[b], q[i])
+            fc = penalty_force(nw, depth, v_rel, contact.ke[0], contact.kd[0], contact.kf[0], contact.mu[0])
             f[i] += fc
+            if b >= 0:
+                body_f[b] += B.wrench_at(body_q[b], bodies.com[b], q[i] - nw * particles.radius[i], -fc)
 
     return SimpleNamespace(ground_contact=ground_contact, shape_contact=shape_contact)

@@ -18,8 +18,14 @@ from ..core import types as T
 from ..core.array import ArrayType
 from ..core.struct import struct
 
-# Shape kinds of static colliders (``Shapes.kind``).
+# Shape kinds (``Shapes.kind``).
 SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE = 0, 1, 2
+
+# Joint kinds (``Joints.kind``).
+JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_BALL, JOINT_FIXED = 0, 1, 2, 3
+
+# Stored for a joint limit that is not set: far beyond any coordinate, finite in float32.
+NO_LIMIT = 1.0e30
 
 
 @functools.cache
@@ -29,6 +35,7 @@ def model_structs(real) -> SimpleNamespace:
     mat22 = T.matrix((2, 2), real)
     mat33 = T.matrix((3, 3), real)
     transform = T.transform_of(real)
+    spatial = T.vector(6, real)
     reals = ArrayType(real, 1)
     index2d = ArrayType(T.int32, 2)
 
@@ -92,12 +99,59 @@ def model_structs(real) -> SimpleNamespace:
 
     @struct
     class Shapes:
-        """Static colliders: ``kind`` (SHAPE_SPHERE/BOX/CAPSULE), world ``xform`` and ``params``
-        (sphere: radius, box: half extents, capsule: radius and half height along local y)."""
+        """Collision shapes: ``kind`` (SHAPE_SPHERE/BOX/CAPSULE), the ``body`` they are attached
+        to (-1: static), ``xform`` in the body's frame (in the world for static shapes) and
+        ``params`` (sphere: radius, box: half extents, capsule: radius and half height along
+        local y). ``ke``, ``kd``, ``kf``, ``mu`` are the penalty contact material of the shape
+        in body contacts (a pair averages its two shapes); particle contacts use ``Contact``."""
         kind: ArrayType(T.int32, 1)
+        body: ArrayType(T.int32, 1)
         xform: ArrayType(transform, 1)
         params: ArrayType(vec3, 1)
+        ke: reals
+        kd: reals
+        kf: reals
+        mu: reals
 
-    return SimpleNamespace(real=real, vec3=vec3, mat22=mat22, mat33=mat33, transform=transform,
+    @struct
+    class Bodies:
+        """Rigid bodies: ``mass`` (0: kinematic), ``inv_mass``, ``inertia`` and ``inv_inertia``
+        (body frame, about the center of mass) and ``com``, the center of mass in the body frame."""
+        mass: reals
+        inv_mass: reals
+        inertia: ArrayType(mat33, 1)
+        inv_inertia: ArrayType(mat33, 1)
+        com: ArrayType(vec3, 1)
+
+    @struct
+    class Joints:
+        """Joints between a ``parent`` body (-1: the world) and a ``child`` body. The joint frame
+        is ``parent_xform`` in the parent's frame and ``child_xform`` in the child's; the joint
+        holds the two frames together except along/about ``axis`` (in the joint frame) for
+        revolute and prismatic joints, and about every axis for ball joints.
+
+        The coordinate of a revolute (prismatic) joint is the angle (displacement) of the child
+        frame about (along) the axis. ``limit_lower/upper`` bound it with a penalty of stiffness
+        ``limit_ke`` and damping ``limit_kd``; a drive pulls it towards ``Control.joint_target``
+        with gains ``target_ke``, ``target_kd``. ``linear_ke/kd`` and ``angular_ke/kd`` are the
+        stiffness and damping that hold the joint together in the semi-implicit integrator."""
+        kind: ArrayType(T.int32, 1)
+        parent: ArrayType(T.int32, 1)
+        child: ArrayType(T.int32, 1)
+        parent_xform: ArrayType(transform, 1)
+        child_xform: ArrayType(transform, 1)
+        axis: ArrayType(vec3, 1)
+        limit_lower: reals
+        limit_upper: reals
+        limit_ke: reals
+        limit_kd: reals
+        target_ke: reals
+        target_kd: reals
+        linear_ke: reals
+        linear_kd: reals
+        angular_ke: reals
+        angular_kd: reals
+
+    return SimpleNamespace(real=real, vec3=vec3, mat22=mat22, mat33=mat33, transform=transform, spatial=spatial,
                            Particles=Particles, Springs=Springs, Triangles=Triangles, Edges=Edges,
-                           Tets=Tets, Contact=Contact, Shapes=Shapes)
+                           Tets=Tets, Contact=Contact, Shapes=Shapes, Bodies=Bodies, Joints=Joints)

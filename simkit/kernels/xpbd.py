@@ -37,26 +37,8 @@ import functools
 from types import SimpleNamespace
 
 import simkit as sk
-from .contact import box_distance
-from .structs import SHAPE_BOX, SHAPE_CAPSULE, model_structs
-
-
-@sk.func
-def shape_distance(kind, p, size):
-    """Signed distance of local point ``p`` to a static shape and its local outward normal
-    (the conventions of :mod:`simkit.kernels.contact`)."""
-    # the sphere is the default: a box or capsule overrides it
-    dist = sk.length(p) - size[0]
-    n = sk.normalize(p)
-    if kind == SHAPE_BOX:
-        dist, n = box_distance(p, size)
-    elif kind == SHAPE_CAPSULE:
-        axis_point = p * 0.0
-        axis_point[1] = sk.clamp(p[1], -size[1], size[1])
-        d = p - axis_point
-        dist = sk.length(d) - size[0]
-        n = sk.normalize(d)
-    return dist, n
+from .shapes import shape_distance
+from .structs import model_structs
 
 
 @sk.func
@@ -335,6 +317,7 @@ def xpbd_kernels(real) -> SimpleNamespace:
                           shapes: S.Shapes, shape_count: int, q_out: vec3s):
         # Jacobi update, then contact: each particle is pushed out of the ground and the
         # static shapes one after the other, with friction against its motion over the step.
+        # Shapes on bodies are constraints of their own (xpbd_body_contact), acting both ways.
         i = sk.tid()
         x = q[i] + delta[i]
         if particles.inv_mass[i] > 0.0:
@@ -345,10 +328,11 @@ def xpbd_kernels(real) -> SimpleNamespace:
                 n = contact.ground_normal
                 x = project_contact(x, x_prev, n, sk.dot(n, x) - r, mu)
             for s in range(shape_count):
-                X = shapes.xform[s]
-                dist, n_local = shape_distance(shapes.kind[s], sk.transform_point(sk.transform_inverse(X), x),
-                                               shapes.params[s])
-                x = project_contact(x, x_prev, sk.quat_rotate(X.q, n_local), dist - r, mu)
+                if shapes.body[s] < 0:
+                    X = shapes.xform[s]
+                    dist, n_local = shape_distance(shapes.kind[s], sk.transform_point(sk.transform_inverse(X), x),
+                                                   shapes.params[s])
+                    x = project_contact(x, x_prev, sk.quat_rotate(X.q, n_local), dist - r, mu)
         q_out[i] = x
 
     @sk.kernel(module=f"simkit.kernels.xpbd.{real.__name__}")

@@ -1,4 +1,4 @@
-"""ModelBuilder: collect particles, springs, cloth, soft bodies and static shapes, then
+"""ModelBuilder: collect particles, springs, cloth, soft bodies, rigid bodies, shapes and joints, then
 ``finalize`` them into a :class:`~simkit.sim.model.Model` on a device.
 
 Units are SI (meters, kilograms, seconds). Rotations are quaternions stored
@@ -20,63 +20,32 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core import types as T
-from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
 from . import geometry as G
+from . import validate as V
+from .builder_rigid import RigidBuilder
 from .model import Model
 
 _AXES = {"x": 0, "y": 1, "z": 2}
 
 
-def _vec3(value: Any, where: str) -> np.ndarray:
-    v = np.asarray(value, dtype=np.float64)
-    if v.shape != (3,) or not np.all(np.isfinite(v)):
-        raise ValueError(f"{where} expects 3 finite numbers, got {value!r}")
-    return v
-
-
-def _quat(value: Any, where: str) -> np.ndarray:
-    q = np.asarray(value, dtype=np.float64)
-    if q.shape != (4,) or not np.all(np.isfinite(q)) or np.linalg.norm(q) < 1e-12:
-        raise ValueError(f"{where} expects a quaternion (x, y, z, w), got {value!r}")
-    return q / np.linalg.norm(q)
-
-
-def _nonneg(value: Any, where: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{where} expects a number, got {type(value).__name__}") from None
-    if not np.isfinite(v) or v < 0.0:
-        raise ValueError(f"{where} must be a finite number >= 0, got {value!r}")
-    return v
-
-
-def _positive(value: Any, where: str) -> float:
-    v = _nonneg(value, where)
-    if v == 0.0:
-        raise ValueError(f"{where} must be > 0, got {value!r}")
-    return v
-
-
-def _count(value: Any, where: str) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{where} must be an int >= 1, got {value!r}")
-    return int(value)
-
-
-class ModelBuilder:
+class ModelBuilder(RigidBuilder):
     """Collects the parts of a scene; ``finalize`` turns them into a :class:`Model`.
 
     ``gravity`` is the signed acceleration along ``up_axis`` ("x", "y" or "z");
     ``ground=True`` adds the infinite plane through the origin normal to the up axis.
     Contact parameters (``contact_ke``, ``contact_kd``, ``contact_kf``, ``contact_mu``)
     apply to every particle-ground and particle-shape contact, and to particle-particle
-    contact when ``particle_contact=True`` (found through a hash grid each step).
+    contact when ``particle_contact=True`` (found through a hash grid each step). The
+    ``rigid_contact_*`` values are the default material of body shapes (ground and
+    shape-shape contacts of bodies); each shape may override them.
+
+    Rigid bodies, shapes and joints: see :class:`~simkit.sim.builder_rigid.RigidBuilder`.
     """
 
     def __init__(self, gravity: float = -9.81, up_axis: str = "y", ground: bool = True, *,
                  contact_ke: float = 1.0e4, contact_kd: float = 10.0, contact_kf: float = 100.0,
-                 contact_mu: float = 0.5, particle_contact: bool = False):
+                 contact_mu: float = 0.5, particle_contact: bool = False, rigid_contact_ke: float = 1.0e5,
+                 rigid_contact_kd: float = 1.0e2, rigid_contact_kf: float = 1.0e2, rigid_contact_mu: float = 0.5):
         if up_axis not in _AXES:
             raise ValueError(f"ModelBuilder: up_axis must be 'x', 'y' or 'z', got {up_axis!r}")
         try:
@@ -86,10 +55,10 @@ class ModelBuilder:
         self.up_axis = up_axis
         self.ground = bool(ground)
         self.particle_contact = bool(particle_contact)
-        self.contact = {"ke": _nonneg(contact_ke, "ModelBuilder: contact_ke"),
-                        "kd": _nonneg(contact_kd, "ModelBuilder: contact_kd"),
-                        "kf": _nonneg(contact_kf, "ModelBuilder: contact_kf"),
-                        "mu": _nonneg(contact_mu, "ModelBuilder: contact_mu")}
+        self.contact = {"ke": V.nonneg(contact_ke, "ModelBuilder: contact_ke"),
+                        "kd": V.nonneg(contact_kd, "ModelBuilder: contact_kd"),
+                        "kf": V.nonneg(contact_kf, "ModelBuilder: contact_kf"),
+                        "mu": V.nonneg(contact_mu, "ModelBuilder: contact_mu")}
         self.particle_q: list = []
         self.particle_qd: list = []
         self.particle_mass: list = []
@@ -114,9 +83,7 @@ class ModelBuilder:
         self.tet_k_mu: list = []
         self.tet_k_lambda: list = []
         self.tet_k_damp: list = []
-        self.shape_kind: list = []
-        self.shape_xform: list = []
-        self.shape_params: list = []
+        self._init_rigid(rigid_contact_ke, rigid_contact_kd, rigid_contact_kf, rigid_contact_mu)
 
     # -- counts ---------------------------------------------------------------------
     @property
@@ -134,10 +101,6 @@ class ModelBuilder:
     @property
     def tet_count(self) -> int:
         return len(self.tet_volume)
-
-    @property
-    def shape_count(self) -> int:
-        return len(self.shape_kind)
 
     def _check_indices(self, where: str, **idx: Any) -> list[int]:
         out = []
@@ -160,10 +123,10 @@ class ModelBuilder:
 
             i = b.add_particle((0.0, 1.0, 0.0), (1.0, 0.0, 0.0), mass=0.1, radius=0.02)
         """
-        self.particle_q.append(_vec3(pos, "add_particle: pos"))
-        self.particle_qd.append(_vec3(vel, "add_particle: vel"))
-        self.particle_mass.append(_nonneg(mass, "add_particle: mass"))
-        self.particle_radius.append(_nonneg(radius, "add_particle: radius"))
+        self.particle_q.append(V.vec3(pos, "add_particle: pos"))
+        self.particle_qd.append(V.vec3(vel, "add_particle: vel"))
+        self.particle_mass.append(V.nonneg(mass, "add_particle: mass"))
+        self.particle_radius.append(V.nonneg(radius, "add_particle: radius"))
         return self.particle_count - 1
 
     def add_spring(self, i: int, j: int, ke: float, kd: float, rest_length: float | None = None) -> int:
@@ -178,9 +141,9 @@ class ModelBuilder:
         if rest_length is None:
             rest_length = float(np.linalg.norm(self.particle_q[i] - self.particle_q[j]))
         self.spring_indices.append((i, j))
-        self.spring_rest.append(_nonneg(rest_length, "add_spring: rest_length"))
-        self.spring_ke.append(_nonneg(ke, "add_spring: ke"))
-        self.spring_kd.append(_nonneg(kd, "add_spring: kd"))
+        self.spring_rest.append(V.nonneg(rest_length, "add_spring: rest_length"))
+        self.spring_ke.append(V.nonneg(ke, "add_spring: ke"))
+        self.spring_kd.append(V.nonneg(kd, "add_spring: kd"))
         return self.spring_count - 1
 
     # -- cloth ------------------------------------------------------------------------
@@ -200,9 +163,9 @@ class ModelBuilder:
         self.tri_indices.append((i, j, k))
         self.tri_pose.append(pose)
         self.tri_area.append(area)
-        self.tri_k_mu.append(_nonneg(k_mu, "add_triangle: k_mu"))
-        self.tri_k_lambda.append(_nonneg(k_lambda, "add_triangle: k_lambda"))
-        self.tri_k_damp.append(_nonneg(k_damp, "add_triangle: k_damp"))
+        self.tri_k_mu.append(V.nonneg(k_mu, "add_triangle: k_mu"))
+        self.tri_k_lambda.append(V.nonneg(k_lambda, "add_triangle: k_lambda"))
+        self.tri_k_damp.append(V.nonneg(k_damp, "add_triangle: k_damp"))
         return self.tri_count - 1
 
     def add_edge(self, o0: int, o1: int, v0: int, v1: int, ke: float = 1.0, kd: float = 0.0,
@@ -220,8 +183,8 @@ class ModelBuilder:
             rest_angle = G.dihedral_angle(q[o0], q[o1], q[v0], q[v1])
         self.edge_indices.append((o0, o1, v0, v1))
         self.edge_rest.append(float(rest_angle))
-        self.edge_ke.append(_nonneg(ke, "add_edge: ke"))
-        self.edge_kd.append(_nonneg(kd, "add_edge: kd"))
+        self.edge_ke.append(V.nonneg(ke, "add_edge: ke"))
+        self.edge_kd.append(V.nonneg(kd, "add_edge: kd"))
         return len(self.edge_rest) - 1
 
     def add_cloth_grid(self, pos: Sequence[float], rot: Sequence[float], vel: Sequence[float], dim_x: int, dim_y: int,
@@ -238,9 +201,9 @@ class ModelBuilder:
             start = b.add_cloth_grid((0, 2, 0), (0, 0, 0, 1), (0, 0, 0), 32, 32, 0.05, 0.05,
                                      mass=0.01, fix_left=True)
         """
-        dim_x, dim_y = _count(dim_x, "add_cloth_grid: dim_x"), _count(dim_y, "add_cloth_grid: dim_y")
-        _positive(cell_x, "add_cloth_grid: cell_x"), _positive(cell_y, "add_cloth_grid: cell_y")
-        origin, q, v = _vec3(pos, "add_cloth_grid: pos"), _quat(rot, "add_cloth_grid: rot"), _vec3(vel, "add_cloth_grid: vel")
+        dim_x, dim_y = V.count(dim_x, "add_cloth_grid: dim_x"), V.count(dim_y, "add_cloth_grid: dim_y")
+        V.positive(cell_x, "add_cloth_grid: cell_x"), V.positive(cell_y, "add_cloth_grid: cell_y")
+        origin, q, v = V.vec3(pos, "add_cloth_grid: pos"), V.quat(rot, "add_cloth_grid: rot"), V.vec3(vel, "add_cloth_grid: vel")
         start = self.particle_count
         for y in range(dim_y + 1):
             for x in range(dim_x + 1):
@@ -277,9 +240,9 @@ class ModelBuilder:
         self.tet_indices.append((i, j, k, l))
         self.tet_pose.append(pose)
         self.tet_volume.append(volume)
-        self.tet_k_mu.append(_nonneg(k_mu, "add_tetrahedron: k_mu"))
-        self.tet_k_lambda.append(_nonneg(k_lambda, "add_tetrahedron: k_lambda"))
-        self.tet_k_damp.append(_nonneg(k_damp, "add_tetrahedron: k_damp"))
+        self.tet_k_mu.append(V.nonneg(k_mu, "add_tetrahedron: k_mu"))
+        self.tet_k_lambda.append(V.nonneg(k_lambda, "add_tetrahedron: k_lambda"))
+        self.tet_k_damp.append(V.nonneg(k_damp, "add_tetrahedron: k_damp"))
         return self.tet_count - 1
 
     def add_soft_grid(self, pos: Sequence[float], rot: Sequence[float], vel: Sequence[float], dim_x: int, dim_y: int,
@@ -295,10 +258,10 @@ class ModelBuilder:
             b.add_soft_grid((0, 1, 0), (0, 0, 0, 1), (0, 0, 0), 4, 4, 4, 0.1, 0.1, 0.1,
                             density=1000.0, k_mu=1e4, k_lambda=1e4, k_damp=0.0)
         """
-        dims = [_count(d, f"add_soft_grid: dim_{a}") for d, a in zip((dim_x, dim_y, dim_z), "xyz")]
-        cells = [_positive(c, f"add_soft_grid: cell_{a}") for c, a in zip((cell_x, cell_y, cell_z), "xyz")]
-        origin, q, v = _vec3(pos, "add_soft_grid: pos"), _quat(rot, "add_soft_grid: rot"), _vec3(vel, "add_soft_grid: vel")
-        _positive(density, "add_soft_grid: density")
+        dims = [V.count(d, f"add_soft_grid: dim_{a}") for d, a in zip((dim_x, dim_y, dim_z), "xyz")]
+        cells = [V.positive(c, f"add_soft_grid: cell_{a}") for c, a in zip((cell_x, cell_y, cell_z), "xyz")]
+        origin, q, v = V.vec3(pos, "add_soft_grid: pos"), V.quat(rot, "add_soft_grid: rot"), V.vec3(vel, "add_soft_grid: vel")
+        V.positive(density, "add_soft_grid: density")
         local = G.grid_points(*dims, *cells)
         pinned = np.zeros(len(local), dtype=bool)
         if fix_left:
@@ -334,9 +297,9 @@ class ModelBuilder:
         if tets.size and (tets.min() < 0 or tets.max() >= len(verts)):
             raise ValueError(f"add_soft_mesh: tet_indices reference vertex {int(tets.max())}, but there are "
                              f"{len(verts)} vertices")
-        origin, q, v = _vec3(pos, "add_soft_mesh: pos"), _quat(rot, "add_soft_mesh: rot"), _vec3(vel, "add_soft_mesh: vel")
-        world = origin + G.quat_rotate(q, verts * _positive(scale, "add_soft_mesh: scale"))
-        _positive(density, "add_soft_mesh: density")
+        origin, q, v = V.vec3(pos, "add_soft_mesh: pos"), V.quat(rot, "add_soft_mesh: rot"), V.vec3(vel, "add_soft_mesh: vel")
+        world = origin + G.quat_rotate(q, verts * V.positive(scale, "add_soft_mesh: scale"))
+        V.positive(density, "add_soft_mesh: density")
         return self._add_tet_body(world, tets, v, density, k_mu, k_lambda, k_damp, radius,
                                   np.zeros(len(verts), dtype=bool), "add_soft_mesh")
 
@@ -357,47 +320,6 @@ class ModelBuilder:
                 raise ValueError(f"{where}: {e}") from None
         return start
 
-    # -- static shapes ----------------------------------------------------------------
-    def _add_shape(self, kind: int, pos, rot, params) -> int:
-        self.shape_kind.append(kind)
-        self.shape_xform.append(np.concatenate([pos, rot]))
-        self.shape_params.append(params)
-        return self.shape_count - 1
-
-    def add_shape_sphere(self, pos: Sequence[float], radius: float) -> int:
-        """Add a static sphere collider.
-
-        Example::
-
-            b.add_shape_sphere((0.0, 0.5, 0.0), radius=0.4)
-        """
-        return self._add_shape(SHAPE_SPHERE, _vec3(pos, "add_shape_sphere: pos"), np.array([0.0, 0.0, 0.0, 1.0]),
-                               np.array([_positive(radius, "add_shape_sphere: radius"), 0.0, 0.0]))
-
-    def add_shape_box(self, pos: Sequence[float], rot: Sequence[float], half_extents: Sequence[float]) -> int:
-        """Add a static box collider with the given half extents along its local axes.
-
-        Example::
-
-            b.add_shape_box((0, 0.2, 0), (0, 0, 0, 1), (0.5, 0.2, 0.5))
-        """
-        h = _vec3(half_extents, "add_shape_box: half_extents")
-        if np.any(h <= 0.0):
-            raise ValueError(f"add_shape_box: half_extents must be > 0, got {half_extents!r}")
-        return self._add_shape(SHAPE_BOX, _vec3(pos, "add_shape_box: pos"), _quat(rot, "add_shape_box: rot"), h)
-
-    def add_shape_capsule(self, pos: Sequence[float], rot: Sequence[float], radius: float, half_height: float) -> int:
-        """Add a static capsule collider: a segment of length ``2 * half_height`` along its local
-        y axis, thickened by ``radius``.
-
-        Example::
-
-            b.add_shape_capsule((0, 0.3, 0), (0, 0, 0.7071068, 0.7071068), radius=0.1, half_height=0.5)
-        """
-        return self._add_shape(SHAPE_CAPSULE, _vec3(pos, "add_shape_capsule: pos"), _quat(rot, "add_shape_capsule: rot"),
-                               np.array([_positive(radius, "add_shape_capsule: radius"),
-                                         _nonneg(half_height, "add_shape_capsule: half_height"), 0.0]))
-
     # -- finalize -----------------------------------------------------------------------
     def finalize(self, device: str = "cpu", requires_grad: bool = False, dtype: Any = T.float32) -> Model:
         """Build the :class:`Model` on ``device``; with ``requires_grad=True`` every float
@@ -409,11 +331,12 @@ class ModelBuilder:
         """
         if dtype not in (T.float32, T.float64):
             raise TypeError(f"finalize: dtype must be sk.float32 or sk.float64, got {dtype!r}")
-        if self.particle_count == 0:
-            raise ValueError("finalize: the builder has no particles")
+        if self.particle_count == 0 and self.body_count == 0:
+            raise ValueError("finalize: the builder has no particles and no bodies")
         up = np.zeros(3)
         up[_AXES[self.up_axis]] = 1.0
         data = {k: v for k, v in vars(self).items() if isinstance(v, list)}
+        data.update(self._rigid_data())
         data.update(gravity=up * self.gravity, up_vector=up, up_axis=self.up_axis, ground=self.ground,
                     particle_contact=self.particle_contact, contact=dict(self.contact))
         return Model(data, device=device, requires_grad=requires_grad, dtype=dtype)

@@ -1,17 +1,20 @@
 """Force evaluation shared by the integrators: every force of a model accumulated into
-``state.particle_f``.
+``state.particle_f`` and every wrench into ``state.body_f``.
 
 Example::
 
     state.clear_forces()
     eval_forces(model, state, control)
+    eval_body_forces(model, state, control)
 """
 
 from __future__ import annotations
 
 from ..core.launch import launch
 from ..kernels.bending import eval_bending_forces
+from ..kernels.body_contact import eval_body_contact_forces
 from ..kernels.contact import contact_kernels
+from ..kernels.joints import eval_joint_forces
 from ..kernels.particle_contact import eval_particle_contact_forces
 from ..kernels.springs import spring_kernels
 from ..kernels.tets import eval_tet_forces
@@ -35,15 +38,27 @@ def eval_forces(model, state, control) -> None:
     eval_contact_forces(model, state)
 
 
+def eval_body_forces(model, state, control) -> None:
+    """Add the contact and joint wrenches of ``state``'s bodies into ``state.body_f``
+    (gravity is applied by the integrator)."""
+    if model.body_count:
+        eval_body_contact_forces(model, state)
+    if model.joint_count:
+        eval_joint_forces(model, state, control)
+
+
 def eval_contact_forces(model, state) -> None:
-    """Penalty contact of every particle against the ground, the static shapes and (when the
-    model enables it) the other particles."""
+    """Penalty contact of every particle against the ground, the shapes and (when the model
+    enables it) the other particles."""
+    if not model.particle_count:
+        return
     k = contact_kernels(model.dtype)
     q, qd, f = state.particle_q, state.particle_qd, state.particle_f
     if model.ground:
         launch(k.ground_contact, model.particle_count, inputs=[q, qd, model.particles, model.contact, f])
     if model.shape_count:
         launch(k.shape_contact, (model.particle_count, model.shape_count),
-               inputs=[q, qd, model.particles, model.shapes, model.contact, f])
+               inputs=[q, qd, model.particles, model.shapes, model.contact, state.body_q, state.body_qd,
+                       model.bodies, f, state.body_f])
     if model.particle_contact:
         eval_particle_contact_forces(model, state)

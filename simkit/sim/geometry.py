@@ -19,6 +19,18 @@ def quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     return v + w * t + np.cross(u, t)
 
 
+def quat_to_matrix(q: np.ndarray) -> np.ndarray:
+    """The rotation matrix of the unit quaternion ``q = (x, y, z, w)``."""
+    return np.stack([quat_rotate(q, e) for e in np.eye(3)], axis=1)
+
+
+def quat_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The product ``a * b`` of quaternions stored ``(x, y, z, w)`` (rotate by b, then by a)."""
+    u, w = np.asarray(a[:3], float), float(a[3])
+    v, z = np.asarray(b[:3], float), float(b[3])
+    return np.concatenate([w * v + z * u + np.cross(u, v), [w * z - u @ v]])
+
+
 def triangle_rest_pose(p0, p1, p2) -> tuple[np.ndarray, float]:
     """The inverse of the 2 x 2 rest edge matrix in the triangle's own frame (x along
     p1 - p0, y in the plane), and the rest area."""

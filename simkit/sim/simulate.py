@@ -56,8 +56,8 @@ def simulate(model: Model, integrator, state: State, steps: int, dt: float, *, s
                 states.append(nxt)
         return states
     a, b = model.state(requires_grad=False), model.state(requires_grad=False)
-    copy(a.particle_q, state.particle_q)
-    copy(a.particle_qd, state.particle_qd)
+    for name in State.INTEGRATED:
+        copy(getattr(a, name), getattr(state, name))
     for k in range(steps):
         c = _control_at(control, k, steps)
         for _ in range(substeps):

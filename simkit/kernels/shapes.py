@@ -1,0 +1,209 @@
+"""Geometry of collision shapes shared by the contact kernels: signed distances, the world
+pose of a (possibly body-attached) shape, the contact points sampled on a shape, and the
+candidate shape pairs of a model (:func:`collision_pairs`).
+
+Shape conventions (``Shapes``): a sphere of radius ``params[0]``; a box of half extents
+``params``; a capsule of radius ``params[0]`` around the segment from ``-params[1]`` to
+``params[1]`` on its local y axis.
+
+Example::
+
+    X = shape_transform(shapes, body_q, s)
+    dist, n = shape_distance(shapes.kind[s], sk.transform_point(sk.transform_inverse(X), x), shapes.params[s])
+"""
+
+import numpy as np
+
+import simkit as sk
+from ..core import array as A
+from ..core import types as T
+from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
+
+
+@sk.func
+def box_distance(p, h):
+    """Signed distance of local point ``p`` to a box of half extents ``h``, and the outward normal."""
+    closest = sk.min(sk.max(p, -h), h)
+    d = p - closest
+    dist = sk.length(d)
+    n = d * 0.0
+    if dist > 0.0:
+        n = d / dist
+    else:
+        # inside: leave through the nearest face
+        gap = h - sk.abs(p)
+        axis = 0
+        if gap[1] < gap[axis]:
+            axis = 1
+        if gap[2] < gap[axis]:
+            axis = 2
+        dist = -gap[axis]
+        n[axis] = sk.sign(p[axis])
+        if p[axis] == 0.0:
+            n[axis] = 1.0
+    return dist, n
+
+
+@sk.func
+def shape_distance(kind, p, size):
+    """Signed distance of point ``p`` (in the shape's frame) to a shape of ``kind`` and
+    ``size`` (its ``params``), and the outward normal in the shape's frame."""
+    # the sphere is the default: a box or capsule overrides it
+    dist = sk.length(p) - size[0]
+    n = sk.normalize(p)
+    if kind == SHAPE_BOX:
+        dist, n = box_distance(p, size)
+    elif kind == SHAPE_CAPSULE:
+        axis_point = p * 0.0
+        axis_point[1] = sk.clamp(p[1], -size[1], size[1])
+        d = p - axis_point
+        dist = sk.length(d) - size[0]
+        n = sk.normalize(d)
+    return dist, n
+
+
+@sk.func
+def shape_transform(shapes, body_q, s):
+    """World pose of shape ``s``: its ``xform`` composed with its body's pose (static shapes
+    store a world pose)."""
+    X = shapes.xform[s]
+    b = shapes.body[s]
+    if b >= 0:
+        X = sk.transform_multiply(body_q[b], X)
+    return X
+
+
+# Contact points sampled on a shape, each thickened by a radius: a sphere is its center
+# (its radius); a capsule its two segment ends and the point of its segment nearest to
+# the other shape's center (its radius); a box its 8 corners, then the midpoints of its
+# 12 edges. Box points are rounded: each sits BOX_CORNER_ROUNDING * (smallest half extent)
+# inside the box along the axes it is extreme in, thickened by that much, so a face
+# resting on another face still touches through the point's radius (a sharp corner lying
+# exactly on an edge of the other box would have no inward normal). The edge midpoints
+# catch two boxes whose edges cross (bars laid crosswise), where no corner of either is
+# inside the other. A pair of shapes touches where a point of one comes within its radius
+# of the other's surface. Against a plane the first ``shape_plane_point_count`` points
+# suffice (a box's corners, a capsule's ends): the lowest point of a box or a segment is
+# one of them.
+MAX_SHAPE_POINTS = 20
+MAX_PLANE_POINTS = 8
+BOX_CORNER_ROUNDING = 0.1
+
+
+@sk.func
+def shape_point_count(kind):
+    """How many contact points a shape of ``kind`` has."""
+    count = 1
+    if kind == SHAPE_BOX:
+        count = 20
+    elif kind == SHAPE_CAPSULE:
+        count = 3
+    return count
+
+
+@sk.func
+def shape_plane_point_count(kind):
+    """How many of a shape's first contact points suffice against a plane (box: its 8
+    corners, capsule: its 2 ends, sphere: its center)."""
+    count = 1
+    if kind == SHAPE_BOX:
+        count = 8
+    elif kind == SHAPE_CAPSULE:
+        count = 2
+    return count
+
+
+@sk.func
+def shape_point(kind, size, k, toward):
+    """Contact point ``k`` of a shape in its own frame and its radius; ``toward`` (in the same
+    frame) is the center of the other shape, which picks a capsule's third point."""
+    p = size * 0.0
+    radius = size[0]
+    if kind == SHAPE_BOX:
+        radius = sk.min(sk.min(size[0], size[1]), size[2]) * BOX_CORNER_ROUNDING
+        p[0] = radius - size[0]
+        p[1] = radius - size[1]
+        p[2] = radius - size[2]
+        if k < 8:
+            # corner k has the sign pattern of k's binary digits (x lowest)
+            if k % 2 == 1:
+                p[0] = -p[0]
+            if (k // 2) % 2 == 1:
+                p[1] = -p[1]
+            if k // 4 == 1:
+                p[2] = -p[2]
+        else:
+            # midpoint of an edge along axis (k - 8) // 4; the other two axes take the sign
+            # pattern of (k - 8) % 4's binary digits, in x, y, z order after the edge's axis
+            e = k - 8
+            axis = e // 4
+            first = (axis + 1) % 3
+            second = (axis + 2) % 3
+            if e % 2 == 1:
+                p[first] = -p[first]
+            if (e // 2) % 2 == 1:
+                p[second] = -p[second]
+            p[axis] = radius * 0.0
+    elif kind == SHAPE_CAPSULE:
+        if k == 0:
+            p[1] = -size[1]
+        elif k == 1:
+            p[1] = size[1]
+        else:
+            p[1] = sk.clamp(toward[1], -size[1], size[1])
+    return p, radius
+
+
+@sk.func
+def shape_bounding_radius(kind, size):
+    """Radius of a sphere about the shape's origin that contains it."""
+    r = size[0]
+    if kind == SHAPE_BOX:
+        r = sk.length(size)
+    elif kind == SHAPE_CAPSULE:
+        r = size[0] + size[1]
+    return r
+
+
+# -- candidate pairs (numpy, once per model) -----------------------------------------------
+def _pair_list(kind: np.ndarray, body: np.ndarray, joined: set) -> np.ndarray:
+    a, b = (x.ravel() for x in np.meshgrid(np.arange(len(kind)), np.arange(len(kind)), indexing="ij"))
+    keep = (body[a] != body[b]) & ((body[a] >= 0) | (body[b] >= 0))
+    keep &= ~((kind[b] == SHAPE_SPHERE) & (kind[a] != SHAPE_SPHERE))
+    keep &= ~((kind[a] == SHAPE_SPHERE) & (kind[b] == SHAPE_SPHERE) & (a > b))
+    for p, c in joined:
+        keep &= ~(((body[a] == p) & (body[b] == c)) | ((body[a] == c) & (body[b] == p)))
+    return np.stack([a[keep], b[keep]], axis=1).astype(np.int32).reshape(-1, 2)
+
+
+def collision_pairs(model) -> A.Array:
+    """The candidate shape pairs of ``model`` as an int32 array of shape ``(P, 2)``, cached on
+    the model (its shapes and joints never change).
+
+    A pair ``(a, b)`` means "the contact points of shape ``a`` against the surface of shape
+    ``b``". Shapes on the same body, two static shapes, and shapes of two bodies joined by
+    a joint never collide (a body jointed to the world still collides with static shapes).
+    A sphere is only ever the ``a`` side (its center against the other surface is exact);
+    other pairs are tested both ways, so a box corner and a capsule end both find the
+    other shape. The contact kernels skip a pair whose bounding spheres are apart (the
+    broad phase), so the list is all pairs that could ever touch, fixed for the model's
+    lifetime, which keeps launches the same size every step (what a Tape and
+    ``sk.capture`` need).
+
+    Example::
+
+        pairs = collision_pairs(model)     # sk int32 array of shape (P, 2)
+        pairs.numpy()[0]                   # (a, b)
+    """
+    pairs = model.__dict__.get("_collision_pairs")
+    if pairs is None:
+        kind = model.shapes.kind.numpy()
+        body = model.shapes.body.numpy()
+        joined = set()
+        if model.joint_count:
+            for p, c in zip(model.joints.parent.numpy(), model.joints.child.numpy()):
+                if p >= 0:
+                    joined.add((int(p), int(c)))
+        pairs = A.array(_pair_list(kind, body, joined), dtype=T.int32, device=model.device)
+        model._collision_pairs = pairs
+    return pairs

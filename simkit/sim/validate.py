@@ -1,0 +1,81 @@
+"""Argument checks shared by the builder's methods: each raises a TypeError/ValueError that
+names the method, the argument and the value it got.
+
+Example::
+
+    pos = vec3(pos, "add_body: origin")
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def vec3(value: Any, where: str) -> np.ndarray:
+    """A length-3 vector of finite numbers."""
+    v = np.asarray(value, dtype=np.float64)
+    if v.shape != (3,) or not np.all(np.isfinite(v)):
+        raise ValueError(f"{where} expects 3 finite numbers, got {value!r}")
+    return v
+
+
+def quat(value: Any, where: str) -> np.ndarray:
+    """A nonzero quaternion (x, y, z, w), normalized."""
+    q = np.asarray(value, dtype=np.float64)
+    if q.shape != (4,) or not np.all(np.isfinite(q)) or np.linalg.norm(q) < 1e-12:
+        raise ValueError(f"{where} expects a quaternion (x, y, z, w), got {value!r}")
+    return q / np.linalg.norm(q)
+
+
+def nonneg(value: Any, where: str) -> float:
+    """A finite number >= 0."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{where} expects a number, got {type(value).__name__}") from None
+    if not np.isfinite(v) or v < 0.0:
+        raise ValueError(f"{where} must be a finite number >= 0, got {value!r}")
+    return v
+
+
+def positive(value: Any, where: str) -> float:
+    """A finite number > 0."""
+    v = nonneg(value, where)
+    if v == 0.0:
+        raise ValueError(f"{where} must be > 0, got {value!r}")
+    return v
+
+
+def count(value: Any, where: str) -> int:
+    """An int >= 1."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{where} must be an int >= 1, got {value!r}")
+    return int(value)
+
+
+def xform(value: Any, where: str) -> np.ndarray:
+    """A transform as 7 numbers ``(px, py, pz, qx, qy, qz, qw)``, the rotation normalized;
+    accepts an ``sk.transform``, 7 numbers, or a pair ``(p, q)``."""
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(np.ndim(x) == 1 for x in value):
+        return np.concatenate([vec3(value[0], where), quat(value[1], where)])
+    try:
+        t = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        t = None
+    if t is None or t.shape != (7,):
+        raise ValueError(f"{where} expects a transform (sk.transform(p, q) or 7 numbers), got {value!r}")
+    return np.concatenate([vec3(t[:3], where), quat(t[3:], where)])
+
+
+def index(value: Any, count: int, name: str, things: str, where: str, allow_world: bool = False) -> int:
+    """An index ``name`` into the builder's ``count`` ``things`` (``-1``, the world, also
+    allowed when ``allow_world``)."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+        raise TypeError(f"{where}: {name} must be an int, got {type(value).__name__}")
+    low = -1 if allow_world else 0
+    if not low <= value < count:
+        world = " (or -1 for the world)" if allow_world else ""
+        raise ValueError(f"{where}: {name}={value} is out of range: the builder has {count} {things}{world}")
+    return int(value)
