@@ -37,3 +37,4 @@ globals().update({k: v for k, v in _STUBS.items() if k not in globals()})
 __version__ = "0.1.0"
 from . import sim  # noqa: E402  (sk.sim.ModelBuilder, ...; imports the kernel language above it)
 from . import render  # noqa: E402  (sk.render.UsdExporter, ...)
+from . import optim  # noqa: E402  (sk.optim.Adam, sk.optim.Rollout, ...)
