@@ -35,3 +35,13 @@ def test_readme_simulation_example_prints_a_positive_stiffness_gradient(tmp_path
     assert run.returncode == 0, run.stderr
     grad = float(run.stdout.strip().strip("[]"))
     assert grad > 0.0
+
+
+def test_readme_rigid_body_example_drops_the_box_onto_a_face(tmp_path):
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    rigid = next(b for b in blocks if "add_joint_revolute" in b)
+    script = tmp_path / "rigid_example.py"
+    script.write_text("import numpy as np\nimport simkit as sk\n" + rigid)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert abs(float(run.stdout.strip()) - 0.1) < 1e-3
