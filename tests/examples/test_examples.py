@@ -1,0 +1,128 @@
+"""The trajectory-optimization examples in examples/: each one's ``main`` run in a short form
+(fewer iterations than its default) into a temporary USD file. Checks that the loss falls,
+that the identification examples recover their parameters, that the written USD reopens
+with one time sample per frame, and that the scripts run from the command line."""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pxr import Usd, UsdGeom
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+# iterations of the short runs: enough for each example to show what it does, few enough
+# for the whole file to run in well under a minute and a half
+SHORT = {"ball_toss": 12, "cloth_throw": 5, "spring_walker": 8, "system_id": 30, "soft_id": 25, "box_throw": 15}
+
+
+def load(name: str):
+    """Import ``examples/NAME.py`` as the module ``example_NAME``."""
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Each example's module and the result of its short run, by name (run on first use)."""
+    cache = {}
+
+    def run(name):
+        if name not in cache:
+            module = load(name)
+            usd = tmp_path_factory.mktemp(name) / f"{name}.usda"
+            cache[name] = module, module.main(iterations=SHORT[name], usd_path=usd, quiet=True)
+        return cache[name]
+    return run
+
+
+def test_ball_toss_loss_falls_fiftyfold(runs):
+    _, result = runs("ball_toss")
+    assert len(result["losses"]) == SHORT["ball_toss"]
+    assert result["losses"][-1] < result["losses"][0] / 50
+
+
+def test_ball_toss_optimized_throw_bounces_once_and_ends_near_the_target(runs):
+    _, result = runs("ball_toss")
+    assert result["bounces"] == 1
+    assert result["miss"] < 0.1
+
+
+def test_cloth_throw_loss_falls_thousandfold(runs):
+    _, result = runs("cloth_throw")
+    assert result["losses"][-1] < result["losses"][0] / 1000
+    assert result["final_loss"] < result["losses"][-1]
+
+
+def test_spring_walker_learns_to_walk_ten_centimetres_farther(runs):
+    _, result = runs("spring_walker")
+    losses = result["losses"]          # minus the distance walked
+    assert losses[-1] < losses[0] - 0.1
+    assert result["distance"] > -losses[0] + 0.1
+
+
+def test_system_id_loss_falls_thousandfold(runs):
+    _, result = runs("system_id")
+    assert result["final_loss"] < result["losses"][0] / 1000
+
+
+def test_system_id_recovers_stiffness_and_damping_within_2_percent(runs):
+    module, result = runs("system_id")
+    assert result["ke"] == pytest.approx(module.TRUE_KE, rel=0.02)
+    assert result["kd"] == pytest.approx(module.TRUE_KD, rel=0.02)
+    assert max(result["ke_error"], result["kd_error"]) < 0.02
+
+
+def test_soft_id_loss_falls_thousandfold(runs):
+    _, result = runs("soft_id")
+    assert result["final_loss"] < result["losses"][0] / 1000
+
+
+def test_soft_id_recovers_lame_parameters_within_2_percent(runs):
+    module, result = runs("soft_id")
+    true_mu, true_lambda = module.lame(module.TRUE_E, module.TRUE_NU)
+    assert result["k_mu"] == pytest.approx(true_mu, rel=0.02)
+    assert result["k_lambda"] == pytest.approx(true_lambda, rel=0.02)
+
+
+def test_box_throw_loss_falls_tenfold(runs):
+    _, result = runs("box_throw")
+    assert result["losses"][-1] < result["losses"][0] / 10
+
+
+@pytest.mark.parametrize("name", list(SHORT))
+def test_example_writes_a_usd_stage_with_a_time_sample_per_frame(runs, name):
+    module, result = runs(name)
+    stage = Usd.Stage.Open(result["usd_path"])
+    assert stage is not None
+    assert stage.GetStartTimeCode() == 0.0
+    assert stage.GetEndTimeCode() == module.FRAMES
+    animated = [UsdGeom.PointBased(p).GetPointsAttr() for p in stage.Traverse() if p.IsA(UsdGeom.PointBased)]
+    animated += [op.GetAttr() for p in stage.Traverse() if p.GetParent().GetPath().pathString == "/World/Bodies"
+                 for op in UsdGeom.Xformable(p).GetOrderedXformOps()]
+    assert animated
+    for attr in animated:
+        assert attr.GetNumTimeSamples() == module.FRAMES + 1
+
+
+@pytest.mark.parametrize("name", list(SHORT))
+def test_example_writes_to_the_ignored_out_folder_by_default(name):
+    args = load(name).parse_args([])
+    assert Path(args.usd) == EXAMPLES / "out" / f"{name}.usd"
+    assert "/examples/out/" in (EXAMPLES.parent / ".gitignore").read_text().split()
+
+
+def test_system_id_runs_from_the_command_line_and_prints_its_result(tmp_path):
+    usd = tmp_path / "fit.usda"
+    run = subprocess.run([sys.executable, str(EXAMPLES / "system_id.py"), "--iterations", "2", "--usd", str(usd),
+                          "--quiet"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("system_id: loss ")
+    assert "ke " in run.stdout and "kd " in run.stdout
+    assert run.stderr == ""
+    assert usd.exists()
