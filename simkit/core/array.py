@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import ctypes
+import math
 from typing import Any
 
 import numpy as np
@@ -207,7 +208,7 @@ class Array:
 
     @property
     def _elem_bytes(self) -> int:
-        return self._np_dtype.itemsize * int(np.prod(self.dtype._sk_shape, dtype=np.int64))
+        return self._np_dtype.itemsize * math.prod(self.dtype._sk_shape)
 
     @property
     def _contiguous(self) -> bool:
@@ -261,7 +262,7 @@ class Array:
     @property
     def size(self) -> int:
         """The number of elements."""
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def ptr(self) -> int:

@@ -326,7 +326,7 @@ def kernel_source(f: ir.FunctionIR) -> str:
             f" i += int64_t(blockDim.x) * gridDim.x) {f.cname}_{which}(args, i);\n}}\n"
             f"#else\n"
             f"SK_EXPORT void {f.cname}_cpu_{which}(const {f.cname}_args* args, int64_t start, int64_t end) {{\n"
-            f"    sk::serial_scope whole_grid(start == 0 && end == args->launch.size);\n"
+            f"    sk::serial_launch.store(start == 0 && end == args->launch.size, std::memory_order_relaxed);\n"
             f"    for (int64_t i = start; i < end; ++i) {f.cname}_{which}(*args, i);\n}}\n"
             f"#endif")
     head = f"// kernel {f.name}  ({os.path.basename(f.file)}:{f.line})"

@@ -25,6 +25,7 @@ typedef unsigned long long uint64_t;
 #define SK_CPU 1
 #define SK_FUNC inline
 #define SK_GLOBAL_ATTR
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
