@@ -51,7 +51,7 @@ class ReplayJob(ctypes.Structure):
     """Mirror of the runtime's ``replay_job_t``."""
 
     _fields_ = [("fn", ctypes.c_void_p), ("args", ctypes.c_void_p), ("grain", ctypes.c_int64),
-                ("error", ctypes.c_void_p)]
+                ("min_threads", ctypes.c_int64), ("error", ctypes.c_void_p)]
 
 
 class Graph:
@@ -111,6 +111,7 @@ class Graph:
             jobs[k].fn = plan.backward if adjoint else plan.forward
             jobs[k].args = base + start
             jobs[k].grain = L.PARALLEL_GRAIN
+            jobs[k].min_threads = plan.min_threads[1 if adjoint else 0]
             jobs[k].error = ctypes.addressof(plan.error)
             start += sizes[k]
         self._buffer, self._jobs = raw, jobs

@@ -318,7 +318,7 @@ def kernel_source(f: ir.FunctionIR) -> str:
     sig = f"static SK_FUNC void {f.cname}_backward(const {f.cname}_args& args, int64_t _idx)"
     adj = w.assemble(sig, True, adj_pro, [])
     entries = []
-    for which in ("forward", "backward"):
+    for which, body in (("forward", fwd), ("backward", adj)):
         entries.append(
             f"#ifdef SK_CUDA\n"
             f'extern "C" __global__ void {f.cname}_cuda_{which}({f.cname}_args args) {{\n'
@@ -328,9 +328,16 @@ def kernel_source(f: ir.FunctionIR) -> str:
             f"SK_EXPORT void {f.cname}_cpu_{which}(const {f.cname}_args* args, int64_t start, int64_t end) {{\n"
             f"    sk::serial_launch.store(start == 0 && end == args->launch.size, std::memory_order_relaxed);\n"
             f"    for (int64_t i = start; i < end; ++i) {f.cname}_{which}(*args, i);\n}}\n"
+            f"SK_EXPORT const int {f.cname}_cpu_{which}_scatters = {int(scatters(body))};\n"
             f"#endif")
     head = f"// kernel {f.name}  ({os.path.basename(f.file)}:{f.line})"
     return "\n".join([head, args_struct, "", fwd, "", adj, "", *entries])
+
+
+def scatters(body: str) -> bool:
+    """Whether a generated function accumulates into memory other threads may share (atomic
+    adds into arrays or gradients): split over threads, each such add is an atomic."""
+    return "sk::atomic_" in body or "accum_grad(" in body
 
 
 def struct_source(t) -> str:

@@ -161,7 +161,7 @@ def runtime() -> ctypes.CDLL:
     """The thread-pool runtime shared by all CPU modules (compiled once, then cached)."""
     source = (NATIVE_DIR / "runtime.cpp").read_text()
     lib = ctypes.CDLL(str(build_shared(source, "runtime")))
-    lib.sk_parallel_for.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+    lib.sk_parallel_for.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
     lib.sk_parallel_for.restype = None
     lib.sk_launch.argtypes = [ctypes.c_void_p]
     lib.sk_launch.restype = None

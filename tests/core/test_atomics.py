@@ -3,8 +3,10 @@
 import threading
 
 import numpy as np
+import pytest
 
 import simkit as sk
+from simkit.core import compiler
 
 
 @sk.kernel
@@ -12,7 +14,19 @@ def add_ones(cell: sk.array(dtype=int)):
     sk.atomic_add(cell, 0, 1)
 
 
-def test_a_million_threaded_increments_of_one_int32_cell_are_exact():
+@pytest.fixture(params=[1, 4], ids=["whole-grid", "split-over-4-threads"])
+def threads(request):
+    """Run on one thread (accumulation without atomics) and split over a pool of 4 (real
+    atomics; a scatter kernel is only split from 3 threads on, so CI's 2 cores would never
+    exercise them otherwise)."""
+    rt = compiler.runtime()
+    before = rt.sk_get_threads()
+    rt.sk_set_threads(request.param)
+    yield request.param
+    rt.sk_set_threads(before)
+
+
+def test_a_million_threaded_increments_of_one_int32_cell_are_exact(threads):
     cell = sk.zeros(1, dtype=int)
     sk.launch(add_ones, 1_000_000, inputs=[cell])
     assert cell.numpy()[0] == 1_000_000
@@ -49,7 +63,7 @@ def test_small_launches_from_concurrent_python_threads_accumulate_exactly():
     assert cell.numpy()[0] == 4 * 200 * 4000 * 0.5
 
 
-def test_vector_atomic_add_and_scalar_atomic_sub_in_float64():
+def test_vector_atomic_add_and_scalar_atomic_sub_in_float64(threads):
     total, sub = sk.zeros(1, dtype=sk.vec3d), sk.zeros(1, dtype=sk.float64)
     sk.launch(add_vectors, 200_000, inputs=[total, sub])
     assert total.numpy()[0].tolist() == [200_000.0, 100_000.0, 50_000.0]
@@ -80,7 +94,7 @@ def claim_slots(counter: sk.array(dtype=int), slots: sk.array(dtype=int)):
     slots[k] = i
 
 
-def test_atomic_add_returns_the_old_value_so_threads_get_unique_slots():
+def test_atomic_add_returns_the_old_value_so_threads_get_unique_slots(threads):
     n = 50_000
     counter, slots = sk.zeros(1, dtype=int), sk.full(n, -1, dtype=sk.int32)
     sk.launch(claim_slots, n, inputs=[counter, slots])
@@ -96,3 +110,25 @@ def say(x: sk.array(dtype=float)):
 def test_printf_prints_from_kernels(capfd):
     sk.launch(say, 1, inputs=[sk.full(1, 1.5)])
     assert "thread 0 sees 1.50" in capfd.readouterr().out
+
+
+@sk.kernel
+def double(x: sk.array(dtype=sk.float32), y: sk.array(dtype=sk.float32)):
+    i = sk.tid()
+    y[i] = 2.0 * x[i]
+
+
+@sk.kernel
+def gather_pairs(x: sk.array(dtype=sk.float32), y: sk.array(dtype=sk.float32)):
+    i = sk.tid()
+    y[i] = x[i] * x[(i + 1) % 8]
+
+
+def test_only_kernels_that_accumulate_into_shared_memory_wait_for_three_threads_to_split():
+    from simkit.core import launch as L
+    plans = {k: L.plan_for(k) for k in (add_ones, double, gather_pairs)}
+    for plan in plans.values():
+        plan.ensure_cpu()
+    assert plans[add_ones].min_threads[0] == L.SCATTER_MIN_THREADS
+    assert plans[double].min_threads == (2, 2)               # maps, its adjoint too (owned indices)
+    assert plans[gather_pairs].min_threads == (2, L.SCATTER_MIN_THREADS)   # x[i+1]'s grad is shared

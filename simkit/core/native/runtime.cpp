@@ -103,14 +103,15 @@ Pool* pool() {
 
 }  // namespace
 
-// Run fn over [0, n): inline below `grain` elements, else across the pool. One launch
-// runs at a time even when Python threads launch concurrently: a launch that one call
-// runs whole then owns its memory, and its kernels accumulate without atomics.
-SK_EXPORT void sk_parallel_for(entry_t fn, const void* args, int64_t n, int64_t grain) {
+// Run fn over [0, n): inline below `grain` elements or on a pool of fewer than
+// `min_threads` threads, else across the pool. One launch runs at a time even when
+// Python threads launch concurrently: a launch that one call runs whole then owns its
+// memory, and its kernels accumulate without atomics.
+SK_EXPORT void sk_parallel_for(entry_t fn, const void* args, int64_t n, int64_t grain, int64_t min_threads) {
     Pool* p = pool();
     static std::mutex one_launch_at_a_time;
     std::lock_guard<std::mutex> guard(one_launch_at_a_time);
-    if (n < grain || p->size() == 1) {
+    if (n < grain || p->size() < min_threads || p->size() == 1) {
         fn(args, 0, n);
         return;
     }
@@ -125,11 +126,12 @@ struct job_t {
     entry_t fn;
     const void* args;
     int64_t grain;
+    int64_t min_threads;
 };
 
 SK_EXPORT void sk_launch(const job_t* job) {
     const int64_t n = reinterpret_cast<const int64_t*>(job->args)[5];
-    sk_parallel_for(job->fn, job->args, n, job->grain);
+    sk_parallel_for(job->fn, job->args, n, job->grain, job->min_threads);
 }
 
 // A captured launch (sk.capture): its own copy of the args struct, and the error
@@ -138,6 +140,7 @@ struct replay_job_t {
     entry_t fn;
     const void* args;
     int64_t grain;
+    int64_t min_threads;
     const int32_t* error;  // sk::error_t::code of the kernel's module
 };
 
@@ -149,7 +152,7 @@ SK_EXPORT int64_t sk_replay(const replay_job_t* jobs, int64_t count) {
         const replay_job_t& j = jobs[k];
         const int64_t n = reinterpret_cast<const int64_t*>(j.args)[5];
         if (n == 0) continue;  // an empty grid runs nothing, as in sk_launch
-        sk_parallel_for(j.fn, j.args, n, j.grain);
+        sk_parallel_for(j.fn, j.args, n, j.grain, j.min_threads);
         if (__atomic_load_n(j.error, __ATOMIC_ACQUIRE) != 0) return k;
     }
     return -1;
