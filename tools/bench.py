@@ -591,6 +591,14 @@ import bench_sim  # noqa: E402  (the simulation section lives in its own file)
 
 bench_sim.add_sections(section, Result, Row, fmt, interleaved)
 
+import bench_compile  # noqa: E402  (cold compile and warm load, each in a fresh process)
+
+bench_compile.add_sections(section, Result, Row, fmt)
+
+import bench_optim  # noqa: E402  (checkpointed rollouts: the memory target)
+
+bench_optim.add_sections(section, Result, Row, fmt)
+
 import bench_gpu  # noqa: E402  (the capture and GPU sections live in their own file)
 
 bench_gpu.add_sections(section, Result, Row, fmt, interleaved, ratio_row, _quiet)

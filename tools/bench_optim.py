@@ -30,7 +30,6 @@ import numpy as np
 
 import simkit as sk
 
-from bench import Row, fmt, machine_line, print_table  # noqa: E402  (tools/ is the script's directory)
 
 DT = 1.0e-4
 GRID = 32
@@ -81,9 +80,9 @@ def measure(model, steps: int, checkpoint_every, rounds: int) -> tuple[int, floa
     return rollout.peak_bytes, statistics.median(times), rollout.checkpoint_every
 
 
-def optim_rows(steps_list=(100, 1000, 10000)) -> list:
+def optim_rows(Row, fmt, steps_list=(100, 1000, 10000)) -> list:
     """One memory row and one time row per T: checkpointed (simkit column) against full tape
-    (reference column), as ``bench.Row`` objects."""
+    (reference column), as ``Row`` objects of bench.py (passed in: bench.py imports this file)."""
     model = cloth_model()
     measure(model, 10, "auto", 1)  # compile (or load) every kernel before timing
     rows = []
@@ -117,14 +116,25 @@ def optim_rows(steps_list=(100, 1000, 10000)) -> list:
     return rows
 
 
+def add_sections(section, Result, Row, fmt) -> None:
+    """Register the ``optim`` section with bench.py's registry."""
+
+    @section("optim", "(g) memory of a 32x32 cloth rollout: checkpointed vs full tape")
+    def bench_optim(ctx) -> Result:
+        return Result(rows=optim_rows(Row, fmt, (100, 1000) if ctx.quick else (100, 1000, 10000)),
+                      notes=["optim: memory is Rollout.peak_bytes, data + grad buffers held at once; ratio = full "
+                             "tape / checkpointed (k = ceil(sqrt(T))); time ratio = checkpointed / full tape"])
+
+
 def main(argv=None) -> int:
+    from bench import Row, fmt, machine_line, print_table  # tools/ is the script's directory
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="T = 100 and 1000 only")
     args = p.parse_args(argv)
     print(f"simkit bench_optim: {machine_line()}")
     print(f"cache: {os.environ.get('SIMKIT_CACHE_DIR') or sk.config.cache_dir or '(default)'}")
     sys.stdout.flush()
-    rows = optim_rows((100, 1000) if args.quick else (100, 1000, 10000))
+    rows = optim_rows(Row, fmt, (100, 1000) if args.quick else (100, 1000, 10000))
     print()
     print_table([(f"[optim] rollout of a {GRID}x{GRID} cloth, semi-implicit, float32: checkpointed (simkit) vs "
                   "full tape (reference); ratio = full / checkpointed for memory, checkpointed / full for time",
