@@ -2,10 +2,14 @@
 
 - :class:`UsdExporter` writes a run to a USD file (usd-core) as time-sampled points,
   meshes and transforms, atomically;
-- :func:`tet_surface_triangles` extracts the outward boundary of a tetrahedral mesh.
+- :func:`tet_surface_triangles` extracts the outward boundary of a tetrahedral mesh;
+- :func:`play_live`, :func:`play_usd` and :func:`render_frame` are the pyglet viewer (a live
+  simulation, a recorded USD file, one off-screen frame), :class:`Camera` its orbit camera and
+  :func:`write_png` saves a rendered frame.
 
 The USD module (and with it ``pxr``, slow to import) loads on first use of
-``UsdExporter``, so ``import simkit`` stays fast.
+``UsdExporter``, and pyglet on the first viewer call, so ``import simkit`` stays fast and
+never needs a display.
 
 Example::
 
@@ -19,9 +23,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from .camera import Camera
+from .image import write_png
 from .mesh import tet_surface_triangles
+from .viewer import play_live, play_usd, render_frame
 
-__all__ = ["UsdExporter", "tet_surface_triangles"]
+__all__ = ["Camera", "UsdExporter", "play_live", "play_usd", "render_frame", "tet_surface_triangles", "write_png"]
 
 
 def __getattr__(name: str) -> Any:
