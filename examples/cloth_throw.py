@@ -35,7 +35,6 @@ Run::
     python examples/cloth_throw.py --iterations 10 --usd throw.usda --quiet
 """
 
-import argparse
 import time
 from pathlib import Path
 
@@ -43,6 +42,8 @@ import numpy as np
 from tqdm import tqdm
 
 import simkit as sk
+
+import command_line
 
 GRID = 8                           # cells per side
 SIZE = 0.8                         # m
@@ -189,15 +190,5 @@ def summary(result: dict) -> str:
             f"  USD: {result['usd_path']}")
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    """The command line: ``--iterations``, ``--usd`` and ``--quiet``."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS, help="optimization steps")
-    p.add_argument("--usd", default=str(DEFAULT_USD), help="output USD file (.usd, .usda or .usdc)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar and no per-iteration lines")
-    return p.parse_args(argv)
-
-
 if __name__ == "__main__":
-    args = parse_args()
-    print(summary(main(iterations=args.iterations, usd_path=args.usd, quiet=args.quiet)))
+    command_line.run(__doc__, main, summary, DEFAULT_ITERATIONS, DEFAULT_USD)

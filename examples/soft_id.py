@@ -31,7 +31,6 @@ Run::
     python examples/soft_id.py --iterations 20 --usd jelly.usda --quiet
 """
 
-import argparse
 import time
 from pathlib import Path
 
@@ -39,6 +38,9 @@ import numpy as np
 from tqdm import tqdm
 
 import simkit as sk
+
+import command_line
+from tracking import observe, tracking_loss
 
 TRUE_E, TRUE_NU = 3.0e4, 0.4       # what the observation is made with
 GUESS_E, GUESS_NU = 2.0e4, 0.3     # where the fit starts
@@ -68,14 +70,6 @@ def set_material(theta: sk.array(dtype=sk.float64), guess_e: sk.float64, k_mu: s
     k_lambda[t] = e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)) - mu
 
 
-@sk.kernel
-def add_tracking_error(q: sk.array(dtype=sk.vec3d), observed: sk.array(dtype=sk.vec3d, ndim=2), frame: int,
-                       weight: sk.float64, loss: sk.array(dtype=sk.float64)):
-    i = sk.tid()
-    d = q[i] - observed[frame, i]
-    sk.atomic_add(loss, 0, weight * sk.dot(d, d))
-
-
 def lame(e: float, nu: float) -> tuple[float, float]:
     """``(k_mu, k_lambda)`` of Young's modulus ``e`` and Poisson's ratio ``nu``."""
     mu = e / (2.0 * (1.0 + nu))
@@ -95,31 +89,6 @@ def build_model(e: float, nu: float) -> sk.sim.Model:
     rate = TWIST * q[:, 1:2] / (ny * CELL)
     model.particle_qd.assign(rate * np.cross([0.0, 1.0, 0.0], q * [1.0, 0.0, 1.0]))
     return model
-
-
-def observe(model: sk.sim.Model) -> np.ndarray:
-    """The positions of every vertex at the end of each frame, ``(FRAMES, particles, 3)``."""
-    integrator = sk.sim.SemiImplicitEuler()
-    state, spare = model.state(), model.state()
-    frames = []
-    for _ in range(FRAMES):
-        for _ in range(SUBSTEPS):
-            integrator.step(model, state, spare, None, DT)
-            state, spare = spare, state
-        frames.append(state.particle_q.numpy().copy())
-    return np.array(frames)
-
-
-def tracking_loss(observed: np.ndarray):
-    """``frame_loss(frame, state, out)`` adding the mean squared distance to the observation
-    of ``frame`` (divided by the number of frames, so the whole run adds up to the mean)."""
-    frames, n = observed.shape[:2]
-    target = sk.array(observed, dtype=sk.vec3d)
-    weight = 1.0 / (frames * n)
-
-    def frame_loss(frame: int, state: sk.sim.State, out: sk.Array) -> None:
-        sk.launch(add_tracking_error, n, inputs=[state.particle_q, target, frame - 1, weight, out])
-    return frame_loss
 
 
 def set_parameters(model: sk.sim.Model, theta: sk.Array) -> sk.Tape:
@@ -196,7 +165,7 @@ def main(iterations: int = DEFAULT_ITERATIONS, usd_path: str | Path = DEFAULT_US
     ``final_loss``, ``E``, ``nu``, ``k_mu``, ``k_lambda``, ``k_mu_error`` and
     ``k_lambda_error`` (relative to the true values), ``usd_path`` and ``seconds``."""
     t0 = time.perf_counter()
-    observed = observe(build_model(TRUE_E, TRUE_NU))
+    observed = observe(build_model(TRUE_E, TRUE_NU), FRAMES, SUBSTEPS, DT)
     model = build_model(GUESS_E, GUESS_NU)
     (e, nu), losses = identify(model, observed, iterations, quiet)
     fitted = replay(model, observed, Path(usd_path))
@@ -220,15 +189,5 @@ def summary(result: dict) -> str:
             f"  USD: {result['usd_path']}")
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    """The command line: ``--iterations``, ``--usd`` and ``--quiet``."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS, help="optimization steps")
-    p.add_argument("--usd", default=str(DEFAULT_USD), help="output USD file (.usd, .usda or .usdc)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar and no per-iteration lines")
-    return p.parse_args(argv)
-
-
 if __name__ == "__main__":
-    args = parse_args()
-    print(summary(main(iterations=args.iterations, usd_path=args.usd, quiet=args.quiet)))
+    command_line.run(__doc__, main, summary, DEFAULT_ITERATIONS, DEFAULT_USD)

@@ -31,7 +31,6 @@ Run::
     python examples/spring_walker.py --iterations 10 --usd walk.usda --quiet
 """
 
-import argparse
 import time
 from pathlib import Path
 
@@ -39,6 +38,8 @@ import numpy as np
 from tqdm import tqdm
 
 import simkit as sk
+
+import command_line
 
 CELLS = 4                          # cells along the body
 CELL = 0.1                         # m
@@ -173,15 +174,5 @@ def summary(result: dict) -> str:
             f"  USD: {result['usd_path']}")
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    """The command line: ``--iterations``, ``--usd`` and ``--quiet``."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS, help="optimization steps")
-    p.add_argument("--usd", default=str(DEFAULT_USD), help="output USD file (.usd, .usda or .usdc)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar and no per-iteration lines")
-    return p.parse_args(argv)
-
-
 if __name__ == "__main__":
-    args = parse_args()
-    print(summary(main(iterations=args.iterations, usd_path=args.usd, quiet=args.quiet)))
+    command_line.run(__doc__, main, summary, DEFAULT_ITERATIONS, DEFAULT_USD)

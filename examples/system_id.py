@@ -26,7 +26,6 @@ Run::
     python examples/system_id.py --iterations 20 --usd fit.usda --quiet
 """
 
-import argparse
 import time
 from pathlib import Path
 
@@ -34,6 +33,9 @@ import numpy as np
 from tqdm import tqdm
 
 import simkit as sk
+
+import command_line
+from tracking import observe, tracking_loss
 
 TRUE_KE, TRUE_KD = 60.0, 2.0       # what the observation is made with
 GUESS_KE, GUESS_KD = 40.0, 1.0     # where the fit starts
@@ -55,14 +57,6 @@ def set_springs(theta: sk.array(dtype=sk.float64), guess: sk.vec2d, ke: sk.array
     kd[s] = guess[1] * sk.exp(theta[1])
 
 
-@sk.kernel
-def add_tracking_error(q: sk.array(dtype=sk.vec3d), observed: sk.array(dtype=sk.vec3d, ndim=2), frame: int,
-                       weight: sk.float64, loss: sk.array(dtype=sk.float64)):
-    i = sk.tid()
-    d = q[i] - observed[frame, i]
-    sk.atomic_add(loss, 0, weight * sk.dot(d, d))
-
-
 def build_model(ke: float, kd: float) -> sk.sim.Model:
     """The mobile with every spring set to ``ke``, ``kd`` (float64, no ground)."""
     b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="y", ground=False)
@@ -73,31 +67,6 @@ def build_model(ke: float, kd: float) -> sk.sim.Model:
     for i, j in ((0, 1), (1, 2), (2, 3), (1, 3)):
         b.add_spring(i, j, ke=ke, kd=kd)
     return b.finalize(dtype=sk.float64)
-
-
-def observe(model: sk.sim.Model) -> np.ndarray:
-    """The positions of every particle at the end of each frame, ``(FRAMES, particles, 3)``."""
-    integrator = sk.sim.SemiImplicitEuler()
-    state, spare = model.state(), model.state()
-    frames = []
-    for _ in range(FRAMES):
-        for _ in range(SUBSTEPS):
-            integrator.step(model, state, spare, None, DT)
-            state, spare = spare, state
-        frames.append(state.particle_q.numpy().copy())
-    return np.array(frames)
-
-
-def tracking_loss(observed: np.ndarray):
-    """``frame_loss(frame, state, out)`` adding the mean squared distance to the observation
-    of ``frame`` (divided by the number of frames, so the whole run adds up to the mean)."""
-    frames, n = observed.shape[:2]
-    target = sk.array(observed, dtype=sk.vec3d)
-    weight = 1.0 / (frames * n)
-
-    def frame_loss(frame: int, state: sk.sim.State, out: sk.Array) -> None:
-        sk.launch(add_tracking_error, n, inputs=[state.particle_q, target, frame - 1, weight, out])
-    return frame_loss
 
 
 def set_parameters(model: sk.sim.Model, theta: sk.Array) -> sk.Tape:
@@ -169,7 +138,7 @@ def main(iterations: int = DEFAULT_ITERATIONS, usd_path: str | Path = DEFAULT_US
     ``final_loss``, ``ke``, ``kd``, ``ke_error`` and ``kd_error`` (relative to the true
     values), ``usd_path`` and ``seconds``."""
     t0 = time.perf_counter()
-    observed = observe(build_model(TRUE_KE, TRUE_KD))
+    observed = observe(build_model(TRUE_KE, TRUE_KD), FRAMES, SUBSTEPS, DT)
     model = build_model(GUESS_KE, GUESS_KD)
     (ke, kd), losses = identify(model, observed, iterations, quiet)
     fitted = replay(model, observed, Path(usd_path))
@@ -190,15 +159,5 @@ def summary(result: dict) -> str:
             f"  USD: {result['usd_path']}")
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    """The command line: ``--iterations``, ``--usd`` and ``--quiet``."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS, help="optimization steps")
-    p.add_argument("--usd", default=str(DEFAULT_USD), help="output USD file (.usd, .usda or .usdc)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar and no per-iteration lines")
-    return p.parse_args(argv)
-
-
 if __name__ == "__main__":
-    args = parse_args()
-    print(summary(main(iterations=args.iterations, usd_path=args.usd, quiet=args.quiet)))
+    command_line.run(__doc__, main, summary, DEFAULT_ITERATIONS, DEFAULT_USD)

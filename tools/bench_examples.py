@@ -38,7 +38,10 @@ ROUNDS = 3
 
 
 def load_example(name: str):
-    """Import ``examples/NAME.py`` as the module ``example_NAME``."""
+    """Import ``examples/NAME.py`` as the module ``example_NAME`` (``examples/`` on the path for
+    the helpers the examples share)."""
+    if str(EXAMPLES_DIR) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES_DIR))
     spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES_DIR / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module

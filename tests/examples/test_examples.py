@@ -19,7 +19,10 @@ SHORT = {"ball_toss": 12, "cloth_throw": 5, "spring_walker": 8, "system_id": 30,
 
 
 def load(name: str):
-    """Import ``examples/NAME.py`` as the module ``example_NAME``."""
+    """Import ``examples/NAME.py`` as the module ``example_NAME`` (with ``examples/`` on the
+    path, as when the script runs, for the helpers it shares with the others)."""
+    if str(EXAMPLES) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES))
     spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -112,7 +115,8 @@ def test_example_writes_a_usd_stage_with_a_time_sample_per_frame(runs, name):
 
 @pytest.mark.parametrize("name", list(SHORT))
 def test_example_writes_to_the_ignored_out_folder_by_default(name):
-    args = load(name).parse_args([])
+    module = load(name)
+    args = module.command_line.parse_args(module.__doc__, module.DEFAULT_ITERATIONS, module.DEFAULT_USD, [])
     assert Path(args.usd) == EXAMPLES / "out" / f"{name}.usd"
     assert "/examples/out/" in (EXAMPLES.parent / ".gitignore").read_text().split()
 
