@@ -7,6 +7,9 @@ with magnitude ``min(kf * |v_t|, mu * f_n)``: viscous below the slip threshold,
 Coulomb above it. Everything is differentiable; the ``min``/``max`` switches pass
 the gradient of the active branch.
 
+A particle meets only the shapes of its own world and of world -1 (the rows of
+:func:`~simkit.kernels.shapes.particle_shape_rows`); the ground belongs to every world.
+
 Example::
 
     k = contact_kernels(sk.float32)
@@ -56,11 +59,17 @@ def contact_kernels(real) -> SimpleNamespace:
             f[i] += fc
 
     @sk.kernel(module=f"simkit.kernels.contact.{real.__name__}")
-    def shape_contact(q: vec3s, qd: vec3s, particles: S.Particles, shapes: S.Shapes, contact: S.Contact,
-                      body_q: transforms, body_qd: spatials, bodies: S.Bodies, f: vec3s, body_f: spatials):
-        # One thread per (particle, shape) pair: no loop, so the adjoint needs no replay stack.
-        # A shape on a body moves with it and receives the reaction.
-        i, s = sk.tid()
+    def shape_contact(q: vec3s, qd: vec3s, particles: S.Particles, shapes: S.Shapes, rows: S.ParticleShapes,
+                      contact: S.Contact, body_q: transforms, body_qd: spatials, bodies: S.Bodies, f: vec3s,
+                      body_f: spatials):
+        # One thread per (particle, slot k of its row of shapes): no loop, so the adjoint needs
+        # no replay stack. A shape on a body moves with it and receives the reaction.
+        i, k = sk.tid()
+        r = rows.world[i] + 1
+        slot = rows.start[r] + k
+        if slot >= rows.start[r + 1]:
+            return
+        s = rows.shape[slot]
         X = shape_transform(shapes, body_q, s)
         dist, n = shape_distance(shapes.kind[s], sk.transform_point(sk.transform_inverse(X), q[i]), shapes.params[s])
         depth = dist - particles.radius[i]

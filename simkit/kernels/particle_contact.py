@@ -9,6 +9,11 @@ and the velocity, and with them the force, bit for bit: one thread per particle 
 only the force on its own particle, every pair is counted once from each side, and
 the two forces of a pair cancel exactly, so contact conserves momentum.
 
+Particles of different worlds never touch: the grid is built with the worlds as its
+groups (see :mod:`simkit.kernels.hash_grid`), so a particle searches only the cells of its
+own world and of world -1, whose particles meet every world (and search every world's
+cells: a cost proportional to the number of worlds, for each such particle).
+
 Candidates come from the 27 grid cells around a particle; each bucket's loop runs as
 many times as the bucket holds points, which a Tape's adjoint replay bounds by
 ``sk.config.max_loop_iterations`` (``cuda_max_loop_iterations`` on GPUs): ample for
@@ -36,7 +41,8 @@ from types import SimpleNamespace
 
 import simkit as sk
 from .contact import penalty_force
-from .hash_grid import HashGrid, grid_bucket, grid_cell, grid_hash, grid_neighbor_cell, grid_struct
+from .hash_grid import (HashGrid, grid_bucket, grid_cell, grid_group_key, grid_group_searches, grid_hash,
+                        grid_neighbor_cell, grid_point_group, grid_searched_group, grid_struct)
 from .structs import model_structs
 
 
@@ -58,21 +64,26 @@ def particle_contact_kernels(real) -> SimpleNamespace:
         kd = contact.kd[0]
         kf = contact.kf[0]
         mu = contact.mu[0]
+        g = grid_point_group(grid, i)
         c = grid_cell(grid, xi)
         fi = xi * 0.0
-        for n in range(27):
-            h = grid_hash(grid_neighbor_cell(c, n))
-            b = grid_bucket(grid, h)
-            for k in range(grid.cell_start[b], grid.cell_start[b + 1]):
-                j = grid.sorted_index[k]
-                # only the slots of this cell: a bucket shared with another of the 27 is not counted twice
-                if grid.cell_hash[k] == h and j != i:
-                    d = xi - q[j]
-                    dist = sk.length(d)
-                    depth = dist - (ri + particles.radius[j])
-                    # coincident centres have no contact normal; both sides skip the pair alike
-                    if depth < 0.0 and dist > 0.0:
-                        fi = fi + penalty_force(d / dist, depth, vi - qd[j], ke, kd, kf, mu)
+        for t in range(grid_group_searches(grid, g)):
+            searched = grid_searched_group(g, t)
+            key = grid_group_key(searched)
+            for n in range(27):
+                h = grid_hash(grid_neighbor_cell(c, n)) + key
+                b = grid_bucket(grid, h)
+                for k in range(grid.cell_start[b], grid.cell_start[b + 1]):
+                    j = grid.sorted_index[k]
+                    # only the slots of this cell (a bucket shared with another of the 27 is not
+                    # counted twice) and of the searched world
+                    if grid.cell_hash[k] == h and j != i and grid_point_group(grid, j) == searched:
+                        d = xi - q[j]
+                        dist = sk.length(d)
+                        depth = dist - (ri + particles.radius[j])
+                        # coincident centres have no contact normal; both sides skip the pair alike
+                        if depth < 0.0 and dist > 0.0:
+                            fi = fi + penalty_force(d / dist, depth, vi - qd[j], ke, kd, kf, mu)
         f[i] += fi
 
     return SimpleNamespace(particle_contact=particle_contact)
@@ -106,7 +117,7 @@ def eval_particle_contact_forces(model, state) -> None:
     grid = state.__dict__.get("_particle_grid")
     if grid is None:
         grid = state._particle_grid = HashGrid(dtype=model.dtype, device=model.device)
-    grid.build(state.particle_q, cell_size)
+    grid.build(state.particle_q, cell_size, groups=model.particle_world if model.world_count else None)
     sk.launch(particle_contact_kernels(model.dtype).particle_contact, n,
               inputs=[state.particle_q, state.particle_qd, model.particles, model.contact, grid.view,
                       state.particle_f])

@@ -166,14 +166,53 @@ def shape_bounding_radius(kind, size):
 
 
 # -- candidate pairs (numpy, once per model) -----------------------------------------------
-def _pair_list(kind: np.ndarray, body: np.ndarray, joined: set) -> np.ndarray:
-    a, b = (x.ravel() for x in np.meshgrid(np.arange(len(kind)), np.arange(len(kind)), indexing="ij"))
+def _pairs_within(shapes: np.ndarray, kind: np.ndarray, body: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The candidate pairs ``(a, b)`` among the shape indices ``shapes``, before joints."""
+    a, b = (shapes[x.ravel()] for x in np.meshgrid(np.arange(len(shapes)), np.arange(len(shapes)), indexing="ij"))
     keep = (body[a] != body[b]) & ((body[a] >= 0) | (body[b] >= 0))
     keep &= ~((kind[b] == SHAPE_SPHERE) & (kind[a] != SHAPE_SPHERE))
     keep &= ~((kind[a] == SHAPE_SPHERE) & (kind[b] == SHAPE_SPHERE) & (a > b))
-    for p, c in joined:
-        keep &= ~(((body[a] == p) & (body[b] == c)) | ((body[a] == c) & (body[b] == p)))
-    return np.stack([a[keep], b[keep]], axis=1).astype(np.int32).reshape(-1, 2)
+    return a[keep], b[keep]
+
+
+def world_groups(world: np.ndarray, world_count: int) -> list[np.ndarray]:
+    """For each world ``w``, the ascending indices of the things of world ``w`` and of world -1
+    (shared by all worlds); a model without worlds has one group, every index.
+
+    Example::
+
+        world_groups(np.array([-1, 0, 0, 1]), 2)     # [array([0, 1, 2]), array([0, 3])]
+    """
+    if world_count == 0:
+        return [np.arange(len(world))]
+    order = np.argsort(world, kind="stable")
+    bounds = np.searchsorted(world[order], np.arange(-1, world_count + 1))
+    shared = order[bounds[0]:bounds[1]]
+    return [np.sort(np.concatenate([shared, order[bounds[w + 1]:bounds[w + 2]]])) for w in range(world_count)]
+
+
+def _pair_list(kind: np.ndarray, body: np.ndarray, joined: set, world: np.ndarray | None = None,
+               world_count: int = 0) -> np.ndarray:
+    world = np.full(len(kind), -1) if world is None else world
+    found = []
+    for group in world_groups(world, world_count):
+        a, b = _pairs_within(group, kind, body)
+        if world_count:
+            # two shapes of world -1 are a pair of every group: keep them in the first group only
+            shared = (world[a] < 0) & (world[b] < 0)
+            a, b = (a, b) if not found else (a[~shared], b[~shared])
+        found.append((a, b))
+    a = np.concatenate([f[0] for f in found]).astype(np.int64)
+    b = np.concatenate([f[1] for f in found]).astype(np.int64)
+    if joined:
+        bodies = int(body.max()) + 2
+        ba, bb = body[a], body[b]
+        key = np.minimum(ba, bb) * bodies + np.maximum(ba, bb)
+        jkey = np.array([min(p, c) * bodies + max(p, c) for p, c in joined], dtype=np.int64)
+        keep = ~np.isin(key, jkey)
+        a, b = a[keep], b[keep]
+    order = np.lexsort((b, a))
+    return np.stack([a[order], b[order]], axis=1).astype(np.int32).reshape(-1, 2)
 
 
 def collision_pairs(model) -> A.Array:
@@ -181,14 +220,16 @@ def collision_pairs(model) -> A.Array:
     the model (its shapes and joints never change).
 
     A pair ``(a, b)`` means "the contact points of shape ``a`` against the surface of shape
-    ``b``". Shapes on the same body, two static shapes, and shapes of two bodies joined by
-    a joint never collide (a body jointed to the world still collides with static shapes).
-    A sphere is only ever the ``a`` side (its center against the other surface is exact);
-    other pairs are tested both ways, so a box corner and a capsule end both find the
-    other shape. The contact kernels skip a pair whose bounding spheres are apart (the
-    broad phase), so the list is all pairs that could ever touch, fixed for the model's
-    lifetime, which keeps launches the same size every step (what a Tape and
-    ``sk.capture`` need).
+    ``b``". Shapes on the same body, two static shapes, shapes of two bodies joined by
+    a joint, and shapes of two different worlds (``model.shape_world``; world -1 meets
+    every world) never collide (a body jointed to the world still collides with static
+    shapes). A sphere is only ever the ``a`` side (its center against the other surface
+    is exact); other pairs are tested both ways, so a box corner and a capsule end both
+    find the other shape. The contact kernels skip a pair whose bounding spheres are apart
+    (the broad phase), so the list is all pairs that could ever touch, fixed for the
+    model's lifetime, which keeps launches the same size every step (what a Tape and
+    ``sk.capture`` need). Pairs are listed in ascending ``(a, b)`` order; the list is built
+    world by world, so its size grows with the number of worlds, not with its square.
 
     Example::
 
@@ -204,6 +245,51 @@ def collision_pairs(model) -> A.Array:
             for p, c in zip(model.joints.parent.numpy(), model.joints.child.numpy()):
                 if p >= 0:
                     joined.add((int(p), int(c)))
-        pairs = A.array(_pair_list(kind, body, joined), dtype=T.int32, device=model.device)
+        pairs = A.array(_pair_list(kind, body, joined, model.shape_world.numpy(), model.world_count),
+                        dtype=T.int32, device=model.device)
         model._collision_pairs = pairs
     return pairs
+
+
+_ROW_FILTERS = ("all", "static", "body")
+
+
+def particle_shape_rows(model, which: str = "all"):
+    """The shapes each particle of ``model`` may touch, as a ``ParticleShapes`` struct (see
+    :mod:`simkit.kernels.structs`), and the width of its widest row that a particle reads:
+    the second launch dimension of a kernel with one thread per (particle, row slot).
+    ``which`` keeps ``"all"`` shapes, the ``"static"`` ones, or those on a ``"body"``.
+    Cached on the model.
+
+    A particle of world ``w`` meets the shapes of world ``w`` and of world -1; a particle
+    of world -1 meets every shape. Without worlds every particle reads the one row of all
+    the (kept) shapes in ascending order, so slot ``k`` of the row is shape ``k`` (for
+    ``"all"``). With worlds, the widest row a particle reads is the widest world's (plus
+    the shared shapes), so a launch grows with the number of worlds, not with its square
+    (unless a particle of world -1 reads row 0, every shape).
+
+    Example::
+
+        rows, width = particle_shape_rows(model, "static")
+        sk.launch(kernel, (model.particle_count, width), inputs=[..., rows, ...])
+    """
+    if which not in _ROW_FILTERS:
+        raise ValueError(f"particle_shape_rows: which must be one of {_ROW_FILTERS}, got {which!r}")
+    cache = model.__dict__.setdefault("_particle_shape_rows", {})
+    if which not in cache:
+        body = model.shapes.body.numpy()
+        keep = {"all": np.ones(len(body), dtype=bool), "static": body < 0, "body": body >= 0}[which]
+        world = model.shape_world.numpy()
+        kept = np.flatnonzero(keep)
+        rows = [kept] + ([g[keep[g]] for g in world_groups(world, model.world_count)] if model.world_count else [])
+        start = np.zeros(len(rows) + 1, dtype=np.int32)
+        np.cumsum([len(r) for r in rows], out=start[1:])
+        read = np.unique(model.particle_world.numpy() + 1) if model.particle_count else np.zeros(0, dtype=int)
+        width = max((len(rows[r]) for r in read), default=0)
+        S = model.types
+        struct = S.ParticleShapes(world=model.particle_world,
+                                  start=A.array(start, dtype=T.int32, device=model.device),
+                                  shape=A.array(np.concatenate(rows).astype(np.int32), dtype=T.int32,
+                                                device=model.device))
+        cache[which] = (struct, int(width))
+    return cache[which]

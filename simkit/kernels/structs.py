@@ -152,6 +152,18 @@ def model_structs(real) -> SimpleNamespace:
         angular_ke: reals
         angular_kd: reals
 
+    @struct
+    class ParticleShapes:
+        """The shapes each particle may touch, by world: particle ``i`` reads row
+        ``r = world[i] + 1``, the shapes ``shape[start[r]]`` to ``shape[start[r + 1] - 1]``
+        (ascending). Row 0 (particles of world -1, shared by all worlds) lists every shape,
+        row ``w + 1`` the shapes of world ``w`` and of world -1. A model without worlds has
+        only row 0. Built by :func:`simkit.kernels.shapes.particle_shape_rows`."""
+        world: ArrayType(T.int32, 1)
+        start: ArrayType(T.int32, 1)
+        shape: ArrayType(T.int32, 1)
+
     return SimpleNamespace(real=real, vec3=vec3, mat22=mat22, mat33=mat33, transform=transform, spatial=spatial,
                            Particles=Particles, Springs=Springs, Triangles=Triangles, Edges=Edges,
-                           Tets=Tets, Contact=Contact, Shapes=Shapes, Bodies=Bodies, Joints=Joints)
+                           Tets=Tets, Contact=Contact, Shapes=Shapes, Bodies=Bodies, Joints=Joints,
+                           ParticleShapes=ParticleShapes)

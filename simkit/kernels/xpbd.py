@@ -314,10 +314,11 @@ def xpbd_kernels(real) -> SimpleNamespace:
 
     @sk.kernel(module=f"simkit.kernels.xpbd.{real.__name__}")
     def apply_corrections(q: vec3s, delta: vec3s, q_prev: vec3s, particles: S.Particles, contact: S.Contact,
-                          shapes: S.Shapes, shape_count: int, q_out: vec3s):
+                          shapes: S.Shapes, statics: S.ParticleShapes, q_out: vec3s):
         # Jacobi update, then contact: each particle is pushed out of the ground and the
-        # static shapes one after the other, with friction against its motion over the step.
-        # Shapes on bodies are constraints of their own (xpbd_body_contact), acting both ways.
+        # static shapes of its world (its row of ``statics``) one after the other, with friction
+        # against its motion over the step. Shapes on bodies are constraints of their own
+        # (xpbd_body_contact), acting both ways.
         i = sk.tid()
         x = q[i] + delta[i]
         if particles.inv_mass[i] > 0.0:
@@ -327,12 +328,13 @@ def xpbd_kernels(real) -> SimpleNamespace:
             if contact.ground != 0:
                 n = contact.ground_normal
                 x = project_contact(x, x_prev, n, sk.dot(n, x) - r, mu)
-            for s in range(shape_count):
-                if shapes.body[s] < 0:
-                    X = shapes.xform[s]
-                    dist, n_local = shape_distance(shapes.kind[s], sk.transform_point(sk.transform_inverse(X), x),
-                                                   shapes.params[s])
-                    x = project_contact(x, x_prev, sk.quat_rotate(X.q, n_local), dist - r, mu)
+            row = statics.world[i] + 1
+            for slot in range(statics.start[row], statics.start[row + 1]):
+                s = statics.shape[slot]
+                X = shapes.xform[s]
+                dist, n_local = shape_distance(shapes.kind[s], sk.transform_point(sk.transform_inverse(X), x),
+                                               shapes.params[s])
+                x = project_contact(x, x_prev, sk.quat_rotate(X.q, n_local), dist - r, mu)
         q_out[i] = x
 
     @sk.kernel(module=f"simkit.kernels.xpbd.{real.__name__}")

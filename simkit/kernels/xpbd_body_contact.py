@@ -250,10 +250,14 @@ def xpbd_body_contact_kernels(real) -> SimpleNamespace:
 
     @sk.kernel(module=module)
     def count_particle_contacts(q: vec3s, particles: S.Particles, poses: transforms, shapes: S.Shapes,
-                                counts: ints):
-        i, s = sk.tid()
-        b = shapes.body[s]
-        if b >= 0:
+                                rows: S.ParticleShapes, counts: ints):
+        # One thread per (particle, slot k of its row of body shapes).
+        i, k = sk.tid()
+        r = rows.world[i] + 1
+        slot = rows.start[r] + k
+        if slot < rows.start[r + 1]:
+            s = rows.shape[slot]
+            b = shapes.body[s]
             if particles.inv_mass[i] > 0.0:
                 X = shape_transform(shapes, poses, s)
                 dist, _n = shape_distance(shapes.kind[s], sk.transform_point(sk.transform_inverse(X), q[i]),
@@ -402,17 +406,21 @@ def xpbd_body_contact_kernels(real) -> SimpleNamespace:
 
     @sk.kernel(module=module)
     def solve_particle_contacts(q: vec3s, q_prev: vec3s, particles: S.Particles, particle_split: reals,
-                                poses: transforms, poses_prev: transforms, shapes: S.Shapes, contact: S.Contact,
-                                bodies: S.Bodies, joint_split: ints, contact_split: ints, lam_n: reals2d,
-                                lam_t: vec3s2d, delta: vec3s, dx: vec3s, dtheta: vec3s, lam_n_out: reals2d,
-                                lam_t_out: vec3s2d):
-        # Particles against the shapes of bodies, both ways: the particle's correction goes into
-        # its delta, the reaction into the body's.
-        i, s = sk.tid()
-        b = shapes.body[s]
-        ln = lam_n[i, s]
-        lt = lam_t[i, s]
-        if b >= 0:
+                                poses: transforms, poses_prev: transforms, shapes: S.Shapes, rows: S.ParticleShapes,
+                                contact: S.Contact, bodies: S.Bodies, joint_split: ints, contact_split: ints,
+                                lam_n: reals2d, lam_t: vec3s2d, delta: vec3s, dx: vec3s, dtheta: vec3s,
+                                lam_n_out: reals2d, lam_t_out: vec3s2d):
+        # Particles against the shapes of bodies of their world (slot k of the particle's row
+        # of body shapes), both ways: the particle's correction goes into its delta, the
+        # reaction into the body's. The multipliers are indexed by (particle, slot).
+        i, k = sk.tid()
+        ln = lam_n[i, k]
+        lt = lam_t[i, k]
+        r = rows.world[i] + 1
+        slot = rows.start[r] + k
+        if slot < rows.start[r + 1]:
+            s = rows.shape[slot]
+            b = shapes.body[s]
             wp = particles.inv_mass[i]
             if wp > 0.0:
                 x = q[i]
@@ -436,8 +444,8 @@ def xpbd_body_contact_kernels(real) -> SimpleNamespace:
                     delta[i] += P * wp
                     dx[b] += P * -mb
                     dtheta[b] += -(Ib @ sk.cross(rb, P))
-        lam_n_out[i, s] = ln
-        lam_t_out[i, s] = lt
+        lam_n_out[i, k] = ln
+        lam_t_out[i, k] = lt
 
     return SimpleNamespace(count_contacts=count_contacts, count_particle_contacts=count_particle_contacts,
                            solve_contact_normals=solve_contact_normals,

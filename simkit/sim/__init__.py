@@ -4,7 +4,9 @@
 - :class:`Model` holds them on a device, parameters in structs of gradient-tracked arrays;
 - :class:`State` (positions, velocities, forces) and :class:`Control` (actuation);
 - :class:`SemiImplicitEuler` and :class:`XPBD` advance a state by one step;
-- :func:`simulate` runs many steps.
+- :func:`simulate` runs many steps;
+- :meth:`ModelBuilder.add_builder` puts many copies of a scene (worlds) in one model, stepped
+  by the same launches, each seeing only itself and the shared world -1.
 
 Example::
 

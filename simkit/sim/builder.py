@@ -4,6 +4,12 @@
 Units are SI (meters, kilograms, seconds). Rotations are quaternions stored
 ``(x, y, z, w)``.
 
+Many worlds: :meth:`ModelBuilder.add_builder` copies another builder's scene into this
+one as a new world (with a placement), any number of times; worlds share one model, so
+one launch per kernel steps them all, and contact never crosses from one world to
+another. What is added directly to this builder belongs to world -1, shared by every
+world (a common static obstacle); the ground is shared too.
+
 Example::
 
     b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="y", ground=True)
@@ -83,6 +89,8 @@ class ModelBuilder(RigidBuilder):
         self.tet_k_mu: list = []
         self.tet_k_lambda: list = []
         self.tet_k_damp: list = []
+        # one {kind: (start, count)} per world, in the order add_builder made them
+        self.world_ranges: list = []
         self._init_rigid(rigid_contact_ke, rigid_contact_kd, rigid_contact_kf, rigid_contact_mu)
 
     # -- counts ---------------------------------------------------------------------
@@ -101,6 +109,20 @@ class ModelBuilder(RigidBuilder):
     @property
     def tet_count(self) -> int:
         return len(self.tet_volume)
+
+    @property
+    def edge_count(self) -> int:
+        return len(self.edge_rest)
+
+    @property
+    def world_count(self) -> int:
+        """The number of worlds :meth:`add_builder` made so far."""
+        return len(self.world_ranges)
+
+    def _counts(self) -> dict:
+        return {"particle": self.particle_count, "spring": self.spring_count, "triangle": self.tri_count,
+                "edge": self.edge_count, "tet": self.tet_count, "body": self.body_count, "shape": self.shape_count,
+                "joint": self.joint_count}
 
     def _check_indices(self, where: str, **idx: Any) -> list[int]:
         out = []
@@ -319,6 +341,79 @@ class ModelBuilder(RigidBuilder):
             except ValueError as e:
                 raise ValueError(f"{where}: {e}") from None
         return start
+
+    # -- worlds ---------------------------------------------------------------------------
+    def add_builder(self, other: "ModelBuilder", xform: Any = None, world: int | None = None) -> int:
+        """Copy everything ``other`` holds (particles, springs, triangles, bending edges,
+        tetrahedra, bodies, shapes, joints) into this builder as a new world, placed by
+        ``xform`` (an ``sk.transform``, a pair ``(p, q)`` or 7 numbers; None: as it is), and
+        return the world's index (0 for the first call, then 1, 2, ...).
+
+        Worlds are independent copies in one model: contact (particle-particle, particle-shape,
+        shape-shape) never crosses between two worlds, so worlds may overlap in space, and
+        joints never cross by construction. Things added directly to this builder, and those
+        of a builder added with ``world=-1``, belong to world -1, shared by all worlds: they
+        touch every world (a common static obstacle; the ground is always shared). Each
+        world's things are contiguous in the model's arrays, in the order of ``other``; see
+        :meth:`Model.world_range` and :meth:`State.world_view`.
+
+        ``other`` must use the same ``up_axis`` and ``gravity`` as this builder and have no
+        worlds of its own; the model-wide settings (``ground``, ``particle_contact`` and the
+        particle contact parameters) are this builder's. The rest shapes of triangles,
+        tetrahedra and hinges do not change under a placement; positions, velocities, body
+        poses, static shapes and joint frames attached to the world are transformed. ``other``
+        is only read, so one builder can be added many times.
+
+        Example::
+
+            ball = sk.sim.ModelBuilder()
+            ball.add_particle((0.0, 1.0, 0.0), (0.0, 0.0, 0.0), mass=1.0, radius=0.1)
+            scene = sk.sim.ModelBuilder()
+            for k in range(64):
+                scene.add_builder(ball, xform=sk.transform((k * 0.5, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)))
+            model = scene.finalize()          # model.world_count == 64
+        """
+        if not isinstance(other, ModelBuilder):
+            raise TypeError(f"add_builder: other must be a simkit.sim.ModelBuilder, got {type(other).__name__}")
+        if other is self:
+            raise ValueError("add_builder: cannot add a builder to itself")
+        if world is not None and (not isinstance(world, (int, np.integer)) or isinstance(world, bool) or world != -1):
+            raise ValueError(f"add_builder: world must be None (a new world) or -1 (shared by all worlds), "
+                             f"got {world!r}")
+        if other.world_count:
+            raise ValueError(f"add_builder: other has {other.world_count} worlds of its own; add the builder each "
+                             "of them came from instead (worlds do not nest)")
+        if other.up_axis != self.up_axis or other.gravity != self.gravity:
+            raise ValueError(f"add_builder: other has up_axis={other.up_axis!r}, gravity={other.gravity}, this "
+                             f"builder up_axis={self.up_axis!r}, gravity={self.gravity}: a model has one gravity, "
+                             "so they must be the same")
+        X = None if xform is None else V.xform(xform, "add_builder: xform")
+        start = self._counts()
+        self._append_particles(other, X, start["particle"])
+        self._append_rigid(other, X, start["body"])
+        if world is not None:
+            return -1
+        counts = other._counts()
+        self.world_ranges.append({kind: (start[kind], counts[kind]) for kind in start})
+        return self.world_count - 1
+
+    def _append_particles(self, other: "ModelBuilder", X: np.ndarray | None, offset: int) -> None:
+        """The particles and elements of ``other``, placed by ``X``, their indices shifted by ``offset``."""
+        if other.particle_count:
+            q, qd = np.asarray(other.particle_q), np.asarray(other.particle_qd)
+            if X is not None:
+                q, qd = X[:3] + G.quat_rotate(X[3:], q), G.quat_rotate(X[3:], qd)
+            self.particle_q.extend(np.array(q, dtype=np.float64))
+            self.particle_qd.extend(np.array(qd, dtype=np.float64))
+        self.particle_mass.extend(other.particle_mass)
+        self.particle_radius.extend(other.particle_radius)
+        for name in ("spring", "tri", "edge", "tet"):
+            indices = getattr(other, f"{name}_indices")
+            getattr(self, f"{name}_indices").extend(tuple(int(i) + offset for i in row) for row in indices)
+        for name in ("spring_rest", "spring_ke", "spring_kd", "tri_pose", "tri_area", "tri_k_mu", "tri_k_lambda",
+                     "tri_k_damp", "edge_rest", "edge_ke", "edge_kd", "tet_pose", "tet_volume", "tet_k_mu",
+                     "tet_k_lambda", "tet_k_damp"):
+            getattr(self, name).extend(getattr(other, name))
 
     # -- finalize -----------------------------------------------------------------------
     def finalize(self, device: str = "cpu", requires_grad: bool = False, dtype: Any = T.float32) -> Model:

@@ -270,15 +270,49 @@ class RigidBuilder:
                                (1.0, 0.0, 0.0), (None, None, 0.0, 0.0),
                                (0.0, 0.0, linear_ke, linear_kd, angular_ke, angular_kd))
 
+    # -- worlds ---------------------------------------------------------------------------
+    def _append_rigid(self, other: "RigidBuilder", X: np.ndarray | None, offset: int) -> None:
+        """The bodies, shapes and joints of ``other`` (see ``ModelBuilder.add_builder``), placed by
+        the transform ``X`` (7 numbers, or None), their body indices shifted by ``offset``."""
+
+        def place(t):
+            return np.array(t, dtype=np.float64) if X is None else _transform_multiply(X, t)
+
+        def rotate(v):
+            return np.array(v, dtype=np.float64) if X is None else G.quat_rotate(X[3:], v)
+
+        def body(b):
+            return b + offset if b >= 0 else -1
+
+        self.body_q.extend(place(t) for t in other.body_q)
+        self.body_qd.extend(np.concatenate([rotate(v[:3]), rotate(v[3:])]) for v in other.body_qd)
+        self.body_armature.extend(other.body_armature)
+        self.shape_kind.extend(other.shape_kind)
+        self.shape_body.extend(body(b) for b in other.shape_body)
+        self.shape_xform.extend(place(t) if b < 0 else t for t, b in zip(other.shape_xform, other.shape_body))
+        self.shape_params.extend(other.shape_params)
+        self.shape_density.extend(other.shape_density)
+        self.shape_material.extend(list(m) for m in other.shape_material)
+        self.joint_kind.extend(other.joint_kind)
+        self.joint_parent.extend(body(p) for p in other.joint_parent)
+        self.joint_child.extend(body(c) for c in other.joint_child)
+        self.joint_parent_xform.extend(place(t) if p < 0 else t
+                                       for t, p in zip(other.joint_parent_xform, other.joint_parent))
+        for name in ("joint_child_xform", "joint_axis", "joint_limits", "joint_gains"):
+            getattr(self, name).extend(getattr(other, name))
+
     # -- finalize -----------------------------------------------------------------------
     def _rigid_data(self) -> dict:
         """The arrays :class:`~simkit.sim.model.Model` needs for bodies, shapes and joints."""
         n = self.body_count
         mass, com, inertia = np.zeros(n), np.zeros((n, 3)), np.zeros((n, 3, 3))
+        attached: list = [[] for _ in range(n)]
+        for k, body, x, p, d in zip(self.shape_kind, self.shape_body, self.shape_xform, self.shape_params,
+                                    self.shape_density):
+            if body >= 0:
+                attached[body].append((k, x, p, d))
         for b in range(n):
-            shapes = [(k, x, p, d) for k, body, x, p, d in zip(self.shape_kind, self.shape_body, self.shape_xform,
-                                                              self.shape_params, self.shape_density) if body == b]
-            mass[b], com[b], inertia[b] = body_mass_properties(shapes)
+            mass[b], com[b], inertia[b] = body_mass_properties(attached[b])
             if mass[b] > 0.0:
                 inertia[b] += np.eye(3) * self.body_armature[b]
         material = np.asarray(self.shape_material, dtype=np.float64).reshape(-1, 4)

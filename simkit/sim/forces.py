@@ -16,6 +16,7 @@ from ..kernels.body_contact import eval_body_contact_forces
 from ..kernels.contact import contact_kernels
 from ..kernels.joints import eval_joint_forces
 from ..kernels.particle_contact import eval_particle_contact_forces
+from ..kernels.shapes import particle_shape_rows
 from ..kernels.springs import spring_kernels
 from ..kernels.tets import eval_tet_forces
 from ..kernels.triangles import eval_triangle_forces
@@ -48,8 +49,8 @@ def eval_body_forces(model, state, control) -> None:
 
 
 def eval_contact_forces(model, state) -> None:
-    """Penalty contact of every particle against the ground, the shapes and (when the model
-    enables it) the other particles."""
+    """Penalty contact of every particle against the ground, the shapes of its world and
+    (when the model enables it) the other particles of its world; world -1 meets every world."""
     if not model.particle_count:
         return
     k = contact_kernels(model.dtype)
@@ -57,8 +58,10 @@ def eval_contact_forces(model, state) -> None:
     if model.ground:
         launch(k.ground_contact, model.particle_count, inputs=[q, qd, model.particles, model.contact, f])
     if model.shape_count:
-        launch(k.shape_contact, (model.particle_count, model.shape_count),
-               inputs=[q, qd, model.particles, model.shapes, model.contact, state.body_q, state.body_qd,
-                       model.bodies, f, state.body_f])
+        rows, width = particle_shape_rows(model, "all")
+        if width:
+            launch(k.shape_contact, (model.particle_count, width),
+                   inputs=[q, qd, model.particles, model.shapes, rows, model.contact, state.body_q, state.body_qd,
+                           model.bodies, f, state.body_f])
     if model.particle_contact:
         eval_particle_contact_forces(model, state)

@@ -8,6 +8,15 @@ gradient-tracked arrays (``model.particles``, ``model.springs``,
 positions, velocities and force accumulators of particles and bodies; a
 :class:`Control` holds actuation inputs.
 
+A model may hold many worlds (:meth:`~simkit.sim.ModelBuilder.add_builder`): copies of a
+scene that share the model's arrays and launches but never touch each other.
+``model.world_count`` counts them; ``model.particle_world``, ``model.body_world`` and
+``model.shape_world`` give each particle, body and shape its world (-1: shared by all
+worlds). The things of one world are contiguous in every array (:meth:`Model.world_range`),
+and where every world holds as many of them, :meth:`State.world_view` (and
+:meth:`Model.world_view`, :meth:`Control.world_view`) shows an array as
+``(world_count, per_world, ...)``.
+
 Example::
 
     model = builder.finalize(device="cpu", requires_grad=True)
@@ -29,6 +38,11 @@ from ..kernels.bodies import body_kernels
 from ..kernels.particles import particle_kernels
 from ..kernels.structs import model_structs
 
+# The kinds of things a model holds, and the attribute that counts each.
+WORLD_KINDS = {"particle": "particle_count", "spring": "spring_count", "triangle": "tri_count",
+               "edge": "edge_count", "tet": "tet_count", "body": "body_count", "shape": "shape_count",
+               "joint": "joint_count"}
+
 
 class Model:
     """A finalized scene on one device; build it with :class:`simkit.sim.ModelBuilder`.
@@ -36,6 +50,10 @@ class Model:
     Counts: ``particle_count``, ``spring_count``, ``tri_count``, ``edge_count``,
     ``tet_count``, ``body_count``, ``shape_count``, ``joint_count``. ``dtype`` is the float type of every array
     (``sk.float32`` unless finalized with ``dtype=sk.float64``).
+
+    Worlds: ``world_count`` (0 for a model built without
+    :meth:`~simkit.sim.ModelBuilder.add_builder`), and the int32 arrays ``particle_world``,
+    ``body_world``, ``shape_world`` (-1: shared by every world).
     """
 
     def __init__(self, data: dict, device: str, requires_grad: bool, dtype: Any):
@@ -123,6 +141,75 @@ class Model:
                                    "limit_lower", "limit_upper", "limit_ke", "limit_kd", "target_ke", "target_kd",
                                    "linear_ke", "linear_kd", "angular_ke", "angular_kd")})
 
+        worlds = data.get("world_ranges", [])
+        self.world_count = len(worlds)
+        self._world_ranges = {kind: np.array([w[kind] for w in worlds], dtype=np.int64).reshape(-1, 2)
+                              for kind in WORLD_KINDS}
+        self.particle_world = ints(self._world_ids("particle"))
+        self.body_world = ints(self._world_ids("body"))
+        self.shape_world = ints(self._world_ids("shape"))
+
+    def _world_ids(self, kind: str) -> np.ndarray:
+        ids = np.full(getattr(self, WORLD_KINDS[kind]), -1, dtype=np.int32)
+        for w, (start, count) in enumerate(self._world_ranges[kind]):
+            ids[start:start + count] = w
+        return ids
+
+    def _check_kind(self, kind: str, where: str) -> None:
+        if kind not in WORLD_KINDS:
+            raise ValueError(f"{where}: kind must be one of {', '.join(map(repr, WORLD_KINDS))}, got {kind!r}")
+
+    def world_range(self, kind: str, world: int) -> tuple[int, int]:
+        """``(start, stop)``: the things of ``kind`` ("particle", "spring", "triangle", "edge",
+        "tet", "body", "shape", "joint") of world ``world`` are ``start`` to ``stop - 1``.
+
+        Example::
+
+            start, stop = model.world_range("particle", 3)
+            state.particle_q.numpy()[start:stop]         # the particles of world 3
+        """
+        self._check_kind(kind, "world_range")
+        if not isinstance(world, (int, np.integer)) or isinstance(world, bool) or not 0 <= world < self.world_count:
+            raise ValueError(f"world_range: world must be an int in [0, {self.world_count}), got {world!r}")
+        start, count = (int(x) for x in self._world_ranges[kind][world])
+        return start, start + count
+
+    def world_view(self, kind: str, values: Any) -> np.ndarray:
+        """``values`` (an sk array or numpy array with one row per thing of ``kind``, such as
+        ``model.particles.mass``) as a numpy array of shape ``(world_count, per_world, ...)``:
+        row ``w`` holds the things of world ``w`` (those of world -1 are left out).
+
+        Every world must hold the same number of things of ``kind``, back to back (what
+        adding the same builder each time gives); otherwise this raises a ValueError, and
+        :meth:`world_range` still gives each world's slice. The result is a view of
+        ``values.numpy()``: on the CPU writing into it writes the array (the tape does not see
+        such writes, as with ``numpy()``); on a GPU it is a host copy.
+
+        Example::
+
+            model.world_view("particle", model.particles.mass)     # (world_count, per_world)
+        """
+        self._check_kind(kind, "world_view")
+        if self.world_count == 0:
+            raise ValueError("world_view: the model has no worlds (make them with ModelBuilder.add_builder)")
+        data = values.numpy() if isinstance(values, A.Array) else np.asarray(values)
+        total = getattr(self, WORLD_KINDS[kind])
+        if data.ndim == 0 or data.shape[0] != total:
+            raise ValueError(f"world_view: values must have one row per {kind} ({total}), got shape {data.shape}")
+        starts, counts = self._world_ranges[kind][:, 0], self._world_ranges[kind][:, 1]
+        odd = np.flatnonzero(counts != counts[0])
+        if odd.size:
+            w = int(odd[0])
+            raise ValueError(f"world_view: the worlds hold different numbers of {kind}s (world 0: {counts[0]}, "
+                             f"world {w}: {counts[w]}); use model.world_range({kind!r}, w) for one world")
+        per_world = int(counts[0])
+        if np.any(starts != starts[0] + per_world * np.arange(self.world_count)):
+            raise ValueError(f"world_view: the {kind}s of the worlds are not back to back ({kind}s of world -1 were "
+                             f"added between add_builder calls); use model.world_range({kind!r}, w) for one world")
+        first = int(starts[0])
+        return data[first:first + per_world * self.world_count].reshape((self.world_count, per_world)
+                                                                        + data.shape[1:])
+
     def state(self, requires_grad: bool | None = None) -> "State":
         """A new state at the model's initial positions and velocities.
 
@@ -149,7 +236,8 @@ class Model:
         return (f"Model(particles={self.particle_count}, springs={self.spring_count}, triangles={self.tri_count}, "
                 f"edges={self.edge_count}, tets={self.tet_count}, bodies={self.body_count}, "
                 f"shapes={self.shape_count}, joints={self.joint_count}, "
-                f"dtype={T.type_name(self.dtype)}, device={self.device!r})")
+                + (f"worlds={self.world_count}, " if self.world_count else "")
+                + f"dtype={T.type_name(self.dtype)}, device={self.device!r})")
 
 
 class State:
@@ -169,6 +257,7 @@ class State:
     # What a step integrates: read from state_in, written to state_out. Forces are
     # recomputed by every step, so these fields are all a checkpoint or a copy needs.
     INTEGRATED = ("particle_q", "particle_qd", "body_q", "body_qd")
+    _FIELDS = ("particle_q", "particle_qd", "particle_f", "body_q", "body_qd", "body_f")
 
     def __init__(self, model: Model, requires_grad: bool):
         self.model = model
@@ -189,6 +278,26 @@ class State:
             launch(particle_kernels(self.model.dtype).clear_forces, self.model.particle_count, inputs=[self.particle_f])
         if self.model.body_count:
             launch(body_kernels(self.model.dtype).clear_body_forces, self.model.body_count, inputs=[self.body_f])
+
+    def world_view(self, name: str, grad: bool = False) -> np.ndarray:
+        """The state array ``name`` (``particle_q``, ``particle_qd``, ``particle_f``, ``body_q``,
+        ``body_qd`` or ``body_f``), or its gradient with ``grad=True``, per world: a numpy
+        array of shape ``(world_count, per_world, ...)``, a view on the CPU (see
+        :meth:`Model.world_view` for when it exists and what writing into it does).
+
+        Example::
+
+            state.world_view("particle_q")[:, 0, 1]                # height of particle 0 of every world
+            s0.world_view("particle_qd", grad=True)[3]             # d loss / d initial velocities of world 3
+        """
+        if name not in self._FIELDS:
+            raise ValueError(f"world_view: name must be one of {', '.join(map(repr, self._FIELDS))}, got {name!r}")
+        values = getattr(self, name)
+        if grad:
+            if values.grad is None:
+                raise ValueError(f"world_view: state.{name} has no gradient (make the state with requires_grad=True)")
+            values = values.grad
+        return self.model.world_view(name.split("_")[0], values)
 
     @property
     def particle_count(self) -> int:
@@ -216,3 +325,17 @@ class Control:
         self.spring_activation = A.zeros(model.spring_count, dtype=model.dtype, device=model.device)
         self.joint_target = A.zeros(model.joint_count, dtype=model.dtype, device=model.device)
         self.joint_act = A.zeros(model.joint_count, dtype=model.dtype, device=model.device)
+
+    def world_view(self, name: str) -> np.ndarray:
+        """The control array ``name`` (``spring_activation``, ``joint_target`` or ``joint_act``) per
+        world, shape ``(world_count, per_world)``: a view on the CPU, so writing into it sets the
+        actuation of each world (see :meth:`Model.world_view`).
+
+        Example::
+
+            control.world_view("joint_target")[:, 0] = np.linspace(-1.0, 1.0, model.world_count)
+        """
+        kinds = {"spring_activation": "spring", "joint_target": "joint", "joint_act": "joint"}
+        if name not in kinds:
+            raise ValueError(f"world_view: name must be one of {', '.join(map(repr, kinds))}, got {name!r}")
+        return self.model.world_view(kinds[name], getattr(self, name))

@@ -16,7 +16,8 @@ of compliant constraint projection, and sets ``v = (x - x_n) / dt``. Constraints
 - contact with the ground and the static shapes: a particle of radius ``r`` is pushed out to
   signed distance ``r``, and its tangential motion over the step is cancelled up to
   ``mu`` times that push (Coulomb friction at the position level, Macklin et al. 2014).
-  Contact is inelastic; the penalty parameters ``ke``, ``kd``, ``kf`` are not used.
+  Contact is inelastic; the penalty parameters ``ke``, ``kd``, ``kf`` are not used. A particle
+  meets the static shapes of its own world and of world -1 (see ``ModelBuilder.add_builder``).
 
 ``k_damp`` of triangles and tetrahedra is a stiffness-proportional (Rayleigh) damping time in
 seconds: each constraint is damped by ``k_damp`` times its stiffness.
@@ -81,7 +82,7 @@ from ..kernels.shapes import MAX_SHAPE_POINTS
 from ..kernels.xpbd import xpbd_kernels
 from ..kernels.xpbd_bodies import xpbd_body_kernels
 from ..kernels.xpbd_body_contact import xpbd_body_contact_kernels
-from ..kernels.shapes import collision_pairs
+from ..kernels.shapes import collision_pairs, particle_shape_rows
 from .integrators import check_step
 from .model import Control, Model, State
 
@@ -124,12 +125,8 @@ def _patches(model: Model) -> A.Array:
 
 
 def _particles_meet_bodies(model: Model) -> bool:
-    """Whether the model has particles and shapes on bodies (which the particles may touch)."""
-    meet = model.__dict__.get("_xpbd_particles_meet_bodies")
-    if meet is None:
-        meet = model._xpbd_particles_meet_bodies = bool(
-            model.particle_count and model.shape_count and (model.shapes.body.numpy() >= 0).any())
-    return meet
+    """Whether some particle may touch a shape on a body (of its world)."""
+    return bool(model.particle_count and model.shape_count and particle_shape_rows(model, "body")[1])
 
 
 def _joint_split(model: Model) -> A.Array:
@@ -187,7 +184,7 @@ class _Scratch:
         self.lam_contact_n = multipliers((patches, 2 * MAX_SHAPE_POINTS), real)
         self.lam_contact_t = multipliers(patches, vec3)
         self.lam_contact_twist = multipliers(patches, real)
-        coupled = (n, model.shape_count) if _particles_meet_bodies(model) else (0, 0)
+        coupled = (n, particle_shape_rows(model, "body")[1]) if _particles_meet_bodies(model) else (0, 0)
         self.lam_particle_n = multipliers(coupled, real)
         self.lam_particle_t = multipliers(coupled, vec3)
         self.used = False
@@ -251,6 +248,7 @@ class XPBD:
         particles = model.particles
         if n:
             split = _mass_split(model)
+            statics = particle_shape_rows(model, "static")[0]
             launch(k.predict, n, inputs=[q_prev, state_in.particle_qd, particles, model.gravity, dt, s.positions[0]])
         if nb:
             _predict_bodies(model, state_in, control, s, dt)
@@ -278,7 +276,7 @@ class XPBD:
                 _solve_bodies(model, state_in, control, s, it, dt)
             if n:
                 launch(k.apply_corrections, n,
-                       inputs=[q, delta, q_prev, particles, model.contact, model.shapes, model.shape_count, q_out])
+                       inputs=[q, delta, q_prev, particles, model.contact, model.shapes, statics, q_out])
             if nb:
                 _apply_bodies(model, state_in, s, it, s.body_poses[it + 1] if it + 1 < self.iterations
                               else state_out.body_q)
@@ -302,8 +300,9 @@ def _predict_bodies(model: Model, state_in: State, control: Control, s: _Scratch
     if len(patches):
         launch(kc.count_contacts, len(patches), inputs=[poses, model.shapes, model.contact, patches, s.contact_split])
     if _particles_meet_bodies(model):
-        launch(kc.count_particle_contacts, (model.particle_count, model.shape_count),
-               inputs=[s.positions[0], model.particles, poses, model.shapes, s.contact_split])
+        rows, width = particle_shape_rows(model, "body")
+        launch(kc.count_particle_contacts, (model.particle_count, width),
+               inputs=[s.positions[0], model.particles, poses, model.shapes, rows, s.contact_split])
 
 
 def _solve_bodies(model: Model, state_in: State, control: Control, s: _Scratch, it: int, dt: float) -> None:
@@ -323,11 +322,12 @@ def _solve_bodies(model: Model, state_in: State, control: Control, s: _Scratch, 
                inputs=[poses, model.shapes, model.contact, patches, model.bodies, joint_split, s.contact_split,
                        s.lam_contact_n[it], dx, dtheta, s.lam_contact_n[it + 1]])
     if _particles_meet_bodies(model):
-        launch(kc.solve_particle_contacts, (model.particle_count, model.shape_count),
+        rows, width = particle_shape_rows(model, "body")
+        launch(kc.solve_particle_contacts, (model.particle_count, width),
                inputs=[s.positions[it], state_in.particle_q, model.particles, _mass_split(model), poses, prev,
-                       model.shapes, model.contact, model.bodies, joint_split, s.contact_split, s.lam_particle_n[it],
-                       s.lam_particle_t[it], s.deltas[it], dx, dtheta, s.lam_particle_n[it + 1],
-                       s.lam_particle_t[it + 1]])
+                       model.shapes, rows, model.contact, model.bodies, joint_split, s.contact_split,
+                       s.lam_particle_n[it], s.lam_particle_t[it], s.deltas[it], dx, dtheta,
+                       s.lam_particle_n[it + 1], s.lam_particle_t[it + 1]])
 
 
 def _apply_bodies(model: Model, state_in: State, s: _Scratch, it: int, poses_out) -> None:
