@@ -1,0 +1,31 @@
+"""CPU kernels flush subnormal floats to zero, as GPUs do, and leave the caller's mode alone."""
+
+import numpy as np
+
+import simkit as sk
+from simkit.core import compiler
+
+
+@sk.kernel
+def halve(x: sk.array(dtype=sk.float32), y: sk.array(dtype=sk.float32)):
+    i = sk.tid()
+    y[i] = x[i] * 0.5
+
+
+def test_a_subnormal_result_is_flushed_to_zero_whole_grid_and_split():
+    x = sk.array(np.full(10_000, 1.0e-38, dtype=np.float32))   # half of it is subnormal
+    rt = compiler.runtime()
+    before = rt.sk_get_threads()
+    try:
+        for threads in (1, 4):
+            rt.sk_set_threads(threads)
+            y = sk.full(10_000, 7.0)
+            sk.launch(halve, 10_000, inputs=[x, y])
+            assert not y.numpy().any()
+    finally:
+        rt.sk_set_threads(before)
+
+
+def test_numpy_on_the_launching_thread_still_sees_subnormals_after_a_launch():
+    sk.launch(halve, 4, inputs=[sk.ones(4), sk.zeros(4)])
+    assert np.float32(1.0e-38) * np.float32(0.5) > 0.0
