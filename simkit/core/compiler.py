@@ -44,6 +44,55 @@ def cache_dir() -> Path:
     return p
 
 
+# What simkit keeps in the cache folder: CPU modules, GPU modules, generated headers, and
+# temporary files of writes in progress. Nothing else there is simkit's to count or delete.
+CACHE_ENTRIES = ("modules", "cuda", "include-*", ".tmp-*")
+
+
+def _cache_paths(d: Path) -> list[Path]:
+    found: set[Path] = set()
+    for pattern in CACHE_ENTRIES:
+        found.update(d.glob(pattern))
+    return sorted(found)
+
+
+def _walk_files(p: Path) -> list[Path]:
+    if p.is_symlink() or p.is_file():
+        return [p]
+    return [Path(root) / name for root, _dirs, names in os.walk(p) for name in names]
+
+
+def cache_usage() -> tuple[int, int]:
+    """``(files, bytes)`` of simkit's entries in :func:`cache_dir`.
+
+    Example::
+
+        files, size = cache_usage()
+    """
+    files = [f for p in _cache_paths(cache_dir()) for f in _walk_files(p)]
+    return len(files), sum(f.lstat().st_size for f in files if f.exists() or f.is_symlink())
+
+
+def clear_cache() -> tuple[int, int]:
+    """Delete simkit's entries (compiled modules, generated headers, temporaries) from
+    :func:`cache_dir`, leaving anything else in that folder alone; returns the ``(files,
+    bytes)`` removed. Modules already loaded by this process keep working; the next new
+    kernel compiles again.
+
+    Example::
+
+        files, size = clear_cache()
+    """
+    files, size = cache_usage()
+    for p in _cache_paths(cache_dir()):
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+    left_files, left_size = cache_usage()
+    return files - left_files, size - left_size
+
+
 def find_compiler() -> str:
     """``$SIMKIT_CXX``, then ``g++``, then ``clang++``; raises CompilerNotFoundError otherwise."""
     env = os.environ.get("SIMKIT_CXX")

@@ -1,0 +1,387 @@
+"""The ``simkit`` command: run and optimize scene configs, inspect the installation.
+
+::
+
+    simkit run SCENE [--frames N] [--device D] [--usd PATH] [--view] [--quiet]
+    simkit optimize SCENE [--iterations N] [--resume] [--plot loss.png] [--checkpoint PATH]
+                          [--frames N] [--device D] [--usd PATH] [--quiet]
+    simkit info
+    simkit cache clear
+    simkit bench [ARGS...]          (tools/bench.py of a source checkout)
+    simkit view FILE.usda
+
+``SCENE`` is a path to a TOML scene (``docs/scenes.md``), or the name of one in the
+``scenes/`` folder of a source checkout. Exit codes: 0 done, 1 the run failed, 2 usage or
+config error (one message on stderr, no traceback), 130 interrupted (Ctrl-C; ``optimize``
+saves its checkpoint first). ``python -m simkit`` is the same command.
+
+Example::
+
+    from simkit.cli import main
+    code = main(["run", "scenes/flag.toml", "--frames", "10", "--usd", "flag.usda", "--quiet"])
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Sequence
+
+from .scene.schema import USD_EXTENSIONS, SceneError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class UsageError(Exception):
+    """A command line that cannot be carried out as given (exit code 2).
+
+    Example::
+
+        raise UsageError("--view shows the run live; use either --view or --usd")
+    """
+
+
+def source_root() -> Path | None:
+    """The root of the source checkout simkit is imported from, or None for an installed copy
+    (a checkout has ``pyproject.toml`` and ``tools/bench.py`` beside the package).
+
+    Example::
+
+        root = source_root()
+    """
+    root = Path(__file__).resolve().parent.parent
+    if (root / "pyproject.toml").is_file() and (root / "tools" / "bench.py").is_file():
+        return root
+    return None
+
+
+def resolve_scene(arg: str) -> Path:
+    """``arg`` as a scene path: the file itself when it exists, else ``scenes/ARG.toml`` of
+    the source checkout when ``arg`` is a bare name. A SceneError when neither exists.
+
+    Example::
+
+        resolve_scene("ball_bounce")      # <checkout>/scenes/ball_bounce.toml
+    """
+    path = Path(arg)
+    if path.exists():
+        return path
+    root = source_root()
+    bundled = sorted(p.stem for p in (root / "scenes").glob("*.toml")) if root is not None else []
+    if arg in bundled:
+        return root / "scenes" / f"{arg}.toml"
+    hint = f" (the bundled scenes are: {', '.join(bundled)})" if bundled else ""
+    raise SceneError(arg, "", f"no such scene file{hint}")
+
+
+def _check_usd_path(value: str | None, option: str = "--usd") -> None:
+    if value is not None and os.path.splitext(value)[1].lower() not in USD_EXTENSIONS:
+        raise UsageError(f"{option} {value}: expected a file name ending in {', '.join(USD_EXTENSIONS)}")
+
+
+def _viewer() -> Any:
+    """The viewer module, imported only when a command needs a window."""
+    try:
+        return importlib.import_module("simkit.render.viewer")
+    except Exception as e:
+        raise RuntimeError(f"the viewer could not be loaded ({type(e).__name__}: {e}); it needs pyglet and a "
+                           "display") from e
+
+
+def _progress(total: int, initial: int, unit: str, desc: str, quiet: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, unit=unit, desc=desc, disable=quiet, file=sys.stderr,
+                dynamic_ncols=True)
+
+
+# ----------------------------------------------------------------------------------
+# Commands
+# ----------------------------------------------------------------------------------
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    """``simkit run``: simulate a scene with a progress bar and write USD, or show it live."""
+    from .scene import load_scene, run_scene
+
+    if args.view and args.usd:
+        raise UsageError("--view shows the run live in a window and writes no file; use either --view or --usd")
+    _check_usd_path(args.usd)
+    scene = load_scene(resolve_scene(args.scene), device=args.device, frames=args.frames)
+    st = scene.settings
+    if args.view:
+        viewer = _viewer()
+        stepper = scene.stepper()
+        viewer.play_live(scene.model, stepper.reset, stepper.advance, fps=scene.output["fps"],
+                         title=f"simkit: {scene.name}")
+        return EXIT_OK
+    usd = args.usd or scene.output["usd"]
+    with _progress(st.steps, 0, "step", scene.name, args.quiet) as bar:
+        result = run_scene(scene, usd_path=usd, on_frame=lambda frame, state: bar.update(st.substeps))
+    if not args.quiet:
+        rate = result.steps / result.seconds if result.seconds > 0 else float("inf")
+        print(f"{scene.name}: {result.frames} frames ({result.steps} steps of {st.dt:g} s) in {result.seconds:.2f} s, "
+              f"{rate:.0f} steps/s")
+        print(f"  USD: {result.usd_path}")
+    return EXIT_OK
+
+
+def _cmd_optimize(args: argparse.Namespace) -> int:
+    """``simkit optimize``: run the scene's [optimize] table with resumable checkpoints."""
+    from .scene import Optimization, load_scene, matplotlib_missing, plot_losses
+
+    if args.plot:
+        why = matplotlib_missing()
+        if why is not None:
+            raise UsageError(why)
+    _check_usd_path(args.usd)
+    scene = load_scene(resolve_scene(args.scene), device=args.device, frames=args.frames)
+    opt = Optimization(scene, iterations=args.iterations, checkpoint=args.checkpoint, resume=args.resume)
+    say = (lambda *a: None) if args.quiet else print
+    s = opt.settings
+    say(f"{scene.name}: optimizing {', '.join(s['parameters'])} with {s['optimizer']} (learning rate "
+        f"{s['learning_rate']:g}) for {opt.iterations} iterations")
+    say(f"  loss: {opt.loss.describe()}")
+    if args.resume:
+        say(f"  resuming from {opt.checkpoint_path} after iteration {opt.iteration}")
+
+    bar = _progress(opt.iterations, min(opt.iteration, opt.iterations), "it", scene.name, args.quiet)
+
+    def on_iteration(iteration: int, loss: float) -> None:
+        bar.set_postfix(loss=f"{loss:.4e}")
+        bar.update()
+        if not args.quiet:
+            bar.write(f"iteration {iteration:4d}  loss {loss:.6e}", file=sys.stdout)
+
+    try:
+        opt.run(on_iteration)
+    except KeyboardInterrupt:
+        bar.close()
+        again = shlex.join(["simkit", *[a for a in args.argv if a != "--resume"], "--resume"])
+        print(f"simkit: interrupted; {opt.saved_iteration} completed iterations are saved in {opt.checkpoint_path} "
+              f"(continue with: {again})", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        bar.close()
+    usd = args.usd or scene.output["usd"]
+    final_loss, result = opt.replay(usd_path=usd)
+    if args.plot:
+        plot_losses(opt.losses + [final_loss], args.plot, title=f"{scene.name}: loss per iteration")
+    first = f"{opt.losses[0]:.4e} -> " if opt.losses else ""
+    say(f"{scene.name}: loss {first}{final_loss:.4e} after {opt.iteration} iterations")
+    for p in opt.parameters:
+        say(f"  {p.describe()}")
+    say(f"  checkpoint: {opt.checkpoint_path.resolve()}")
+    say(f"  USD: {result.usd_path}")
+    if args.plot:
+        say(f"  plot: {Path(args.plot).resolve()}")
+    return EXIT_OK
+
+
+def _describe_bytes(n: int) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000.0
+    return f"{n} B"
+
+
+def _compiler_line() -> str:
+    from .core.compiler import find_compiler
+    from .core.errors import CompilerNotFoundError
+
+    try:
+        cxx = find_compiler()
+    except CompilerNotFoundError as e:
+        return f"none ({e})"
+    try:
+        out = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=20).stdout
+        version = out.splitlines()[0] if out else "version unknown"
+    except (OSError, subprocess.SubprocessError):
+        version = "version unknown"
+    return f"{cxx} ({version})"
+
+
+def _cuda_lines() -> list[str]:
+    from .core.cuda import driver
+
+    count = driver.device_count()
+    if count == 0:
+        return [f"cuda: none ({driver.unavailable_reason() or 'no GPU found'})"]
+    lines = []
+    for k in range(count):
+        try:
+            ctx = driver.context(k)
+            lines.append(f"cuda:{k} {ctx.gpu_name} (sm_{ctx.compute_capability[0]}{ctx.compute_capability[1]})")
+        except Exception as e:
+            lines.append(f"cuda:{k} (could not be opened: {e})")
+    return lines
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    """``simkit info``: version, devices, compiler, cache."""
+    import numpy as np
+
+    from . import __version__
+    from .core import compiler, nvrtc
+
+    rows = [("simkit", f"{__version__} ({Path(__file__).resolve().parent})"),
+            ("python", f"{platform.python_version()} ({sys.executable})"),
+            ("numpy", np.__version__),
+            ("devices", f"cpu ({os.cpu_count()} cores)")]
+    rows += [("", line) for line in _cuda_lines()]
+    rows.append(("compiler", _compiler_line()))
+    try:
+        rows.append(("nvrtc", "{}.{}".format(*nvrtc.version()) if nvrtc.is_available() else "not available"))
+    except Exception as e:
+        rows.append(("nvrtc", f"not available ({e})"))
+    files, size = compiler.cache_usage()
+    rows.append(("cache", f"{compiler.cache_dir()} ({files} files, {_describe_bytes(size)})"))
+    for name, value in rows:
+        print(f"{name:<10}{value}")
+    return EXIT_OK
+
+
+def _cmd_cache(args: argparse.Namespace) -> int:
+    """``simkit cache clear``: delete the compiled modules."""
+    from .core import compiler
+
+    files, size = compiler.clear_cache()
+    print(f"removed {files} files ({_describe_bytes(size)}) from {compiler.cache_dir()}")
+    return EXIT_OK
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    """``simkit bench``: tools/bench.py of the source checkout, with the remaining arguments."""
+    root = source_root()
+    if root is None:
+        raise UsageError(f"simkit bench runs tools/bench.py of a source checkout, and this simkit "
+                         f"({Path(__file__).resolve().parent}) is an installed copy without one; clone the "
+                         "repository and run 'python tools/bench.py' there")
+    return subprocess.call([sys.executable, str(root / "tools" / "bench.py"), *args.bench_args], cwd=root)
+
+
+def _cmd_view(args: argparse.Namespace) -> int:
+    """``simkit view FILE``: play a recorded USD file in the viewer."""
+    path = Path(args.file)
+    if path.suffix.lower() not in USD_EXTENSIONS:
+        raise UsageError(f"{args.file}: expected a USD file ending in {', '.join(USD_EXTENSIONS)}")
+    if not path.is_file():
+        raise UsageError(f"{args.file}: no such file")
+    _viewer().play_usd(str(path))
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------------------
+# Parsing
+# ----------------------------------------------------------------------------------
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``simkit`` command.
+
+    Example::
+
+        build_parser().parse_args(["run", "scenes/flag.toml", "--frames", "10"])
+    """
+    from . import __version__
+
+    p = argparse.ArgumentParser(prog="simkit", description="simkit: differentiable physics simulation. Run and "
+                                "optimize scene configs (TOML, see docs/scenes.md), inspect the installation.")
+    p.add_argument("--version", action="version", version=f"simkit {__version__}")
+    p.add_argument("--traceback", action="store_true", help="print the traceback of a failed run (exit code 1)")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    run = sub.add_parser("run", help="simulate a scene and write it to USD",
+                         description="Simulate a scene with a progress bar and write every frame to USD.")
+    run.add_argument("scene", metavar="SCENE", help="a scene file (.toml), or the name of a bundled scene")
+    run.add_argument("--frames", type=_count, metavar="N", help="frames to simulate (default: sim.frames)")
+    run.add_argument("--device", metavar="D", help='where to run: "cpu", "cuda" or "cuda:N" (default: sim.device)')
+    run.add_argument("--usd", metavar="PATH", help="the USD file to write (default: output.usd)")
+    run.add_argument("--view", action="store_true", help="show the run live in a window instead of writing USD")
+    run.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    run.set_defaults(handler=_cmd_run)
+
+    opt = sub.add_parser("optimize", help="run a scene's [optimize] table",
+                         description="Optimize the parameters of a scene's [optimize] table, with checkpoints "
+                                     "to resume from, then write the optimized run to USD.")
+    opt.add_argument("scene", metavar="SCENE", help="a scene file (.toml) with an [optimize] table")
+    opt.add_argument("--iterations", type=_count, metavar="N", help="iterations in total (default: "
+                     "optimize.iterations)")
+    opt.add_argument("--resume", action="store_true", help="continue from the checkpoint")
+    opt.add_argument("--plot", metavar="PATH", help="save the loss per iteration as an image (needs matplotlib)")
+    opt.add_argument("--checkpoint", metavar="PATH", help="the checkpoint file (default: optimize.checkpoint)")
+    opt.add_argument("--frames", type=_count, metavar="N", help="frames of each rollout (default: sim.frames)")
+    opt.add_argument("--device", metavar="D", help='where to run: "cpu", "cuda" or "cuda:N"')
+    opt.add_argument("--usd", metavar="PATH", help="the USD file of the optimized run (default: output.usd)")
+    opt.add_argument("--quiet", action="store_true", help="no progress bar and no output but errors")
+    opt.set_defaults(handler=_cmd_optimize)
+
+    info = sub.add_parser("info", help="version, devices, compiler and cache")
+    info.set_defaults(handler=_cmd_info)
+
+    cache = sub.add_parser("cache", help="manage the compiled-module cache")
+    cache_sub = cache.add_subparsers(dest="action", metavar="ACTION", required=True)
+    clear = cache_sub.add_parser("clear", help="delete the compiled modules (SIMKIT_CACHE_DIR or ~/.cache/simkit)")
+    clear.set_defaults(handler=_cmd_cache)
+
+    bench = sub.add_parser("bench", help="run tools/bench.py of a source checkout (arguments are passed on)",
+                           description="Run the benchmarks of tools/bench.py (source checkouts only); every "
+                                       "further argument is passed on, e.g. simkit bench --quick.")
+    bench.set_defaults(handler=_cmd_bench)
+
+    view = sub.add_parser("view", help="play a recorded USD file in the viewer")
+    view.add_argument("file", metavar="FILE", help="a .usd, .usda or .usdc file")
+    view.set_defaults(handler=_cmd_view)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``simkit`` command with ``argv`` (default: ``sys.argv[1:]``) and return its
+    exit code: 0 done, 1 failed, 2 usage or config error, 130 interrupted.
+
+    Example::
+
+        main(["info"])
+    """
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args, extra = parser.parse_known_args(argv)
+        args.argv = argv
+        if args.command == "bench":
+            args.bench_args = extra
+        elif extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
+    try:
+        return args.handler(args)
+    except (SceneError, UsageError) as e:
+        print(f"simkit: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("simkit: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as e:
+        print(f"simkit: error: {e}" if str(e) else f"simkit: error: {type(e).__name__}", file=sys.stderr)
+        if args.traceback:
+            traceback.print_exc()
+        else:
+            print("simkit: (run with --traceback for the details)", file=sys.stderr)
+        return EXIT_FAILED

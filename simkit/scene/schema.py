@@ -1,0 +1,875 @@
+"""Reading and checking scene configs (TOML, see ``docs/scenes.md``).
+
+:func:`read_config` parses a scene file with :mod:`tomllib` and checks every table against
+the schema: unknown keys, wrong types, values out of range, missing files and dangling
+names. The first problem found is raised as one :class:`SceneError` that names the file,
+the key path (``cloth[0].dim_x``) and what was expected; nothing is built before the whole
+file has passed. The result is a :class:`SceneConfig`: the same tables with every default
+filled in, numbers converted, spring pairs and tetrahedral meshes loaded.
+
+Example::
+
+    config = read_config("scenes/ball_bounce.toml")
+    config.sim["dt"], config.output["usd"], [b["name"] for b in config.particles]
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import math
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from ..core import device as D
+
+REQUIRED: Any = object()
+USD_EXTENSIONS = (".usd", ".usda", ".usdc")
+MESH_EXTENSIONS = (".npz", ".tet")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+class SceneError(ValueError):
+    """A scene config that cannot be used. ``file`` is the config (or checkpoint) it is about,
+    ``key`` the key path of the problem (``"cloth[0].dim_x"``; empty for the file as a whole)
+    and ``message`` what was expected; ``str(error)`` is ``"file: key: message"``.
+
+    Example::
+
+        try:
+            load_scene("scenes/flag.toml")
+        except SceneError as e:
+            print(e.file, e.key, e.message)
+    """
+
+    def __init__(self, file: str | os.PathLike, key: str, message: str):
+        self.file = os.fspath(file)
+        self.key = key
+        self.message = message
+        super().__init__(f"{self.file}: {key}: {message}" if key else f"{self.file}: {message}")
+
+
+# ----------------------------------------------------------------------------------
+# What a table may hold
+# ----------------------------------------------------------------------------------
+
+TOP_KEYS = ("description", "sim", "contact", "rigid_contact", "output", "optimize", "particles", "springs", "cloth",
+            "soft_grid", "soft_mesh", "shapes", "bodies", "joints")
+SIM_KEYS = ("dt", "substeps", "frames", "integrator", "iterations", "device", "dtype", "gravity", "up_axis", "ground")
+CONTACT_KEYS = ("ke", "kd", "kf", "mu", "particle_contact")
+RIGID_CONTACT_KEYS = ("ke", "kd", "kf", "mu")
+OUTPUT_KEYS = ("usd", "fps")
+PARTICLES_KEYS = ("name", "positions", "velocity", "mass", "radius", "pinned")
+SPRINGS_KEYS = ("name", "particles", "pairs", "within", "ke", "kd", "muscle")
+MUSCLE_KEYS = ("amplitude", "frequency", "phase", "wave", "gain")
+CLOTH_KEYS = ("name", "pos", "rot", "velocity", "dim_x", "dim_y", "cell_x", "cell_y", "mass", "fix_left", "fix_right",
+              "fix_top", "fix_bottom", "k_mu", "k_lambda", "k_damp", "edge_ke", "edge_kd", "radius")
+SOFT_GRID_KEYS = ("name", "pos", "rot", "velocity", "dim_x", "dim_y", "dim_z", "cell_x", "cell_y", "cell_z",
+                  "density", "k_mu", "k_lambda", "k_damp", "fix_left", "fix_right", "fix_top", "fix_bottom", "radius")
+SOFT_MESH_KEYS = ("name", "file", "pos", "rot", "scale", "velocity", "density", "k_mu", "k_lambda", "k_damp", "radius")
+SHAPE_KINDS = {"sphere": ("pos", "radius"), "box": ("pos", "rot", "half_extents"),
+               "capsule": ("pos", "rot", "radius", "half_height")}
+SHAPE_COMMON = ("name", "kind", "ke", "kd", "kf", "mu")
+BODY_KEYS = ("name", "pos", "rot", "velocity", "angular_velocity", "armature", "shapes")
+JOINT_AXIS_KEYS = ("axis", "limit_lower", "limit_upper", "limit_ke", "limit_kd", "target", "target_ke", "target_kd")
+JOINT_KINDS = {"revolute": JOINT_AXIS_KEYS, "prismatic": JOINT_AXIS_KEYS, "ball": (), "fixed": ()}
+JOINT_COMMON = ("name", "kind", "parent", "child", "anchor")
+OPTIMIZE_KEYS = ("iterations", "learning_rate", "optimizer", "checkpoint_every", "checkpoint", "parameters", "loss")
+LOSS_KINDS = {"position": ("target", "axes"), "travel": ("direction",)}
+LOSS_COMMON = ("kind", "body")
+
+# Which parameters of which kind of body [optimize] can change.
+PARAMETERS = {
+    "particles": ("velocity",),
+    "cloth": ("velocity", "k_mu", "k_lambda", "k_damp"),
+    "soft_grid": ("velocity", "k_mu", "k_lambda", "k_damp"),
+    "soft_mesh": ("velocity", "k_mu", "k_lambda", "k_damp"),
+    "springs": ("ke", "kd", "activation"),
+    "bodies": ("velocity",),
+}
+IDENTITY_QUAT = (0.0, 0.0, 0.0, 1.0)
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return f"a {type(value).__name__}"
+
+
+def describe(value: Any) -> str:
+    """``value`` as an error message shows it: a short rendering and its TOML kind.
+
+    Example::
+
+        describe(0.5)       # '0.5 (a number)'
+    """
+    if isinstance(value, dict):
+        return "a table"
+    text = json.dumps(value) if isinstance(value, (str, bool)) else repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} ({_kind_of(value)})"
+
+
+def _bounds(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+    if low is not None and high is not None:
+        return f" in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    if low is not None:
+        return f" {'>' if low_open else '>='} {low:g}"
+    if high is not None:
+        return f" {'<' if high_open else '<='} {high:g}"
+    return ""
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class Table:
+    """One TOML table of a scene at key path ``path``: refuses keys not in ``allowed`` at once,
+    and reads typed values whose errors name the key path.
+
+    Example::
+
+        sim = Table(data["sim"], "sim", "scene.toml", SIM_KEYS)
+        dt = sim.number("dt", low=0.0, low_open=True)
+    """
+
+    def __init__(self, data: Any, path: str, file: str, allowed: Iterable[str], what: str = "a table"):
+        self.path, self.file = path, file
+        if not isinstance(data, dict):
+            raise SceneError(file, path, f"expected {what}, got {describe(data)}")
+        self.data = data
+        allowed = tuple(allowed)
+        for key in data:
+            if key not in allowed:
+                raise self.unknown(key, allowed)
+
+    def key(self, name: str) -> str:
+        """The key path of ``name`` in this table.
+
+        Example::
+
+            Table({}, "cloth[0]", "f.toml", CLOTH_KEYS).key("dim_x")    # 'cloth[0].dim_x'
+        """
+        return f"{self.path}.{name}" if self.path else name
+
+    def error(self, name: str, message: str) -> SceneError:
+        """A SceneError about key ``name`` of this table (``""``: the table itself).
+
+        Example::
+
+            raise t.error("pairs", "expected at least one pair")
+        """
+        return SceneError(self.file, self.key(name) if name else self.path, message)
+
+    def unknown(self, key: str, allowed: tuple, why: str = "unknown key") -> SceneError:
+        """The error for a key this table does not take, with the closest valid key.
+
+        Example::
+
+            raise t.unknown("dimx", CLOTH_KEYS)     # ... did you mean 'dim_x'? ...
+        """
+        close = difflib.get_close_matches(key, allowed, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        return self.error(key, f"{why}; {hint}valid keys here: {', '.join(allowed)}")
+
+    def has(self, name: str) -> bool:
+        """Whether the table holds ``name``.
+
+        Example::
+
+            t.has("pairs")
+        """
+        return name in self.data
+
+    def _get(self, name: str, default: Any, expected: str) -> Any:
+        if name in self.data:
+            return self.data[name]
+        if default is REQUIRED:
+            raise self.error(name, f"missing; expected {expected}")
+        return default
+
+    def number(self, name: str, default: Any = REQUIRED, *, low: float | None = None, high: float | None = None,
+               low_open: bool = False, high_open: bool = False) -> float:
+        """A finite number (integers accepted) within the given bounds.
+
+        Example::
+
+            dt = t.number("dt", low=0.0, low_open=True)      # > 0, required
+        """
+        expected = "a number" + _bounds(low, high, low_open, high_open)
+        value = self._get(name, default, expected)
+        if name not in self.data:
+            return value
+        if not _is_number(value) or not math.isfinite(value):
+            raise self.error(name, f"expected {expected}, got {describe(value)}")
+        if (low is not None and (value < low or (low_open and value == low))) or \
+                (high is not None and (value > high or (high_open and value == high))):
+            raise self.error(name, f"expected {expected}, got {describe(value)}")
+        return float(value)
+
+    def integer(self, name: str, default: Any = REQUIRED, *, low: int | None = None) -> int:
+        """An integer ``>= low``.
+
+        Example::
+
+            substeps = t.integer("substeps", 1, low=1)
+        """
+        expected = "an integer" + _bounds(low, None, False, False)
+        value = self._get(name, default, expected)
+        if name not in self.data:
+            return value
+        if not isinstance(value, int) or isinstance(value, bool) or (low is not None and value < low):
+            raise self.error(name, f"expected {expected}, got {describe(value)}")
+        return value
+
+    def boolean(self, name: str, default: Any = REQUIRED) -> bool:
+        """true or false.
+
+        Example::
+
+            ground = t.boolean("ground", True)
+        """
+        value = self._get(name, default, "true or false")
+        if not isinstance(value, bool):
+            raise self.error(name, f"expected true or false, got {describe(value)}")
+        return value
+
+    def string(self, name: str, default: Any = REQUIRED) -> str:
+        """A non-empty string.
+
+        Example::
+
+            usd = t.string("usd", "scene.usd")
+        """
+        value = self._get(name, default, "a string")
+        if name not in self.data:
+            return value
+        if not isinstance(value, str) or not value:
+            raise self.error(name, f"expected a non-empty string, got {describe(value)}")
+        return value
+
+    def choice(self, name: str, options: Iterable[str], default: Any = REQUIRED) -> str:
+        """One of the strings ``options``.
+
+        Example::
+
+            kind = t.choice("kind", ("sphere", "box", "capsule"))
+        """
+        options = tuple(options)
+        expected = "one of " + ", ".join(json.dumps(o) for o in options)
+        value = self._get(name, default, expected)
+        if value not in options or not isinstance(value, str):
+            raise self.error(name, f"expected {expected}, got {describe(value)}")
+        return value
+
+    def name(self, name: str = "name") -> str:
+        """A name: letters, digits, ``_`` and ``-``, starting with a letter or ``_``.
+
+        Example::
+
+            name = t.name()
+        """
+        expected = "a name of letters, digits, '_' and '-' (starting with a letter or '_')"
+        value = self._get(name, REQUIRED, expected)
+        if not isinstance(value, str) or not _NAME.match(value):
+            raise self.error(name, f"expected {expected}, got {describe(value)}")
+        return value
+
+    def vector(self, name: str, length: int, default: Any = REQUIRED, *, nonzero: bool = False) -> tuple:
+        """An array of ``length`` finite numbers (not all zero when ``nonzero``).
+
+        Example::
+
+            axis = t.vector("axis", 3, (0.0, 0.0, 1.0), nonzero=True)
+        """
+        expected = f"an array of {length} numbers" + (", not all zero" if nonzero else "")
+        value = self._get(name, default, expected)
+        if name not in self.data:
+            return tuple(float(v) for v in value)
+        if not isinstance(value, list) or len(value) != length or \
+                not all(_is_number(v) and math.isfinite(v) for v in value):
+            raise self.error(name, f"expected {expected}, got {describe(value)}")
+        if nonzero and not any(value):
+            raise self.error(name, f"expected {expected}, got {describe(value)}")
+        return tuple(float(v) for v in value)
+
+    def quat(self, name: str = "rot") -> tuple:
+        """A rotation quaternion ``[x, y, z, w]`` (normalized here), identity by default.
+
+        Example::
+
+            rot = t.quat()
+        """
+        q = self.vector(name, 4, IDENTITY_QUAT, nonzero=True)
+        norm = math.sqrt(sum(v * v for v in q))
+        return tuple(v / norm for v in q)
+
+    def points(self, name: str) -> np.ndarray:
+        """A non-empty array of ``[x, y, z]`` points, as an ``N x 3`` float64 array.
+
+        Example::
+
+            positions = t.points("positions")
+        """
+        expected = "a non-empty array of [x, y, z] points"
+        value = self._get(name, REQUIRED, expected)
+        if not isinstance(value, list) or not value:
+            raise self.error(name, f"expected {expected}, got {describe(value)}")
+        for i, p in enumerate(value):
+            if not isinstance(p, list) or len(p) != 3 or not all(_is_number(v) and math.isfinite(v) for v in p):
+                raise self.error(f"{name}[{i}]", f"expected a point [x, y, z] of 3 numbers, got {describe(p)}")
+        return np.array(value, dtype=np.float64)
+
+    def indices(self, name: str, count: int, width: int, default: Any = REQUIRED) -> list:
+        """An array of indices into ``count`` items (``width`` 1), or of ``width``-tuples of
+        distinct indices.
+
+        Example::
+
+            pairs = t.indices("pairs", particle_count, 2)
+        """
+        item = "an index" if width == 1 else f"an array of {width} different indices"
+        expected = f"an array whose entries are each {item} in 0..{count - 1}"
+        value = self._get(name, default, expected)
+        if name not in self.data:
+            return list(value)
+        if not isinstance(value, list):
+            raise self.error(name, f"expected {expected}, got {describe(value)}")
+        out = []
+        for i, entry in enumerate(value):
+            parts = [entry] if width == 1 else entry
+            ok = isinstance(parts, list) and len(parts) == width and all(
+                isinstance(v, int) and not isinstance(v, bool) and 0 <= v < count for v in parts)
+            if not ok or len(set(parts)) != width:
+                raise self.error(f"{name}[{i}]", f"expected {item} in 0..{count - 1}, got {describe(entry)}")
+            out.append(entry if width == 1 else tuple(parts))
+        return out
+
+    def table(self, name: str, allowed: Iterable[str], required: bool = False) -> Table | None:
+        """The sub-table ``name`` (None when absent and not ``required``).
+
+        Example::
+
+            muscle = t.table("muscle", MUSCLE_KEYS)
+        """
+        if name not in self.data:
+            if required:
+                raise self.error(name, "missing; expected a table")
+            return None
+        return Table(self.data[name], self.key(name), self.file, allowed)
+
+    def tables(self, name: str) -> list[Any]:
+        """The raw entries of the array of tables ``name`` (empty when absent); each is
+        checked when it is wrapped in a :class:`Table`.
+
+        Example::
+
+            for i, entry in enumerate(root.tables("cloth")): ...
+        """
+        value = self.data.get(name, [])
+        if not isinstance(value, list):
+            raise self.error(name, f"expected an array of tables ([[{name}]]), got {describe(value)}")
+        return value
+
+
+# ----------------------------------------------------------------------------------
+# The checked config
+# ----------------------------------------------------------------------------------
+
+@dataclass
+class SceneConfig:
+    """A scene file that passed every check, with defaults filled in.
+
+    ``sim``, ``contact``, ``rigid_contact``, ``output`` are dicts of settings; ``optimize`` is
+    a dict or None; the body lists hold one dict per entry, each with its ``key`` (the key
+    path, e.g. ``"cloth[0]"``) for later messages; ``names`` maps every body name to its
+    kind (``"particles"``, ``"springs"``, ``"cloth"``, ``"soft_grid"``, ``"soft_mesh"``,
+    ``"bodies"``). ``fingerprint`` hashes what the physics and the optimization depend on.
+
+    Example::
+
+        config = read_config("scenes/flag.toml")
+        config.cloth[0]["dim_x"]
+    """
+
+    path: Path
+    name: str
+    description: str
+    sim: dict
+    contact: dict
+    rigid_contact: dict
+    output: dict
+    optimize: dict | None
+    particles: list = field(default_factory=list)
+    springs: list = field(default_factory=list)
+    cloth: list = field(default_factory=list)
+    soft_grid: list = field(default_factory=list)
+    soft_mesh: list = field(default_factory=list)
+    shapes: list = field(default_factory=list)
+    bodies: list = field(default_factory=list)
+    joints: list = field(default_factory=list)
+    names: dict = field(default_factory=dict)
+    fingerprint: str = ""
+
+    @property
+    def file(self) -> str:
+        """The scene file as errors name it.
+
+        Example::
+
+            SceneError(config.file, "sim.dt", "expected a number > 0")
+        """
+        return str(self.path)
+
+
+def read_config(path: str | os.PathLike, *, device: str | None = None, frames: int | None = None) -> SceneConfig:
+    """Read and check the scene file ``path``; ``device`` and ``frames`` override
+    ``sim.device`` and ``sim.frames`` (as ``--device`` and ``--frames`` do). Raises one
+    :class:`SceneError` for the first problem found.
+
+    Example::
+
+        config = read_config("scenes/soft_drop.toml", frames=10)
+    """
+    file = os.fspath(path)
+    p = Path(file)
+    if not p.is_file():
+        raise SceneError(file, "", "no such scene file" if not p.exists() else "not a file")
+    try:
+        with open(p, "rb") as f:
+            data = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise SceneError(file, "", f"not valid TOML: {e}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SceneError(file, "", f"cannot be read: {e}") from None
+    root = Table(data, "", file, TOP_KEYS)
+    folder = p.resolve().parent
+    description = root.string("description", "")
+    sim = _sim(root, device, frames)
+    config = SceneConfig(path=p, name=p.stem, description=description, sim=sim, contact=_contact(root),
+                         rigid_contact=_rigid_contact(root), output=_output(root, sim, p.stem), optimize=None)
+    readers = (("particles", PARTICLES_KEYS, _particles), ("cloth", CLOTH_KEYS, _cloth),
+               ("soft_grid", SOFT_GRID_KEYS, _soft_grid), ("soft_mesh", SOFT_MESH_KEYS, _soft_mesh),
+               ("springs", SPRINGS_KEYS, _springs), ("bodies", BODY_KEYS, _body))
+    for kind, keys, reader in readers:
+        for i, entry in enumerate(root.tables(kind)):
+            t = Table(entry, f"{kind}[{i}]", file, keys)
+            name = t.name()
+            if name in config.names:
+                raise t.error("name", f"expected a name no other body has, got {json.dumps(name)} (a "
+                                      f"{config.names[name]} entry has it too)")
+            body = reader(t, config, folder)
+            body.update(name=name, key=t.path)
+            getattr(config, kind).append(body)
+            config.names[name] = kind
+    for i, entry in enumerate(root.tables("shapes")):
+        shape = _shape(entry, f"shapes[{i}]", file, static=True)
+        config.shapes.append(shape)
+    for i, entry in enumerate(root.tables("joints")):
+        config.joints.append(_joint(Table(entry, f"joints[{i}]", file, JOINT_COMMON + JOINT_AXIS_KEYS), config))
+    if not any(getattr(config, k) for k in ("particles", "cloth", "soft_grid", "soft_mesh", "bodies")):
+        raise SceneError(file, "", "the scene has nothing to simulate; expected at least one [[particles]], "
+                                   "[[cloth]], [[soft_grid]], [[soft_mesh]] or [[bodies]] entry")
+    opt = root.table("optimize", OPTIMIZE_KEYS)
+    if opt is not None:
+        config.optimize = _optimize(opt, config)
+    config.fingerprint = _fingerprint(data, config)
+    return config
+
+
+def _fingerprint(data: dict, config: SceneConfig) -> str:
+    """A hash of everything a checkpoint's parameters depend on: the physics, the bodies and
+    their mesh files, and the parameters and loss of [optimize] (not its iteration count,
+    learning rate schedule, checkpoint settings or the output)."""
+    physics = {k: v for k, v in data.items() if k not in ("output", "description", "optimize")}
+    physics["sim"] = {k: v for k, v in config.sim.items() if k != "device"}
+    if config.optimize is not None:
+        physics["optimize"] = {k: data["optimize"].get(k) for k in ("parameters", "loss", "optimizer")}
+    h = hashlib.sha256(json.dumps(physics, sort_keys=True, default=str).encode())
+    for mesh in config.soft_mesh:
+        h.update(mesh["vertices"].tobytes())
+        h.update(mesh["tets"].tobytes())
+    return h.hexdigest()[:24]
+
+
+# ----------------------------------------------------------------------------------
+# Settings tables
+# ----------------------------------------------------------------------------------
+
+def _sim(root: Table, device: str | None, frames: int | None) -> dict:
+    sim = root.table("sim", SIM_KEYS, required=True)
+    out = {
+        "dt": sim.number("dt", low=0.0, low_open=True),
+        "substeps": sim.integer("substeps", 1, low=1),
+        "frames": sim.integer("frames", low=1),
+        "integrator": sim.choice("integrator", ("euler", "xpbd"), "euler"),
+        "iterations": sim.integer("iterations", 4, low=1),
+        "device": sim.string("device", "cpu"),
+        "dtype": sim.choice("dtype", ("float32", "float64"), "float32"),
+        "gravity": sim.number("gravity", -9.81),
+        "up_axis": sim.choice("up_axis", ("x", "y", "z"), "y"),
+        "ground": sim.boolean("ground", True),
+    }
+    if sim.has("iterations") and out["integrator"] != "xpbd":
+        raise sim.error("iterations", 'only used by integrator = "xpbd"; remove it or set integrator = "xpbd"')
+    if device is not None:
+        out["device"] = device
+    where = "--device" if device is not None else "sim.device"
+    try:
+        out["device"] = D.parse(out["device"], where)
+    except (TypeError, ValueError):
+        raise SceneError(root.file, where, f'expected "cpu", "cuda" or "cuda:N", got {json.dumps(out["device"])}') \
+            from None
+    try:
+        D.require(out["device"], where)
+    except (RuntimeError, ValueError) as e:
+        raise SceneError(root.file, where, str(e)) from None
+    if frames is not None:
+        if isinstance(frames, bool) or not isinstance(frames, int) or frames < 1:
+            raise SceneError(root.file, "--frames", f"expected an integer >= 1, got {frames!r}")
+        out["frames"] = frames
+    return out
+
+
+def _contact(root: Table) -> dict:
+    t = root.table("contact", CONTACT_KEYS) or Table({}, "contact", root.file, CONTACT_KEYS)
+    return {"ke": t.number("ke", 1.0e4, low=0.0), "kd": t.number("kd", 10.0, low=0.0),
+            "kf": t.number("kf", 100.0, low=0.0), "mu": t.number("mu", 0.5, low=0.0),
+            "particle_contact": t.boolean("particle_contact", False)}
+
+
+def _rigid_contact(root: Table) -> dict:
+    t = root.table("rigid_contact", RIGID_CONTACT_KEYS) or Table({}, "rigid_contact", root.file, RIGID_CONTACT_KEYS)
+    return {"ke": t.number("ke", 1.0e5, low=0.0), "kd": t.number("kd", 1.0e2, low=0.0),
+            "kf": t.number("kf", 1.0e2, low=0.0), "mu": t.number("mu", 0.5, low=0.0)}
+
+
+def _output(root: Table, sim: dict, stem: str) -> dict:
+    t = root.table("output", OUTPUT_KEYS) or Table({}, "output", root.file, OUTPUT_KEYS)
+    usd = t.string("usd", f"{stem}.usd")
+    if os.path.splitext(usd)[1].lower() not in USD_EXTENSIONS:
+        raise t.error("usd", f"expected a file name ending in {', '.join(USD_EXTENSIONS)}, got {json.dumps(usd)}")
+    fps = t.number("fps", 1.0 / (sim["dt"] * sim["substeps"]), low=0.0, low_open=True)
+    return {"usd": usd, "fps": fps}
+
+
+# ----------------------------------------------------------------------------------
+# Bodies
+# ----------------------------------------------------------------------------------
+
+def _positive(t: Table, name: str, default: Any = REQUIRED) -> float:
+    return t.number(name, default, low=0.0, low_open=True)
+
+
+def _nonneg(t: Table, name: str, default: Any = REQUIRED) -> float:
+    return t.number(name, default, low=0.0)
+
+
+def _particles(t: Table, config: SceneConfig, folder: Path) -> dict:
+    positions = t.points("positions")
+    return {"positions": positions, "velocity": t.vector("velocity", 3, (0.0, 0.0, 0.0)),
+            "mass": _nonneg(t, "mass", 1.0), "radius": _positive(t, "radius", 0.05),
+            "pinned": t.indices("pinned", len(positions), 1, [])}
+
+
+def _fixes(t: Table) -> dict:
+    return {k: t.boolean(k, False) for k in ("fix_left", "fix_right", "fix_top", "fix_bottom")}
+
+
+def _cloth(t: Table, config: SceneConfig, folder: Path) -> dict:
+    return {"pos": t.vector("pos", 3), "rot": t.quat(), "velocity": t.vector("velocity", 3, (0.0, 0.0, 0.0)),
+            "dim_x": t.integer("dim_x", low=1), "dim_y": t.integer("dim_y", low=1),
+            "cell_x": _positive(t, "cell_x"), "cell_y": _positive(t, "cell_y"), "mass": _positive(t, "mass"),
+            **_fixes(t), "k_mu": _nonneg(t, "k_mu", 1.0e3), "k_lambda": _nonneg(t, "k_lambda", 1.0e3),
+            "k_damp": _nonneg(t, "k_damp", 0.0), "edge_ke": _nonneg(t, "edge_ke", 0.1),
+            "edge_kd": _nonneg(t, "edge_kd", 0.0), "radius": _positive(t, "radius", 0.01)}
+
+
+def _soft_common(t: Table) -> dict:
+    return {"velocity": t.vector("velocity", 3, (0.0, 0.0, 0.0)), "density": _positive(t, "density", 1000.0),
+            "k_mu": _nonneg(t, "k_mu", 1.0e4), "k_lambda": _nonneg(t, "k_lambda", 1.0e4),
+            "k_damp": _nonneg(t, "k_damp", 0.0), "radius": _positive(t, "radius", 0.01)}
+
+
+def _soft_grid(t: Table, config: SceneConfig, folder: Path) -> dict:
+    dims = {f"dim_{a}": t.integer(f"dim_{a}", low=1) for a in "xyz"}
+    cells = {f"cell_{a}": _positive(t, f"cell_{a}") for a in "xyz"}
+    return {"pos": t.vector("pos", 3), "rot": t.quat(), **dims, **cells, **_fixes(t), **_soft_common(t)}
+
+
+def _soft_mesh(t: Table, config: SceneConfig, folder: Path) -> dict:
+    name = t.string("file")
+    ext = os.path.splitext(name)[1].lower()
+    if ext not in MESH_EXTENSIONS:
+        raise t.error("file", f"expected a tetrahedral mesh file ending in {' or '.join(MESH_EXTENSIONS)}, "
+                              f"got {json.dumps(name)}")
+    path = folder / name
+    if not path.is_file():
+        raise t.error("file", f"expected an existing mesh file, but {str(path)!r} does not exist (paths are "
+                              "relative to the scene's folder)")
+    vertices, tets = load_tet_mesh(path, t.error)
+    return {"file": str(path), "vertices": vertices, "tets": tets, "pos": t.vector("pos", 3), "rot": t.quat(),
+            "scale": _positive(t, "scale", 1.0), **_soft_common(t)}
+
+
+def _springs(t: Table, config: SceneConfig, folder: Path) -> dict:
+    group = t.name("particles")
+    if config.names.get(group) != "particles":
+        known = [b["name"] for b in config.particles]
+        listed = ", ".join(known) or "there are none"
+        raise t.error("particles", f"expected the name of a [[particles]] entry ({listed}), got {json.dumps(group)}")
+    positions = next(b for b in config.particles if b["name"] == group)["positions"]
+    n = len(positions)
+    if t.has("pairs") == t.has("within"):
+        raise t.error("", "expected exactly one of 'pairs' (particle index pairs) and 'within' (a distance: "
+                          "connect every pair closer than it)")
+    if t.has("pairs"):
+        pairs = t.indices("pairs", n, 2)
+        if not pairs:
+            raise t.error("pairs", "expected at least one pair of particle indices, got []")
+    else:
+        within = _positive(t, "within")
+        pairs = [(i, j) for i in range(n) for j in range(i + 1, n)
+                 if np.linalg.norm(positions[i] - positions[j]) <= within]
+        if not pairs:
+            raise t.error("within", f"expected a distance that connects at least one pair of {group}'s particles, "
+                                    f"got {within:g}")
+    out = {"particles": group, "pairs": pairs, "ke": _nonneg(t, "ke", 1.0e3), "kd": _nonneg(t, "kd", 1.0),
+           "muscle": None}
+    m = t.table("muscle", MUSCLE_KEYS)
+    if m is not None:
+        amplitude = m.number("amplitude", low=0.0, high=1.0, low_open=True, high_open=True)
+        phase = m.data.get("phase", 0.0)
+        if isinstance(phase, list):
+            if len(phase) != len(pairs) or not all(_is_number(v) and math.isfinite(v) for v in phase):
+                raise m.error("phase", f"expected a number or an array of {len(pairs)} numbers (one per spring), "
+                                       f"got {describe(phase)}")
+            phases = np.array(phase, dtype=np.float64)
+        else:
+            phases = np.full(len(pairs), m.number("phase", 0.0))
+        wave = np.array(m.vector("wave", 3, (0.0, 0.0, 0.0)))
+        middle = np.array([0.5 * (positions[i] + positions[j]) for i, j in pairs])
+        out["muscle"] = {"amplitude": amplitude, "frequency": _positive(m, "frequency"),
+                         "phase": phases + middle @ wave, "gain": _positive(m, "gain", 1.0)}
+    return out
+
+
+def _shape(entry: Any, path: str, file: str, static: bool) -> dict:
+    allowed = SHAPE_COMMON + ("pos", "rot", "radius", "half_extents", "half_height") + (() if static else ("density",))
+    t = Table(entry, path, file, allowed)
+    kind = t.choice("kind", tuple(SHAPE_KINDS))
+    takes = SHAPE_KINDS[kind]
+    for key in t.data:
+        if key not in SHAPE_COMMON + takes + ("density",):
+            raise t.unknown(key, SHAPE_COMMON + takes + (() if static else ("density",)),
+                            f"not a key of a {kind} shape")
+    out = {"key": path, "kind": kind, "name": t.name() if t.has("name") else None,
+           "pos": t.vector("pos", 3, (0.0, 0.0, 0.0)), "rot": t.quat()}
+    if "radius" in takes:
+        out["radius"] = _positive(t, "radius")
+    if "half_extents" in takes:
+        h = t.vector("half_extents", 3)
+        if min(h) <= 0.0:
+            raise t.error("half_extents", f"expected an array of 3 numbers > 0, got {describe(list(h))}")
+        out["half_extents"] = h
+    if "half_height" in takes:
+        out["half_height"] = _nonneg(t, "half_height")
+    for k in ("ke", "kd", "kf", "mu"):
+        out[k] = _nonneg(t, k, None)
+    if not static:
+        out["density"] = _nonneg(t, "density", 1000.0)
+    return out
+
+
+def _body(t: Table, config: SceneConfig, folder: Path) -> dict:
+    shapes = t.tables("shapes")
+    return {"pos": t.vector("pos", 3, (0.0, 0.0, 0.0)), "rot": t.quat(),
+            "velocity": t.vector("velocity", 3, (0.0, 0.0, 0.0)),
+            "angular_velocity": t.vector("angular_velocity", 3, (0.0, 0.0, 0.0)),
+            "armature": _nonneg(t, "armature", 0.0),
+            "shapes": [_shape(s, t.key(f"shapes[{i}]"), t.file, static=False) for i, s in enumerate(shapes)]}
+
+
+def _body_name(t: Table, key: str, config: SceneConfig, world: bool) -> str:
+    bodies = [b["name"] for b in config.bodies]
+    options = (['"world"'] if world else []) + [json.dumps(b) for b in bodies]
+    value = t.data.get(key, "world" if world else REQUIRED)
+    if value is REQUIRED:
+        raise t.error(key, f"missing; expected the name of a [[bodies]] entry ({', '.join(options) or 'none'})")
+    if not isinstance(value, str) or (value not in bodies and not (world and value == "world")):
+        raise t.error(key, f"expected {'world or ' if world else ''}the name of a [[bodies]] entry "
+                           f"({', '.join(options) or 'there are none'}), got {describe(value)}")
+    return value
+
+
+def _joint(t: Table, config: SceneConfig) -> dict:
+    kind = t.choice("kind", tuple(JOINT_KINDS))
+    takes = JOINT_COMMON + JOINT_KINDS[kind]
+    for key in t.data:
+        if key not in takes:
+            raise t.unknown(key, takes, f"not a key of a {kind} joint")
+    out = {"key": t.path, "kind": kind, "name": t.name() if t.has("name") else None,
+           "parent": _body_name(t, "parent", config, world=True), "child": _body_name(t, "child", config, False)}
+    if out["parent"] == out["child"]:
+        raise t.error("child", f"expected a body other than the parent, got {json.dumps(out['child'])} twice")
+    child = next(b for b in config.bodies if b["name"] == out["child"])
+    out["anchor"] = t.vector("anchor", 3, child["pos"])
+    if JOINT_KINDS[kind]:
+        default_axis = (0.0, 0.0, 1.0) if kind == "revolute" else (1.0, 0.0, 0.0)
+        out.update(axis=t.vector("axis", 3, default_axis, nonzero=True),
+                   limit_lower=t.number("limit_lower", None), limit_upper=t.number("limit_upper", None),
+                   limit_ke=_nonneg(t, "limit_ke", 1.0e4), limit_kd=_nonneg(t, "limit_kd", 1.0e1),
+                   target=t.number("target", 0.0), target_ke=_nonneg(t, "target_ke", 0.0),
+                   target_kd=_nonneg(t, "target_kd", 0.0))
+        lo, hi = out["limit_lower"], out["limit_upper"]
+        if lo is not None and hi is not None and lo > hi:
+            raise t.error("limit_upper", f"expected a number >= limit_lower ({lo:g}), got {hi:g}")
+    return out
+
+
+# ----------------------------------------------------------------------------------
+# [optimize]
+# ----------------------------------------------------------------------------------
+
+def _optimize(t: Table, config: SceneConfig) -> dict:
+    out = {"iterations": t.integer("iterations", 30, low=1),
+           "learning_rate": t.number("learning_rate", low=0.0, low_open=True),
+           "optimizer": t.choice("optimizer", ("adam", "sgd"), "adam"),
+           "checkpoint_every": t.integer("checkpoint_every", 10, low=1),
+           "checkpoint": t.string("checkpoint", f"{config.name}.checkpoint.npz")}
+    expected = 'an array of "body.parameter" strings, such as ["ball.velocity"]'
+    params = t.data.get("parameters", REQUIRED)
+    if params is REQUIRED:
+        raise t.error("parameters", f"missing; expected {expected}")
+    if not isinstance(params, list) or not params:
+        raise t.error("parameters", f"expected {expected}, got {describe(params)}")
+    out["parameters"] = []
+    for i, p in enumerate(params):
+        key = f"parameters[{i}]"
+        if not isinstance(p, str) or p.count(".") != 1:
+            raise t.error(key, f'expected a "body.parameter" string, got {describe(p)}')
+        body, what = p.split(".")
+        kind = config.names.get(body)
+        if kind not in PARAMETERS:
+            names = [n for n, k in config.names.items() if k in PARAMETERS]
+            raise t.error(key, f"expected the name of a body ({', '.join(names)}) before the dot, got "
+                               f"{json.dumps(body)}")
+        if what not in PARAMETERS[kind]:
+            raise t.error(key, f"expected one of the parameters of a {kind} entry after the dot "
+                               f"({', '.join(PARAMETERS[kind])}), got {json.dumps(what)}")
+        entry = next(b for b in getattr(config, kind) if b["name"] == body)
+        if what == "activation" and entry["muscle"] is None:
+            raise t.error(key, f"expected springs with a muscle table to optimize their activation, but "
+                               f"{entry['key']} ({body}) has none")
+        if what not in ("velocity", "activation") and entry[what] == 0.0:
+            raise t.error(key, f"expected a material parameter whose value is > 0 (it is optimized on a log "
+                               f"scale), but {entry['key']}.{what} is 0")
+        if p in out["parameters"]:
+            raise t.error(key, f"expected each parameter once, got {json.dumps(p)} twice")
+        out["parameters"].append(p)
+    loss = t.table("loss", LOSS_COMMON + tuple(k for v in LOSS_KINDS.values() for k in v), required=True)
+    kind = loss.choice("kind", tuple(LOSS_KINDS))
+    for key in loss.data:
+        if key not in LOSS_COMMON + LOSS_KINDS[kind]:
+            raise loss.unknown(key, LOSS_COMMON + LOSS_KINDS[kind], f"not a key of a {kind} loss")
+    body = loss.name("body")
+    if config.names.get(body) not in ("particles", "cloth", "soft_grid", "soft_mesh", "bodies"):
+        names = [n for n, k in config.names.items() if k != "springs"]
+        raise loss.error("body", f"expected the name of a body with a position ({', '.join(names)}), got "
+                                 f"{json.dumps(body)}")
+    out["loss"] = {"kind": kind, "body": body}
+    if kind == "position":
+        axes = loss.string("axes", "xyz")
+        if not set(axes) <= set("xyz") or len(set(axes)) != len(axes):
+            raise loss.error("axes", f'expected some of the letters "xyz", each at most once, got {json.dumps(axes)}')
+        out["loss"].update(target=loss.vector("target", 3), axes=axes)
+    else:
+        d = np.array(loss.vector("direction", 3, nonzero=True))
+        out["loss"]["direction"] = tuple(d / np.linalg.norm(d))
+    return out
+
+
+# ----------------------------------------------------------------------------------
+# Tetrahedral mesh files
+# ----------------------------------------------------------------------------------
+
+def load_tet_mesh(path: str | os.PathLike, error: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Read a tetrahedral mesh: ``.npz`` with arrays ``vertices`` (N x 3) and ``tets`` (M x 4,
+    0-based), or ``.tet`` text with lines ``v x y z`` and ``t i j k l`` (``#`` starts a
+    comment). ``error(key, message)`` makes the exception raised for a bad file (default: a
+    SceneError about the mesh file itself).
+
+    Example::
+
+        vertices, tets = load_tet_mesh("scenes/meshes/tet_block.tet")
+    """
+    path = Path(path)
+    if error is None:
+        def error(key: str, message: str) -> SceneError:
+            return SceneError(path, "", message)
+    if path.suffix.lower() == ".npz":
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                missing = [k for k in ("vertices", "tets") if k not in data.files]
+                if missing:
+                    raise error("file", f"{str(path)!r} lacks the array(s) {', '.join(missing)}; expected "
+                                        "'vertices' (N x 3) and 'tets' (M x 4)")
+                vertices, tets = data["vertices"], data["tets"]
+        except (OSError, ValueError) as e:
+            raise error("file", f"{str(path)!r} is not a readable .npz file: {e}") from None
+    else:
+        vertices, tets = _read_tet_text(path, error)
+    vertices, tets = np.asarray(vertices), np.asarray(tets)
+    if vertices.ndim != 2 or vertices.shape[1] != 3 or len(vertices) < 4 or vertices.dtype.kind not in "fiu" \
+            or not np.all(np.isfinite(vertices)):
+        raise error("file", f"{str(path)!r}: expected at least 4 vertices of 3 finite numbers, got an array of "
+                            f"shape {vertices.shape}")
+    if tets.ndim != 2 or tets.shape[1] != 4 or len(tets) < 1 or tets.dtype.kind not in "iu":
+        raise error("file", f"{str(path)!r}: expected at least one tetrahedron of 4 integer vertex indices, got an "
+                            f"array of shape {tets.shape} of {tets.dtype}")
+    if tets.min() < 0 or tets.max() >= len(vertices):
+        raise error("file", f"{str(path)!r}: expected vertex indices in 0..{len(vertices) - 1}, got "
+                            f"{int(tets.min()) if tets.min() < 0 else int(tets.max())}")
+    return vertices.astype(np.float64), tets.astype(np.int64)
+
+
+def _read_tet_text(path: Path, error: Any) -> tuple[list, list]:
+    vertices, tets = [], []
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise error("file", f"{str(path)!r} cannot be read: {e}") from None
+    for number, line in enumerate(lines, 1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        try:
+            if words[0] == "v" and len(words) == 4:
+                vertices.append([float(w) for w in words[1:]])
+                continue
+            if words[0] == "t" and len(words) == 5:
+                tets.append([int(w) for w in words[1:]])
+                continue
+        except ValueError:
+            pass
+        raise error("file", f"{str(path)!r} line {number}: expected 'v x y z' or 't i j k l', got {line.strip()!r}")
+    return vertices, tets

@@ -1,0 +1,280 @@
+"""The ``simkit`` command, called in-process through ``simkit.cli.main`` (and as ``python -m
+simkit`` in a subprocess): exit codes, messages, outputs, resuming an interrupted
+optimization, and the viewer commands with the viewer replaced by a recorder."""
+
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from pxr import Usd, UsdGeom
+
+import simkit
+from simkit import cli
+from simkit.cli import main
+from simkit.scene import optimize as scene_optimize
+from simkit.sim import Model, State
+
+FAST = ["--frames", "3", "--quiet"]
+
+
+def samples(usd_path, prim="/World/Particles"):
+    stage = Usd.Stage.Open(str(usd_path))
+    return UsdGeom.PointBased(stage.GetPrimAtPath(prim)).GetPointsAttr().GetTimeSamples()
+
+
+# ----------------------------------------------------------------------------------
+# run
+# ----------------------------------------------------------------------------------
+
+def test_run_writes_usd_with_one_sample_per_frame_and_reports_steps_per_second(scenes_dir, tmp_path, capsys):
+    usd = tmp_path / "bounce.usda"
+    assert main(["run", str(scenes_dir / "ball_bounce.toml"), "--frames", "4", "--usd", str(usd)]) == 0
+    out, err = capsys.readouterr()
+    assert samples(usd) == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert "ball_bounce: 4 frames (160 steps of 0.0005 s)" in out and "steps/s" in out
+    assert f"USD: {usd.resolve()}" in out
+    assert "step/s" in err and "160/160" in err          # the progress bar counts integrator steps
+
+
+def test_run_quiet_prints_nothing_and_default_usd_goes_to_the_working_directory(scenes_dir, tmp_path, monkeypatch,
+                                                                               capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(scenes_dir / "soft_drop.toml"), *FAST]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and err == ""
+    assert samples(tmp_path / "soft_drop.usd", "/World/SoftBodies") == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_run_finds_a_bundled_scene_by_name(tmp_path, capsys):
+    usd = tmp_path / "walker.usdc"
+    assert main(["run", "spring_walker", "--usd", str(usd), *FAST]) == 0
+    assert samples(usd, "/World/Springs") == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_run_rejects_a_usd_path_with_another_extension(scenes_dir, tmp_path, capsys):
+    assert main(["run", str(scenes_dir / "flag.toml"), "--usd", str(tmp_path / "flag.obj"), *FAST]) == 2
+    assert "--usd" in capsys.readouterr().err and not list(tmp_path.iterdir())
+
+
+def test_run_that_blows_up_exits_1_without_traceback_or_file(edit_scene, tmp_path, capsys):
+    path = edit_scene("cloth_drape", "k_mu = 300.0", "k_mu = 3.0e7", "k_lambda = 300.0", "k_lambda = 3.0e7")
+    usd = tmp_path / "blown.usda"
+    assert main(["run", str(path), "--frames", "20", "--usd", str(usd), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "simkit: error:" in err and "unstable at frame" in err and "--traceback" in err
+    assert "Traceback" not in err and not usd.exists()
+
+
+def test_run_view_plays_the_scene_live_and_writes_nothing(scenes_dir, tmp_path, monkeypatch, fake_viewer, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(scenes_dir / "ball_bounce.toml"), "--view"]) == 0
+    (name, (model, reset, advance), kwargs), (_, (last,), _) = fake_viewer
+    assert name == "play_live"
+    assert isinstance(model, Model) and model.particle_count == 1
+    assert kwargs == {"fps": pytest.approx(50.0), "title": "simkit: ball_bounce"}
+    assert callable(reset) and callable(advance)
+    assert isinstance(last, State) and last.model is model
+    start = model.particle_q.numpy()[0]
+    assert last.particle_q.numpy()[0, 0] > start[0]        # three frames of the throw along +x
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_run_view_and_usd_together_is_a_usage_error(scenes_dir, fake_viewer, capsys):
+    assert main(["run", str(scenes_dir / "flag.toml"), "--view", "--usd", "x.usda"]) == 2
+    assert "either --view or --usd" in capsys.readouterr().err and fake_viewer == []
+
+
+# ----------------------------------------------------------------------------------
+# view
+# ----------------------------------------------------------------------------------
+
+def test_view_plays_a_usd_file(scenes_dir, tmp_path, fake_viewer, capsys):
+    usd = tmp_path / "flag.usda"
+    assert main(["run", str(scenes_dir / "flag.toml"), "--usd", str(usd), *FAST]) == 0
+    assert main(["view", str(usd)]) == 0
+    assert fake_viewer == [("play_usd", (str(usd),), {"title": None})]
+
+
+@pytest.mark.parametrize("name, message", [("missing.usda", "no such file"), ("notes.txt", "expected a USD file")])
+def test_view_refuses_what_it_cannot_play(name, message, tmp_path, fake_viewer, capsys):
+    (tmp_path / "notes.txt").write_text("hello")
+    assert main(["view", str(tmp_path / name)]) == 2
+    assert message in capsys.readouterr().err and fake_viewer == []
+
+
+def test_view_without_a_working_viewer_exits_1(tmp_path, monkeypatch, capsys):
+    usd = tmp_path / "x.usda"
+    usd.write_text("#usda 1.0\n")
+    monkeypatch.setitem(sys.modules, "simkit.render.viewer", None)      # importing it fails
+    assert main(["view", str(usd)]) == 1
+    err = capsys.readouterr().err
+    assert "the viewer could not be loaded" in err and "Traceback" not in err
+
+
+# ----------------------------------------------------------------------------------
+# optimize
+# ----------------------------------------------------------------------------------
+
+def optimize_args(scenes_dir, tmp_path, *more, frames=10):
+    return ["optimize", str(scenes_dir / "ball_bounce.toml"), "--frames", str(frames), "--checkpoint",
+            str(tmp_path / "ckpt.npz"), "--usd", str(tmp_path / "opt.usda"), *more]
+
+
+def read_checkpoint(path):
+    """(completed iterations, loss per iteration, the throw velocity) of a checkpoint."""
+    with np.load(path) as data:
+        return data["losses"].size, data["losses"].copy(), data["param_0"].copy()
+
+
+def test_optimize_prints_losses_and_writes_checkpoint_and_usd(scenes_dir, tmp_path, capsys):
+    assert main(optimize_args(scenes_dir, tmp_path, "--iterations", "3")) == 0
+    out, err = capsys.readouterr()
+    assert "optimizing ball.velocity with sgd (learning rate 0.8) for 3 iterations" in out
+    assert "iteration    3  loss" in out and "ball.velocity = (" in out and "it/s" in err
+    count, losses, velocity = read_checkpoint(tmp_path / "ckpt.npz")
+    assert count == 3 and losses[2] < losses[0]
+    assert samples(tmp_path / "opt.usda") == [float(k) for k in range(11)]
+
+
+def test_optimize_resumes_after_an_interruption_and_ends_like_an_uninterrupted_run(scenes_dir, tmp_path,
+                                                                                     monkeypatch, capsys):
+    straight = tmp_path / "straight"
+    straight.mkdir()
+    assert main(optimize_args(scenes_dir, straight, "--iterations", "6", "--quiet")) == 0
+
+    step = scene_optimize.Optimization.step
+
+    def interrupt_after_4(self):
+        if self.iteration == 4:
+            raise KeyboardInterrupt
+        return step(self)
+
+    monkeypatch.setattr(scene_optimize.Optimization, "step", interrupt_after_4)
+    assert main(optimize_args(scenes_dir, tmp_path, "--iterations", "6", "--quiet")) == 130
+    err = capsys.readouterr().err
+    assert "interrupted; 4 completed iterations are saved" in err and "--resume" in err
+    count, losses4, _ = read_checkpoint(tmp_path / "ckpt.npz")
+    assert count == 4 and not (tmp_path / "opt.usda").exists()
+
+    monkeypatch.setattr(scene_optimize.Optimization, "step", step)
+    assert main(optimize_args(scenes_dir, tmp_path, "--iterations", "6", "--resume")) == 0
+    out = capsys.readouterr().out
+    assert "resuming from" in out and "after iteration 4" in out
+    assert "iteration    5  loss" in out and "iteration    1  loss" not in out
+    _, resumed, v_resumed = read_checkpoint(tmp_path / "ckpt.npz")
+    _, uninterrupted, v_straight = read_checkpoint(straight / "ckpt.npz")
+    np.testing.assert_array_equal(resumed[:4], losses4)
+    np.testing.assert_allclose(resumed, uninterrupted, rtol=1e-12)
+    np.testing.assert_allclose(v_resumed, v_straight, rtol=1e-12)
+
+
+def test_ctrl_c_saves_the_checkpoint_and_exits_130(scenes_dir, tmp_path):
+    ckpt = tmp_path / "ckpt.npz"
+    args = optimize_args(scenes_dir, tmp_path, "--iterations", "100000", "--quiet")
+    proc = subprocess.Popen([sys.executable, "-m", "simkit", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 120
+    while not ckpt.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    count, losses, _ = read_checkpoint(ckpt)
+    assert count >= 10 and np.all(np.isfinite(losses))
+    assert f"interrupted; {count} completed iterations are saved in {ckpt}" in err
+    assert f"--checkpoint {ckpt}" in err and err.rstrip().endswith("--resume)")
+    assert not (tmp_path / "opt.usda").exists() and not list(tmp_path.glob(".*tmp*"))
+
+
+def test_optimize_resume_refuses_a_checkpoint_of_another_scene_version(scenes_dir, tmp_path, capsys):
+    assert main(optimize_args(scenes_dir, tmp_path, "--iterations", "1", "--quiet")) == 0
+    assert main(optimize_args(scenes_dir, tmp_path, "--iterations", "2", "--resume", "--quiet", frames=11)) == 2
+    assert "was written for another version of" in capsys.readouterr().err
+    assert read_checkpoint(tmp_path / "ckpt.npz")[0] == 1
+
+
+def test_optimize_resume_without_checkpoint_is_a_usage_error(scenes_dir, tmp_path, capsys):
+    assert main(optimize_args(scenes_dir, tmp_path, "--resume")) == 2
+    assert "ckpt.npz: no checkpoint to resume from" in capsys.readouterr().err
+
+
+def test_optimize_plot_without_matplotlib_says_how_to_get_it_and_does_nothing(scenes_dir, tmp_path, monkeypatch,
+                                                                              capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)          # as if it were not installed
+    assert main(optimize_args(scenes_dir, tmp_path, "--plot", str(tmp_path / "loss.png"))) == 2
+    err = capsys.readouterr().err
+    assert "--plot needs matplotlib, which is not installed" in err and "pip install 'simkit[plot]'" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_optimize_a_scene_without_an_optimize_table_is_a_usage_error(scenes_dir, capsys):
+    assert main(["optimize", str(scenes_dir / "flag.toml")]) == 2
+    assert "flag.toml: optimize: missing; the scene has no [optimize] table" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------
+# info, cache, bench, usage
+# ----------------------------------------------------------------------------------
+
+def test_info_reports_version_devices_compiler_and_cache(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SIMKIT_CACHE_DIR", str(tmp_path))
+    (tmp_path / "modules").mkdir()
+    (tmp_path / "modules" / "m.so").write_bytes(b"x" * 2000)
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"simkit    {simkit.__version__} (")
+    for word in ("python", "numpy", "devices   cpu (", "cuda", "compiler", "nvrtc"):
+        assert word in out
+    assert f"cache     {tmp_path} (1 files, 2.0 kB)" in out
+
+
+def test_cache_clear_removes_simkit_entries_only(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SIMKIT_CACHE_DIR", str(tmp_path))
+    for name in ("modules/a.so", "modules/a.cpp", "cuda/b.cubin", "include-0123/simkit_builtins.h"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"x" * 100)
+    (tmp_path / "notes.txt").write_text("not simkit's")
+    assert main(["cache", "clear"]) == 0
+    assert capsys.readouterr().out == f"removed 4 files (400 B) from {tmp_path}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    assert main(["cache", "clear"]) == 0
+    assert "removed 0 files" in capsys.readouterr().out
+
+
+def test_bench_runs_tools_bench_with_the_remaining_arguments(monkeypatch):
+    calls = []
+    monkeypatch.setattr(cli.subprocess, "call", lambda cmd, cwd: calls.append((cmd, cwd)) or 0)
+    assert main(["bench", "--quick", "--only", "launch"]) == 0
+    (cmd, cwd), = calls
+    assert cmd[0] == sys.executable and cmd[1].endswith("tools/bench.py") and cmd[2:] == ["--quick", "--only", "launch"]
+    assert cwd == cli.source_root()
+
+
+def test_bench_outside_a_source_checkout_says_so(monkeypatch, capsys):
+    monkeypatch.setattr(cli, "source_root", lambda: None)
+    assert main(["bench"]) == 2
+    assert "runs tools/bench.py of a source checkout" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [[], ["fly"], ["run"], ["run", "x.toml", "--bogus"], ["cache"],
+                                  ["optimize", "x.toml", "--iterations", "0"]])
+def test_usage_errors_exit_2(argv, capsys):
+    assert main(argv) == 2
+    assert "usage: simkit" in capsys.readouterr().err
+
+
+def test_python_dash_m_simkit_runs_a_scene_and_reports_config_errors(scenes_dir, edit_scene, tmp_path):
+    usd = tmp_path / "drape.usda"
+    ok = subprocess.run([sys.executable, "-m", "simkit", "run", str(scenes_dir / "cloth_drape.toml"), "--usd",
+                         str(usd), "--frames", "2"], capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stderr
+    assert "cloth_drape: 2 frames" in ok.stdout and samples(usd, "/World/Cloth") == [0.0, 1.0, 2.0]
+    bad = edit_scene("cloth_drape", "cell_x = 0.06", "cell_x = 0")
+    fail = subprocess.run([sys.executable, "-m", "simkit", "run", str(bad)], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert fail.returncode == 2 and fail.stdout == ""
+    assert fail.stderr == f"simkit: error: {bad}: cloth[0].cell_x: expected a number > 0, got 0 (an integer)\n"
