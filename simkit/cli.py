@@ -34,7 +34,8 @@ import traceback
 from pathlib import Path
 from typing import Any, Sequence
 
-from .scene.schema import USD_EXTENSIONS, SceneError
+from .scene.schema import USD_EXTENSIONS
+from .scene.validate import SceneError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 

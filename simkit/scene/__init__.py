@@ -21,7 +21,9 @@ Example::
 from .build import Body, Muscle, Scene, Settings, Stepper, build_scene, load_scene
 from .optimize import Optimization, SceneLoss, matplotlib_missing, plot_losses
 from .run import RunResult, SimulationError, run_scene
-from .schema import SceneConfig, SceneError, load_tet_mesh, read_config
+from .meshes import load_tet_mesh
+from .schema import SceneConfig, read_config
+from .validate import SceneError
 
 __all__ = ["SceneError", "SceneConfig", "Scene", "Settings", "Body", "Muscle", "Stepper", "load_scene",
            "read_config", "build_scene", "load_tet_mesh", "run_scene", "RunResult", "SimulationError",

@@ -25,7 +25,8 @@ from ..sim.integrators import SemiImplicitEuler
 from ..sim.model import Control, Model, State
 from ..sim.xpbd import XPBD
 from .kernels import scene_kernels
-from .schema import SceneConfig, SceneError, read_config
+from .schema import SceneConfig, read_config
+from .validate import SceneError
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ from ..sim.model import State
 from .build import Body, Scene
 from .kernels import scene_kernels
 from .run import RunResult, SimulationError, run_scene
-from .schema import SceneError
+from .validate import SceneError
 
 CHECKPOINT_FORMAT = "simkit-optimize-checkpoint"
 CHECKPOINT_VERSION = 1

@@ -1,11 +1,14 @@
-"""Reading and checking scene configs (TOML, see ``docs/scenes.md``).
+"""The scene config format (TOML, see ``docs/scenes.md``): which tables a scene file has,
+the keys, types, bounds and defaults of each, and reading a file against them.
 
 :func:`read_config` parses a scene file with :mod:`tomllib` and checks every table against
 the schema: unknown keys, wrong types, values out of range, missing files and dangling
 names. The first problem found is raised as one :class:`SceneError` that names the file,
 the key path (``cloth[0].dim_x``) and what was expected; nothing is built before the whole
 file has passed. The result is a :class:`SceneConfig`: the same tables with every default
-filled in, numbers converted, spring pairs and tetrahedral meshes loaded.
+filled in, numbers converted, spring pairs and tetrahedral meshes loaded. The typed-value
+checks are :class:`~simkit.scene.validate.Table`'s; mesh files are read by
+:func:`~simkit.scene.meshes.load_tet_mesh`.
 
 Example::
 
@@ -15,45 +18,22 @@ Example::
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import math
 import os
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
 from ..core import device as D
+from .meshes import MESH_EXTENSIONS, load_tet_mesh
+from .validate import REQUIRED, SceneError, Table, describe, is_number
 
-REQUIRED: Any = object()
 USD_EXTENSIONS = (".usd", ".usda", ".usdc")
-MESH_EXTENSIONS = (".npz", ".tet")
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
-
-
-class SceneError(ValueError):
-    """A scene config that cannot be used. ``file`` is the config (or checkpoint) it is about,
-    ``key`` the key path of the problem (``"cloth[0].dim_x"``; empty for the file as a whole)
-    and ``message`` what was expected; ``str(error)`` is ``"file: key: message"``.
-
-    Example::
-
-        try:
-            load_scene("scenes/flag.toml")
-        except SceneError as e:
-            print(e.file, e.key, e.message)
-    """
-
-    def __init__(self, file: str | os.PathLike, key: str, message: str):
-        self.file = os.fspath(file)
-        self.key = key
-        self.message = message
-        super().__init__(f"{self.file}: {key}: {message}" if key else f"{self.file}: {message}")
 
 
 # ----------------------------------------------------------------------------------
@@ -94,301 +74,6 @@ PARAMETERS = {
     "springs": ("ke", "kd", "activation"),
     "bodies": ("velocity",),
 }
-IDENTITY_QUAT = (0.0, 0.0, 0.0, 1.0)
-
-
-def _kind_of(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
-    return f"a {type(value).__name__}"
-
-
-def describe(value: Any) -> str:
-    """``value`` as an error message shows it: a short rendering and its TOML kind.
-
-    Example::
-
-        describe(0.5)       # '0.5 (a number)'
-    """
-    if isinstance(value, dict):
-        return "a table"
-    text = json.dumps(value) if isinstance(value, (str, bool)) else repr(value)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{text} ({_kind_of(value)})"
-
-
-def _bounds(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
-    if low is not None and high is not None:
-        return f" in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-    if low is not None:
-        return f" {'>' if low_open else '>='} {low:g}"
-    if high is not None:
-        return f" {'<' if high_open else '<='} {high:g}"
-    return ""
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-class Table:
-    """One TOML table of a scene at key path ``path``: refuses keys not in ``allowed`` at once,
-    and reads typed values whose errors name the key path.
-
-    Example::
-
-        sim = Table(data["sim"], "sim", "scene.toml", SIM_KEYS)
-        dt = sim.number("dt", low=0.0, low_open=True)
-    """
-
-    def __init__(self, data: Any, path: str, file: str, allowed: Iterable[str], what: str = "a table"):
-        self.path, self.file = path, file
-        if not isinstance(data, dict):
-            raise SceneError(file, path, f"expected {what}, got {describe(data)}")
-        self.data = data
-        allowed = tuple(allowed)
-        for key in data:
-            if key not in allowed:
-                raise self.unknown(key, allowed)
-
-    def key(self, name: str) -> str:
-        """The key path of ``name`` in this table.
-
-        Example::
-
-            Table({}, "cloth[0]", "f.toml", CLOTH_KEYS).key("dim_x")    # 'cloth[0].dim_x'
-        """
-        return f"{self.path}.{name}" if self.path else name
-
-    def error(self, name: str, message: str) -> SceneError:
-        """A SceneError about key ``name`` of this table (``""``: the table itself).
-
-        Example::
-
-            raise t.error("pairs", "expected at least one pair")
-        """
-        return SceneError(self.file, self.key(name) if name else self.path, message)
-
-    def unknown(self, key: str, allowed: tuple, why: str = "unknown key") -> SceneError:
-        """The error for a key this table does not take, with the closest valid key.
-
-        Example::
-
-            raise t.unknown("dimx", CLOTH_KEYS)     # ... did you mean 'dim_x'? ...
-        """
-        close = difflib.get_close_matches(key, allowed, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        return self.error(key, f"{why}; {hint}valid keys here: {', '.join(allowed)}")
-
-    def has(self, name: str) -> bool:
-        """Whether the table holds ``name``.
-
-        Example::
-
-            t.has("pairs")
-        """
-        return name in self.data
-
-    def _get(self, name: str, default: Any, expected: str) -> Any:
-        if name in self.data:
-            return self.data[name]
-        if default is REQUIRED:
-            raise self.error(name, f"missing; expected {expected}")
-        return default
-
-    def number(self, name: str, default: Any = REQUIRED, *, low: float | None = None, high: float | None = None,
-               low_open: bool = False, high_open: bool = False) -> float:
-        """A finite number (integers accepted) within the given bounds.
-
-        Example::
-
-            dt = t.number("dt", low=0.0, low_open=True)      # > 0, required
-        """
-        expected = "a number" + _bounds(low, high, low_open, high_open)
-        value = self._get(name, default, expected)
-        if name not in self.data:
-            return value
-        if not _is_number(value) or not math.isfinite(value):
-            raise self.error(name, f"expected {expected}, got {describe(value)}")
-        if (low is not None and (value < low or (low_open and value == low))) or \
-                (high is not None and (value > high or (high_open and value == high))):
-            raise self.error(name, f"expected {expected}, got {describe(value)}")
-        return float(value)
-
-    def integer(self, name: str, default: Any = REQUIRED, *, low: int | None = None) -> int:
-        """An integer ``>= low``.
-
-        Example::
-
-            substeps = t.integer("substeps", 1, low=1)
-        """
-        expected = "an integer" + _bounds(low, None, False, False)
-        value = self._get(name, default, expected)
-        if name not in self.data:
-            return value
-        if not isinstance(value, int) or isinstance(value, bool) or (low is not None and value < low):
-            raise self.error(name, f"expected {expected}, got {describe(value)}")
-        return value
-
-    def boolean(self, name: str, default: Any = REQUIRED) -> bool:
-        """true or false.
-
-        Example::
-
-            ground = t.boolean("ground", True)
-        """
-        value = self._get(name, default, "true or false")
-        if not isinstance(value, bool):
-            raise self.error(name, f"expected true or false, got {describe(value)}")
-        return value
-
-    def string(self, name: str, default: Any = REQUIRED) -> str:
-        """A non-empty string.
-
-        Example::
-
-            usd = t.string("usd", "scene.usd")
-        """
-        value = self._get(name, default, "a string")
-        if name not in self.data:
-            return value
-        if not isinstance(value, str) or not value:
-            raise self.error(name, f"expected a non-empty string, got {describe(value)}")
-        return value
-
-    def choice(self, name: str, options: Iterable[str], default: Any = REQUIRED) -> str:
-        """One of the strings ``options``.
-
-        Example::
-
-            kind = t.choice("kind", ("sphere", "box", "capsule"))
-        """
-        options = tuple(options)
-        expected = "one of " + ", ".join(json.dumps(o) for o in options)
-        value = self._get(name, default, expected)
-        if value not in options or not isinstance(value, str):
-            raise self.error(name, f"expected {expected}, got {describe(value)}")
-        return value
-
-    def name(self, name: str = "name") -> str:
-        """A name: letters, digits, ``_`` and ``-``, starting with a letter or ``_``.
-
-        Example::
-
-            name = t.name()
-        """
-        expected = "a name of letters, digits, '_' and '-' (starting with a letter or '_')"
-        value = self._get(name, REQUIRED, expected)
-        if not isinstance(value, str) or not _NAME.match(value):
-            raise self.error(name, f"expected {expected}, got {describe(value)}")
-        return value
-
-    def vector(self, name: str, length: int, default: Any = REQUIRED, *, nonzero: bool = False) -> tuple:
-        """An array of ``length`` finite numbers (not all zero when ``nonzero``).
-
-        Example::
-
-            axis = t.vector("axis", 3, (0.0, 0.0, 1.0), nonzero=True)
-        """
-        expected = f"an array of {length} numbers" + (", not all zero" if nonzero else "")
-        value = self._get(name, default, expected)
-        if name not in self.data:
-            return tuple(float(v) for v in value)
-        if not isinstance(value, list) or len(value) != length or \
-                not all(_is_number(v) and math.isfinite(v) for v in value):
-            raise self.error(name, f"expected {expected}, got {describe(value)}")
-        if nonzero and not any(value):
-            raise self.error(name, f"expected {expected}, got {describe(value)}")
-        return tuple(float(v) for v in value)
-
-    def quat(self, name: str = "rot") -> tuple:
-        """A rotation quaternion ``[x, y, z, w]`` (normalized here), identity by default.
-
-        Example::
-
-            rot = t.quat()
-        """
-        q = self.vector(name, 4, IDENTITY_QUAT, nonzero=True)
-        norm = math.sqrt(sum(v * v for v in q))
-        return tuple(v / norm for v in q)
-
-    def points(self, name: str) -> np.ndarray:
-        """A non-empty array of ``[x, y, z]`` points, as an ``N x 3`` float64 array.
-
-        Example::
-
-            positions = t.points("positions")
-        """
-        expected = "a non-empty array of [x, y, z] points"
-        value = self._get(name, REQUIRED, expected)
-        if not isinstance(value, list) or not value:
-            raise self.error(name, f"expected {expected}, got {describe(value)}")
-        for i, p in enumerate(value):
-            if not isinstance(p, list) or len(p) != 3 or not all(_is_number(v) and math.isfinite(v) for v in p):
-                raise self.error(f"{name}[{i}]", f"expected a point [x, y, z] of 3 numbers, got {describe(p)}")
-        return np.array(value, dtype=np.float64)
-
-    def indices(self, name: str, count: int, width: int, default: Any = REQUIRED) -> list:
-        """An array of indices into ``count`` items (``width`` 1), or of ``width``-tuples of
-        distinct indices.
-
-        Example::
-
-            pairs = t.indices("pairs", particle_count, 2)
-        """
-        item = "an index" if width == 1 else f"an array of {width} different indices"
-        expected = f"an array whose entries are each {item} in 0..{count - 1}"
-        value = self._get(name, default, expected)
-        if name not in self.data:
-            return list(value)
-        if not isinstance(value, list):
-            raise self.error(name, f"expected {expected}, got {describe(value)}")
-        out = []
-        for i, entry in enumerate(value):
-            parts = [entry] if width == 1 else entry
-            ok = isinstance(parts, list) and len(parts) == width and all(
-                isinstance(v, int) and not isinstance(v, bool) and 0 <= v < count for v in parts)
-            if not ok or len(set(parts)) != width:
-                raise self.error(f"{name}[{i}]", f"expected {item} in 0..{count - 1}, got {describe(entry)}")
-            out.append(entry if width == 1 else tuple(parts))
-        return out
-
-    def table(self, name: str, allowed: Iterable[str], required: bool = False) -> Table | None:
-        """The sub-table ``name`` (None when absent and not ``required``).
-
-        Example::
-
-            muscle = t.table("muscle", MUSCLE_KEYS)
-        """
-        if name not in self.data:
-            if required:
-                raise self.error(name, "missing; expected a table")
-            return None
-        return Table(self.data[name], self.key(name), self.file, allowed)
-
-    def tables(self, name: str) -> list[Any]:
-        """The raw entries of the array of tables ``name`` (empty when absent); each is
-        checked when it is wrapped in a :class:`Table`.
-
-        Example::
-
-            for i, entry in enumerate(root.tables("cloth")): ...
-        """
-        value = self.data.get(name, [])
-        if not isinstance(value, list):
-            raise self.error(name, f"expected an array of tables ([[{name}]]), got {describe(value)}")
-        return value
 
 
 # ----------------------------------------------------------------------------------
@@ -660,7 +345,7 @@ def _springs(t: Table, config: SceneConfig, folder: Path) -> dict:
         amplitude = m.number("amplitude", low=0.0, high=1.0, low_open=True, high_open=True)
         phase = m.data.get("phase", 0.0)
         if isinstance(phase, list):
-            if len(phase) != len(pairs) or not all(_is_number(v) and math.isfinite(v) for v in phase):
+            if len(phase) != len(pairs) or not all(is_number(v) and math.isfinite(v) for v in phase):
                 raise m.error("phase", f"expected a number or an array of {len(pairs)} numbers (one per spring), "
                                        f"got {describe(phase)}")
             phases = np.array(phase, dtype=np.float64)
@@ -806,70 +491,3 @@ def _optimize(t: Table, config: SceneConfig) -> dict:
         d = np.array(loss.vector("direction", 3, nonzero=True))
         out["loss"]["direction"] = tuple(d / np.linalg.norm(d))
     return out
-
-
-# ----------------------------------------------------------------------------------
-# Tetrahedral mesh files
-# ----------------------------------------------------------------------------------
-
-def load_tet_mesh(path: str | os.PathLike, error: Any = None) -> tuple[np.ndarray, np.ndarray]:
-    """Read a tetrahedral mesh: ``.npz`` with arrays ``vertices`` (N x 3) and ``tets`` (M x 4,
-    0-based), or ``.tet`` text with lines ``v x y z`` and ``t i j k l`` (``#`` starts a
-    comment). ``error(key, message)`` makes the exception raised for a bad file (default: a
-    SceneError about the mesh file itself).
-
-    Example::
-
-        vertices, tets = load_tet_mesh("scenes/meshes/tet_block.tet")
-    """
-    path = Path(path)
-    if error is None:
-        def error(key: str, message: str) -> SceneError:
-            return SceneError(path, "", message)
-    if path.suffix.lower() == ".npz":
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                missing = [k for k in ("vertices", "tets") if k not in data.files]
-                if missing:
-                    raise error("file", f"{str(path)!r} lacks the array(s) {', '.join(missing)}; expected "
-                                        "'vertices' (N x 3) and 'tets' (M x 4)")
-                vertices, tets = data["vertices"], data["tets"]
-        except (OSError, ValueError) as e:
-            raise error("file", f"{str(path)!r} is not a readable .npz file: {e}") from None
-    else:
-        vertices, tets = _read_tet_text(path, error)
-    vertices, tets = np.asarray(vertices), np.asarray(tets)
-    if vertices.ndim != 2 or vertices.shape[1] != 3 or len(vertices) < 4 or vertices.dtype.kind not in "fiu" \
-            or not np.all(np.isfinite(vertices)):
-        raise error("file", f"{str(path)!r}: expected at least 4 vertices of 3 finite numbers, got an array of "
-                            f"shape {vertices.shape}")
-    if tets.ndim != 2 or tets.shape[1] != 4 or len(tets) < 1 or tets.dtype.kind not in "iu":
-        raise error("file", f"{str(path)!r}: expected at least one tetrahedron of 4 integer vertex indices, got an "
-                            f"array of shape {tets.shape} of {tets.dtype}")
-    if tets.min() < 0 or tets.max() >= len(vertices):
-        raise error("file", f"{str(path)!r}: expected vertex indices in 0..{len(vertices) - 1}, got "
-                            f"{int(tets.min()) if tets.min() < 0 else int(tets.max())}")
-    return vertices.astype(np.float64), tets.astype(np.int64)
-
-
-def _read_tet_text(path: Path, error: Any) -> tuple[list, list]:
-    vertices, tets = [], []
-    try:
-        lines = path.read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise error("file", f"{str(path)!r} cannot be read: {e}") from None
-    for number, line in enumerate(lines, 1):
-        words = line.split("#", 1)[0].split()
-        if not words:
-            continue
-        try:
-            if words[0] == "v" and len(words) == 4:
-                vertices.append([float(w) for w in words[1:]])
-                continue
-            if words[0] == "t" and len(words) == 5:
-                tets.append([int(w) for w in words[1:]])
-                continue
-        except ValueError:
-            pass
-        raise error("file", f"{str(path)!r} line {number}: expected 'v x y z' or 't i j k l', got {line.strip()!r}")
-    return vertices, tets
