@@ -288,16 +288,16 @@ def function_source(f: ir.FunctionIR, grad=None) -> str:
     params = [param_decl(v) for v in f.params]
     rets = f.ret_types
     if len(rets) == 1:
-        sig = f"static SK_FUNC {ctype(rets[0])} {f.cname}({', '.join(params)})"
+        sig = f"static SK_USER_FUNC {ctype(rets[0])} {f.cname}({', '.join(params)})"
         epi = [f"    return {f.returns[0].cname};"]
     else:
         outs = [f"{ctype(t)}& ret{k}" for k, t in enumerate(rets)]
-        sig = f"static SK_FUNC void {f.cname}({', '.join(params + outs)})"
+        sig = f"static SK_USER_FUNC void {f.cname}({', '.join(params + outs)})"
         epi = [f"    ret{k} = {r.cname};" for k, r in enumerate(f.returns)]
     fwd = w.assemble(sig, False, [], epi)
     adj_params = [f"{ctype(v.type)}& {w.adj_name(v)}" for v in f.params if getattr(v.type, "_sk_kind", "") != "array"]
     adj_rets = [f"const {ctype(t)}& adj_ret{k}" for k, t in enumerate(rets)]
-    sig = f"static SK_FUNC void adj_{f.cname}({', '.join(params + adj_params + adj_rets)})"
+    sig = f"static SK_USER_FUNC void adj_{f.cname}({', '.join(params + adj_params + adj_rets)})"
     if grad is not None:
         adj = "\n".join([sig + " {", *custom_adjoint(f, w, grad), "}"])
     else:

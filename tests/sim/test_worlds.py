@@ -106,9 +106,10 @@ def test_placed_bodies_and_joints_move_like_the_scene_alone(integrator):
     for xform, world in zip(PLACEMENTS, poses):
         X = np.zeros(7) if xform is None else np.asarray(xform, dtype=np.float64)
         turn = X[3:] / np.linalg.norm(X[3:]) if xform is not None else None
-        np.testing.assert_allclose(world[:, :3], place(xform, single[:, :3]), atol=1e-8)
+        # a rotated world rounds differently, and 60 XPBD steps with contact amplify it to ~1e-8
+        np.testing.assert_allclose(world[:, :3], place(xform, single[:, :3]), atol=1e-7)
         rot = [single[b, 3:] if xform is None else G.quat_multiply(turn, single[b, 3:]) for b in range(2)]
-        np.testing.assert_allclose(world[:, 3:], rot, atol=1e-8)
+        np.testing.assert_allclose(world[:, 3:], rot, atol=1e-7)
 
 
 # -- worlds never touch each other; world -1 touches all -------------------------------------
