@@ -33,9 +33,10 @@ from .device import DeviceMismatch
 from .errors import KernelRuntimeError
 from .interop import as_array
 
-# Grids smaller than this run inline on the calling thread: waking workers costs
-# more than a few thousand light elements take.
-PARALLEL_GRAIN = 4096
+# Grids smaller than this run inline on the calling thread: waking workers costs more
+# than ~16k light elements take (the 64x64 cloth's 4225-particle kernels split over two
+# threads made its step 1.3x slower on a busy machine).
+PARALLEL_GRAIN = 16384
 # A kernel that accumulates into shared memory (scatter forces, gradients) needs atomics
 # when its grid is split, and they cost about twice the plain adds of a launch run whole
 # on one thread (the 16^3 soft grid's tet kernel: 2.38 ms atomic vs 1.12 ms plain): the

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 import simkit as sk
+from simkit.core import compiler
+from simkit.core import launch as L
 
 SCALE = 3.0
 HALF = sk.constant(0.5)
@@ -305,11 +307,17 @@ def test_four_dimensional_launch_gives_each_thread_its_index():
     assert np.array_equal(out.numpy(), i * 1000 + j * 100 + k * 10 + l)
 
 
-@pytest.mark.parametrize("n", [0, 1, 4095, 4096, 100_003])
+@pytest.mark.parametrize("n", [0, 1, L.PARALLEL_GRAIN - 1, L.PARALLEL_GRAIN, 100_003])
 def test_every_thread_runs_exactly_once_for_any_grid_size(n):
-    hist = sk.zeros(max(n, 1), dtype=int)
-
-    sk.launch(count_once, n, inputs=[hist])
+    # on a pool of 4 threads, so that grids from the grain on are really split
+    rt = compiler.runtime()
+    before = rt.sk_get_threads()
+    rt.sk_set_threads(4)
+    try:
+        hist = sk.zeros(max(n, 1), dtype=int)
+        sk.launch(count_once, n, inputs=[hist])
+    finally:
+        rt.sk_set_threads(before)
     assert hist.numpy()[:n].sum() == n and (n == 0 or hist.numpy()[:n].max() == 1)
 
 
