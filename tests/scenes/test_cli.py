@@ -202,6 +202,15 @@ def test_optimize_resume_without_checkpoint_is_a_usage_error(scenes_dir, tmp_pat
     assert "ckpt.npz: no checkpoint to resume from" in capsys.readouterr().err
 
 
+def test_optimize_plot_saves_the_loss_curve_as_a_png(scenes_dir, tmp_path, capsys):
+    plot = tmp_path / "loss.png"
+    assert main(optimize_args(scenes_dir, tmp_path, "--iterations", "3", "--plot", str(plot))) == 0
+    data = plot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+    assert str(plot) in capsys.readouterr().out
+    assert not list(tmp_path.glob(".*tmp*"))
+
+
 def test_optimize_plot_without_matplotlib_says_how_to_get_it_and_does_nothing(scenes_dir, tmp_path, monkeypatch,
                                                                               capsys):
     monkeypatch.setitem(sys.modules, "matplotlib", None)          # as if it were not installed
