@@ -29,22 +29,7 @@ import simkit as sk
 from simkit.kernels.shapes import BOX_CORNER_ROUNDING, MAX_PLANE_POINTS, collision_pairs
 from simkit.kernels.structs import JOINT_FIXED, JOINT_PRISMATIC, JOINT_REVOLUTE, SHAPE_BOX, SHAPE_CAPSULE
 
-DEVICE = "cpu"
-
-
-@functools.cache
-def warp_module():
-    """The initialised ``warp`` module, or a str saying why it cannot be used here."""
-    try:
-        from quiet import quiet
-        with quiet():
-            import warp as wp
-            wp.config.quiet = True
-            wp.init()
-    except Exception as e:  # noqa: BLE001 - any failure means "no warp here"
-        return f"import warp failed: {type(e).__name__}: {e}"
-    return wp
-
+from bench_sim_warp import DEVICE, warp_module  # one warp initialisation for every port
 
 @functools.cache
 def warp_rigid_kernels() -> dict:
