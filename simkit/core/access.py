@@ -26,20 +26,18 @@ class AccessMixin:
 
     def load(self, arr, idx, node):
         self.check_index_count(arr, idx, node)
-        self.note_access(arr, write=False)
+        owned = self.owned_index(idx)  # then its gradient needs no atomic
+        self.note_access(arr, write=False, shared=None if owned else self.gathers)
         out = self.new_var(arr.type.dtype)
         ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
         fwd = self.bounds_check(len(idx)) + f"$o0 = sk::at($a0, {ix});"
-        # Indexed by the whole thread index, the element belongs to this thread alone: no atomic needed.
-        owned = len(idx) == self.tid_dims and all(self.tid_component.get(getattr(v, "id", None)) == k
-                                                  for k, v in enumerate(idx))
         accum = "accum_grad_owned" if owned else "accum_grad"
         self.emit([out], [arr, *idx], fwd, f"sk::{accum}(sk::grad_ptr($a0, {ix}), $adj_o0);")
         return out
 
     def store(self, arr, idx, value, node):
         self.check_index_count(arr, idx, node)
-        self.note_access(arr, write=True)
+        self.note_access(arr, write=True, shared=self.stores)
         value = self.convert(value, arr.type.dtype, node)
         ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
         v = f"$a{len(idx) + 1}"
@@ -51,9 +49,13 @@ class AccessMixin:
         if not (isinstance(arr, ir.Var) and getattr(arr.type, "_sk_kind", "") == "array"):
             self.error(f"{name} needs an array as its first argument", node)
         self.check_index_count(arr, idx, node)
-        self.note_access(arr, write=True)
         if name in ("atomic_min", "atomic_max"):
             self.note_access(arr, write=False)  # their adjoint compares against the final value
+        if name in ("atomic_min", "atomic_max") or want_result:
+            self.shared_atomics = True  # every thread must see the others' updates
+            self.note_access(arr, write=True, shared=self.stores)
+        else:
+            self.note_access(arr, write=True, shared=None if self.owned_index(idx) else self.adds)
         dt = arr.type.dtype
         if name in ("atomic_min", "atomic_max") and dt._sk_kind not in ("scalar", "vec"):
             self.error(f"{name} works on scalar and vector arrays", node)

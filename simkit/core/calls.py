@@ -91,7 +91,8 @@ class CallMixin:
             if len(args) < 3:
                 self.error(f"{name}(array, index..., value) needs at least 3 arguments", node)
             return self.atomic(name, args[0], [self.convert(i, T.int32, node) if isinstance(i, ir.Const) else i
-                                               for i in args[1:-1]], args[-1], node)
+                                               for i in args[1:-1]], args[-1], node,
+                               want_result=node is not self.statement_call)
         if name is not None:
             return self.call_builtin(name, args, node)
         if obj is pybuiltins.round:
@@ -111,11 +112,18 @@ class CallMixin:
     def map_callee_access(self, spec, args):
         """Arrays a called function reads or writes through its parameters count for this caller too."""
         names = list(spec.fn.arg_types)
-        for reads, mine in ((spec.ir.reads, self.reads), (spec.ir.writes, self.writes)):
-            for pname, path in reads:
+        callee = spec.ir
+        for theirs, mine in ((callee.reads, self.reads), (callee.writes, self.writes), (callee.gathers, self.gathers),
+                             (callee.adds, self.adds), (callee.stores, self.stores)):
+            for pname, path in theirs:
                 arg = args[names.index(pname)]
-                for n, p in self.origins.get(getattr(arg, "id", None), ()):
+                origins = self.origins.get(getattr(arg, "id", None), ())
+                if not origins:
+                    self.untracked = True
+                for n, p in origins:
                     mine.add((n, p + path))
+        self.shared_atomics |= callee.shared_atomics
+        self.untracked |= callee.untracked
 
     def tid(self, n, node):
         if self.tid_dims and self.tid_dims != n:

@@ -50,8 +50,7 @@ _ALIGN = 16  # the args structs hold int64 and double fields: keep each copy 16-
 class ReplayJob(ctypes.Structure):
     """Mirror of the runtime's ``replay_job_t``."""
 
-    _fields_ = [("fn", ctypes.c_void_p), ("args", ctypes.c_void_p), ("grain", ctypes.c_int64),
-                ("min_threads", ctypes.c_int64), ("error", ctypes.c_void_p)]
+    _fields_ = [("job", L.Job), ("error", ctypes.c_void_p)]
 
 
 class Graph:
@@ -108,10 +107,7 @@ class Graph:
         for k, (plan, blob, adjoint) in enumerate(zip(self._plans, self._args, self._adjoint)):
             raw[start:start + len(blob)] = np.frombuffer(blob, np.uint8)
             plan.ensure_cpu()
-            jobs[k].fn = plan.backward if adjoint else plan.forward
-            jobs[k].args = base + start
-            jobs[k].grain = L.PARALLEL_GRAIN
-            jobs[k].min_threads = plan.min_threads[1 if adjoint else 0]
+            jobs[k].job = plan.cpu_job(adjoint, base + start)
             jobs[k].error = ctypes.addressof(plan.error)
             start += sizes[k]
         self._buffer, self._jobs = raw, jobs

@@ -325,8 +325,9 @@ def kernel_source(f: ir.FunctionIR) -> str:
             f"    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < args.launch.size;"
             f" i += int64_t(blockDim.x) * gridDim.x) {f.cname}_{which}(args, i);\n}}\n"
             f"#else\n"
-            f"SK_EXPORT void {f.cname}_cpu_{which}(const {f.cname}_args* args, int64_t start, int64_t end) {{\n"
-            f"    sk::serial_launch.store(start == 0 && end == args->launch.size, std::memory_order_relaxed);\n"
+            f"SK_EXPORT void {f.cname}_cpu_{which}(const {f.cname}_args* args, int64_t start, int64_t end,"
+            f" bool exclusive) {{\n"
+            f"    sk::plain_adds.store(exclusive, std::memory_order_relaxed);\n"
             f"    for (int64_t i = start; i < end; ++i) {f.cname}_{which}(*args, i);\n}}\n"
             f"SK_EXPORT const int {f.cname}_cpu_{which}_scatters = {int(scatters(body))};\n"
             f"#endif")

@@ -210,12 +210,27 @@ def runtime() -> ctypes.CDLL:
     """The thread-pool runtime shared by all CPU modules (compiled once, then cached)."""
     source = (NATIVE_DIR / "runtime.cpp").read_text()
     lib = ctypes.CDLL(str(build_shared(source, "runtime")))
-    lib.sk_parallel_for.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
-    lib.sk_parallel_for.restype = None
     lib.sk_launch.argtypes = [ctypes.c_void_p]
     lib.sk_launch.restype = None
     lib.sk_replay.argtypes = [ctypes.c_void_p, ctypes.c_int64]
     lib.sk_replay.restype = ctypes.c_int64
     lib.sk_get_threads.restype = ctypes.c_int
     lib.sk_set_threads.argtypes = [ctypes.c_int]
+    lib.sk_launch_counts.argtypes = [ctypes.c_void_p]
+    lib.sk_launch_counts.restype = None
     return lib
+
+
+def launch_counts() -> dict:
+    """How many CPU launches ran each way so far: ``inline`` on the calling thread, ``split``
+    over the pool with nothing shared to accumulate into, ``private`` (split, shared
+    accumulators copied per thread: core/private.py) and ``atomic`` (split, atomic adds).
+
+    Example::
+
+        before = launch_counts(); sk.launch(k, n, inputs=[...])
+        assert launch_counts()["private"] == before["private"] + 1
+    """
+    out = (ctypes.c_int64 * 4)()
+    runtime().sk_launch_counts(out)
+    return dict(zip(("inline", "split", "private", "atomic"), out))

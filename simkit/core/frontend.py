@@ -119,6 +119,12 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
         self.origins: dict[int, set] = {}
         self.reads: set = set()
         self.writes: set = set()
+        self.gathers: set = set()
+        self.adds: set = set()
+        self.stores: set = set()
+        self.shared_atomics = False
+        self.untracked = False
+        self.statement_call = None  # the call an expression statement discards the result of
         self.tid_component: dict[int, int] = {}  # var id -> k for the values sk.tid() returned
 
     # -- helpers ------------------------------------------------------------
@@ -146,8 +152,20 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
             add = {(n, p + (field,)) if field else (n, p) for n, p in self.origins[src.id]}
             self.origins.setdefault(dst.id, set()).update(add)
 
-    def note_access(self, arr, write: bool):
-        (self.writes if write else self.reads).update(self.origins.get(arr.id, ()))
+    def note_access(self, arr, write: bool, shared: set | None = None):
+        """Record which parameter arrays ``arr`` may be; ``shared``: also into this of
+        gathers/adds/stores (see ir.FunctionIR)."""
+        origins = self.origins.get(arr.id, ())
+        if not origins:
+            self.untracked = True
+        (self.writes if write else self.reads).update(origins)
+        if shared is not None:
+            shared.update(origins)
+
+    def owned_index(self, idx) -> bool:
+        """Indexed by the whole thread index: the element belongs to this thread alone."""
+        return len(idx) == self.tid_dims and all(self.tid_component.get(getattr(v, "id", None)) == k
+                                                 for k, v in enumerate(idx))
 
     # -- entry ----------------------------------------------------------------
     def run(self) -> ir.FunctionIR:
@@ -184,7 +202,8 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
                 returns.append(v)
         return ir.FunctionIR(self.name, self.cname, params, self.block, returns, self.ret_types or [],
                              self.is_kernel, self.file, self.fdef.lineno, self.source, self.all_vars, self.tid_dims,
-                             list(self.structs_used), list(self.funcs_used), self.reads, self.writes)
+                             list(self.structs_used), list(self.funcs_used), self.reads, self.writes,
+                             self.gathers, self.adds, self.stores, self.shared_atomics, self.untracked)
 
     # -- binding ----------------------------------------------------------------
     def bind_flag(self, name, value: bool):
@@ -288,6 +307,7 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
     def stmt_Expr(self, s):
         if isinstance(s.value, ast.Constant):
             return
+        self.statement_call = s.value
         self.expr(s.value)
 
     def stmt_Assign(self, s):

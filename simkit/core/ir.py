@@ -128,6 +128,12 @@ class FunctionIR:
     funcs: list = field(default_factory=list)    # FuncSpecs called directly
     reads: set = field(default_factory=set)      # {(parameter, field path)} of arrays read
     writes: set = field(default_factory=set)     # ... and written (stores, atomics)
+    # How threads share those arrays, for a CPU launch split without atomics (core/private.py):
+    gathers: set = field(default_factory=set)    # read at an element other than the thread's own
+    adds: set = field(default_factory=set)       # += (atomic add/sub, old value unused) at such an element
+    stores: set = field(default_factory=set)     # written any other way (=, min/max, add whose old value is used)
+    shared_atomics: bool = False  # min/max or fetch-add: threads must see each other's results
+    untracked: bool = False       # an array access whose parameter is unknown
 
 
 def walk_vars(block: Block):
@@ -144,3 +150,27 @@ def walk_vars(block: Block):
             if s.cond_block is not None:
                 yield from walk_vars(s.cond_block)
             yield from walk_vars(s.body)
+
+
+# A dynamic loop's trip count is unknown at compile time: its body counts this many times.
+LOOP_WEIGHT = 4
+
+
+def op_count(block: Block, adjoint: bool = False) -> int:
+    """Statements one thread runs through ``block`` (both branches of an ``if``), as an
+    estimate of its work; ``adjoint``: those of the adjoint (forward replay plus reverse)."""
+    n = 0
+    for s in block.stmts:
+        if isinstance(s, Op):
+            n += 1 + (adjoint and s.adj is not None)
+        elif isinstance(s, If):
+            n += op_count(s.then, adjoint) + op_count(s.orelse, adjoint)
+        elif isinstance(s, Loop):
+            body = op_count(s.body, adjoint) + (op_count(s.cond_block, adjoint) if s.cond_block else 0)
+            n += LOOP_WEIGHT * body
+    return n
+
+
+def work_estimate(f: FunctionIR, adjoint: bool = False) -> int:
+    """:func:`op_count` of a body plus that of every function it calls (each counted once)."""
+    return op_count(f.body, adjoint) + sum(work_estimate(spec.ir, adjoint) for spec in f.funcs)

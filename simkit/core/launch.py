@@ -25,6 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import compiler
+from . import ir
 from . import device as D
 from . import types as T
 from .array import Array, ArrayHeader
@@ -32,15 +33,26 @@ from .config import config
 from .device import DeviceMismatch
 from .errors import KernelRuntimeError
 from .interop import as_array
+from .private import descriptors
 
-# Grids smaller than this run inline on the calling thread: waking workers costs more
-# than ~16k light elements take (the 64x64 cloth's 4225-particle kernels split over two
-# threads made its step 1.3x slower on a busy machine).
-PARALLEL_GRAIN = 16384
-# A kernel that accumulates into shared memory (scatter forces, gradients) needs atomics
-# when its grid is split, and they cost about twice the plain adds of a launch run whole
-# on one thread (the 16^3 soft grid's tet kernel: 2.38 ms atomic vs 1.12 ms plain): the
-# split only wins from three threads on.
+# Grids of less work than this run inline on the calling thread, where work is elements
+# times the kernel's statements per element (ir.work_estimate). With the pool's workers
+# spinning between launches (runtime.cpp), a split pays from a few tens of microseconds
+# of work: the 64x64 cloth's 4225-particle integration (17 statements) went from 24 to
+# 19.5 us split over two threads, its 12160-edge bending kernel (111) from 443 to 245 us.
+PARALLEL_WORK = 16384 * 4
+MIN_GRAIN = 1024
+
+
+def grain_of(fir, adjoint: bool) -> int:
+    """The grid size from which a launch of ``fir`` (its adjoint) splits over threads."""
+    return max(MIN_GRAIN, PARALLEL_WORK // max(1, ir.work_estimate(fir, adjoint)))
+
+
+# A kernel that accumulates into shared memory its accumulators cannot be made private
+# for (core/private.py) needs atomics when its grid is split, and they cost about twice
+# the plain adds of a launch run whole on one thread (the 16^3 soft grid's tet kernel:
+# 2.38 ms atomic vs 1.12 ms plain): that split only wins from three threads on.
 SCATTER_MIN_THREADS = 3
 
 
@@ -57,8 +69,9 @@ _BOUNDS_SIZE = ctypes.sizeof(LaunchBounds)
 class Job(ctypes.Structure):
     """Mirror of the runtime's ``job_t``: one prebuilt launch, so the call converts no Python ints."""
 
-    _fields_ = [("fn", ctypes.c_void_p), ("args", ctypes.c_void_p), ("grain", ctypes.c_int64),
-                ("min_threads", ctypes.c_int64)]
+    _fields_ = [("fn", ctypes.c_void_p), ("args", ctypes.c_void_p), ("args_size", ctypes.c_int64),
+                ("grain", ctypes.c_int64), ("min_threads", ctypes.c_int64), ("priv", ctypes.c_void_p),
+                ("npriv", ctypes.c_int64)]
 
 
 class ErrorRecord(ctypes.Structure):
@@ -196,14 +209,25 @@ class Plan:
         get_error = lib.sk_get_error
         get_error.restype = ctypes.POINTER(ErrorRecord)
         self.error = get_error().contents
-        self.min_threads = tuple(SCATTER_MIN_THREADS if ctypes.c_int.in_dll(lib, f"{self.fir.cname}_cpu_{w}_scatters").value
-                                 else 2 for w in ("forward", "backward"))
-        jobs = []
-        for fn, min_threads in zip((self.forward, self.backward), self.min_threads):
-            job = Job(fn, self.base, PARALLEL_GRAIN, min_threads)
-            jobs.append((job, ctypes.c_void_p(ctypes.addressof(job))))
-        self.jobs = tuple(jobs)
+        entries = []
+        for adjoint, (which, fn) in enumerate((("forward", self.forward), ("backward", self.backward))):
+            scatters = ctypes.c_int.in_dll(lib, f"{self.fir.cname}_cpu_{which}_scatters").value
+            private = descriptors(self.fir, self.Args, bool(adjoint))
+            entries.append((fn, grain_of(self.fir, bool(adjoint)), SCATTER_MIN_THREADS if scatters and private is None
+                            else 2, private))
+        # per direction: (entry point, grain, min_threads, PrivateTarget array or None)
+        self.cpu_entries = tuple(entries)
+        jobs = (self.cpu_job(False), self.cpu_job(True))
+        self.jobs = tuple((job, ctypes.c_void_p(ctypes.addressof(job))) for job in jobs)
         self.run = compiler.runtime().sk_launch
+
+    def cpu_job(self, adjoint: bool, args: int | None = None) -> Job:
+        """The runtime's description of a launch of one direction over the args struct at
+        ``args`` (this plan's own by default): its grain and how its grid may split."""
+        fn, grain, min_threads, private = self.cpu_entries[adjoint]
+        return Job(fn, self.base if args is None else args, ctypes.sizeof(self.Args), grain, min_threads,
+                   ctypes.addressof(private) if private is not None and len(private) else None,
+                   -1 if private is None else len(private))
 
     def pack(self, values):
         """Write every argument into the args struct for a CPU launch; sk arrays of the right type

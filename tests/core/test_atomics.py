@@ -16,9 +16,9 @@ def add_ones(cell: sk.array(dtype=int)):
 
 @pytest.fixture(params=[1, 4], ids=["whole-grid", "split-over-4-threads"])
 def threads(request):
-    """Run on one thread (accumulation without atomics) and split over a pool of 4 (real
-    atomics; a scatter kernel is only split from 3 threads on, so CI's 2 cores would never
-    exercise them otherwise)."""
+    """Run on one thread (accumulation without atomics) and split over a pool of 4 (private
+    accumulators, or real atomics where a kernel also reads what it adds into; an atomic
+    split only happens from 3 threads on, so CI's 2 cores would never exercise it otherwise)."""
     rt = compiler.runtime()
     before = rt.sk_get_threads()
     rt.sk_set_threads(request.param)
@@ -61,6 +61,23 @@ def test_small_launches_from_concurrent_python_threads_accumulate_exactly():
     for t in threads:
         t.join()
     assert cell.numpy()[0] == 4 * 200 * 4000 * 0.5
+
+
+@sk.kernel
+def add_ones_and_peek(cell: sk.array(dtype=int), seen: sk.array(dtype=int)):
+    i = sk.tid()
+    sk.atomic_add(cell, 0, 1)
+    if i == 0:
+        seen[0] = cell[1]  # it reads the array it adds into: its adds must be atomic
+
+
+def test_a_million_threaded_atomic_increments_are_exact(threads):
+    cell, seen = sk.zeros(2, dtype=int), sk.zeros(1, dtype=int)
+    before = compiler.launch_counts()
+    sk.launch(add_ones_and_peek, 1_000_000, inputs=[cell, seen])
+    assert cell.numpy()[0] == 1_000_000
+    path = "atomic" if threads > 2 else "inline"
+    assert compiler.launch_counts()[path] == before[path] + 1
 
 
 def test_vector_atomic_add_and_scalar_atomic_sub_in_float64(threads):
@@ -110,25 +127,3 @@ def say(x: sk.array(dtype=float)):
 def test_printf_prints_from_kernels(capfd):
     sk.launch(say, 1, inputs=[sk.full(1, 1.5)])
     assert "thread 0 sees 1.50" in capfd.readouterr().out
-
-
-@sk.kernel
-def double(x: sk.array(dtype=sk.float32), y: sk.array(dtype=sk.float32)):
-    i = sk.tid()
-    y[i] = 2.0 * x[i]
-
-
-@sk.kernel
-def gather_pairs(x: sk.array(dtype=sk.float32), y: sk.array(dtype=sk.float32)):
-    i = sk.tid()
-    y[i] = x[i] * x[(i + 1) % 8]
-
-
-def test_only_kernels_that_accumulate_into_shared_memory_wait_for_three_threads_to_split():
-    from simkit.core import launch as L
-    plans = {k: L.plan_for(k) for k in (add_ones, double, gather_pairs)}
-    for plan in plans.values():
-        plan.ensure_cpu()
-    assert plans[add_ones].min_threads[0] == L.SCATTER_MIN_THREADS
-    assert plans[double].min_threads == (2, 2)               # maps, its adjoint too (owned indices)
-    assert plans[gather_pairs].min_threads == (2, L.SCATTER_MIN_THREADS)   # x[i+1]'s grad is shared

@@ -307,7 +307,16 @@ def test_four_dimensional_launch_gives_each_thread_its_index():
     assert np.array_equal(out.numpy(), i * 1000 + j * 100 + k * 10 + l)
 
 
-@pytest.mark.parametrize("n", [0, 1, L.PARALLEL_GRAIN - 1, L.PARALLEL_GRAIN, 100_003])
+@sk.kernel
+def count_once(hist: sk.array(dtype=int)):
+    i = sk.tid()
+    hist[i] += 1
+
+
+GRAIN = L.grain_of(count_once.build_ir(), adjoint=False)
+
+
+@pytest.mark.parametrize("n", [0, 1, GRAIN - 1, GRAIN, 100_003])
 def test_every_thread_runs_exactly_once_for_any_grid_size(n):
     # on a pool of 4 threads, so that grids from the grain on are really split
     rt = compiler.runtime()
@@ -319,12 +328,6 @@ def test_every_thread_runs_exactly_once_for_any_grid_size(n):
     finally:
         rt.sk_set_threads(before)
     assert hist.numpy()[:n].sum() == n and (n == 0 or hist.numpy()[:n].max() == 1)
-
-
-@sk.kernel
-def count_once(hist: sk.array(dtype=int)):
-    i = sk.tid()
-    hist[i] += 1
 
 
 @sk.kernel

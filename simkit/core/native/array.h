@@ -138,14 +138,14 @@ SK_FUNC float atomic_max_(float* p, float v) { return cas_minmax_(p, v, false); 
 SK_FUNC double atomic_min_(double* p, double v) { return cas_minmax_(p, v, true); }
 SK_FUNC double atomic_max_(double* p, double v) { return cas_minmax_(p, v, false); }
 #else
-// True while the current launch runs whole on one thread. The runtime runs one launch at
-// a time (inline launches included), and a grid split over the pool never gives one call
-// all of it, so such a launch owns its memory: accumulation is a plain read-modify-write
-// instead of an atomic, which for a float is a compare-and-swap loop of ~20 cycles. A
-// plain global (one per module) rather than a thread_local: reading a thread_local from
-// a shared library calls __tls_get_addr, as slow as the atomic it would save; relaxed
-// atomic loads and stores are plain moves on x86.
-static std::atomic<bool> serial_launch{false};
+// True while the running entry call adds alone into every array it accumulates into: it
+// runs the whole grid, or its part of a grid whose shared accumulators are private copies
+// (runtime.cpp), or the kernel only adds into its own elements. Accumulation is then a
+// plain read-modify-write instead of an atomic, which for a float is a compare-and-swap
+// loop of ~20 cycles. The runtime runs one launch at a time, so one plain global per
+// module serves: a thread_local read from a shared library calls __tls_get_addr, as slow
+// as the atomic it would save; relaxed atomic loads and stores are plain moves on x86.
+static std::atomic<bool> plain_adds{false};
 
 // Floats have no fetch_add: compare-and-swap on their bit pattern (Bits: same-size unsigned int).
 template <typename T, typename Bits> SK_FUNC T cas_add_(T* p, T v) {
@@ -159,7 +159,7 @@ template <typename T, typename Bits> SK_FUNC T cas_add_(T* p, T v) {
     return cur;
 }
 template <typename T> SK_FUNC T atomic_add_(T* p, T v) {
-    if (serial_launch.load(std::memory_order_relaxed)) {
+    if (plain_adds.load(std::memory_order_relaxed)) {
         T cur = *p;
         *p = cur + v;
         return cur;
