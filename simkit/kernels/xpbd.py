@@ -73,7 +73,7 @@ def sym(A):
 
 
 @sk.func
-def polar_rotation(F):
+def polar_newton(F):
     """The orthogonal factor ``R`` of the polar decomposition ``F = R S`` by Newton's iteration
     ``R <- (g R + R^-T / g) / 2`` with Higham's Frobenius-norm scaling ``g``; six steps reach
     double precision for stretches up to a factor of a thousand."""
@@ -83,6 +83,40 @@ def polar_rotation(F):
         g = sk.sqrt(sk.sqrt(sk.trace(sk.transpose(Ri) @ Ri) / sk.trace(sk.transpose(R) @ R)))
         R = (R * g + Ri / g) * 0.5
     return R
+
+
+@sk.func
+def polar_rotation(F):
+    """:func:`polar_newton`, differentiated exactly (:func:`polar_rotation_grad`)."""
+    return polar_newton(F)
+
+
+@sk.func_grad(polar_rotation)
+def polar_rotation_grad(F, adj_ret):
+    # The exact derivative of the polar factor instead of the adjoint of the six Newton steps
+    # (which made the XPBD soft body's backward 3.7 times its forward). With F = R S and
+    # R^T dR the skew matrix [w]x, R^T dF - dF^T R = [(tr(S) I - S) w]x for symmetric S. So
+    # a gradient G of R gives F the gradient R [u]x, u = (tr(S) I - S)^-1 vee(R^T G - G^T R).
+    R = polar_newton(F)
+    K = -sym(sk.transpose(R) @ F)
+    tr = -sk.trace(K)
+    K[0, 0] = K[0, 0] + tr
+    K[1, 1] = K[1, 1] + tr
+    K[2, 2] = K[2, 2] + tr
+    B = sk.transpose(R) @ adj_ret
+    b = F[0] * 0.0
+    b[0] = B[2, 1] - B[1, 2]
+    b[1] = B[0, 2] - B[2, 0]
+    b[2] = B[1, 0] - B[0, 1]
+    u = sk.inverse(K) @ b
+    W = F * 0.0
+    W[0, 1] = -u[2]
+    W[0, 2] = u[1]
+    W[1, 0] = u[2]
+    W[1, 2] = -u[0]
+    W[2, 0] = -u[1]
+    W[2, 1] = u[0]
+    return R @ W
 
 
 @functools.cache

@@ -8,6 +8,7 @@ import pytest
 
 import simkit as sk
 from conftest import central_difference, position_loss, spring_triangle
+from simkit.kernels.xpbd import polar_rotation
 from simkit.sim.xpbd import XPBD
 
 G = 9.81
@@ -267,6 +268,38 @@ def test_gradient_with_respect_to_the_friction_coefficient_matches_finite_differ
     fd = central_difference(lambda: loss_value(model, weights=weights), model.contact.mu.numpy(), 0, 1e-6)
     assert abs(fd) > 1e-3   # still sliding: the distance depends on mu
     assert model.contact.mu.grad.numpy()[0] == pytest.approx(fd, rel=1e-5)
+
+
+@sk.kernel
+def polar_loss(F: sk.array(dtype=sk.mat33d), W: sk.array(dtype=sk.mat33d), loss: sk.array(dtype=sk.float64)):
+    R = polar_rotation(F[0])
+    sk.atomic_add(loss, 0, sk.trace(sk.transpose(W[0]) @ R))
+
+
+def test_the_gradient_of_the_polar_rotation_matches_finite_differences():
+    # rotated by a large angle and stretched unevenly, where R depends on F strongly
+    rng = np.random.default_rng(3)
+    axis = rng.normal(size=3)
+    angle = 2.0
+    K = np.cross(np.eye(3), axis / np.linalg.norm(axis))
+    rot = np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
+    F_np = rot @ np.diag([1.7, 0.6, 1.1]) + 0.1 * rng.normal(size=(3, 3))
+    F = sk.from_numpy(F_np[None], dtype=sk.mat33d, requires_grad=True)
+    W = sk.from_numpy(rng.normal(size=(1, 3, 3)), dtype=sk.mat33d)
+
+    def value():
+        loss = sk.zeros(1, dtype=sk.float64)
+        sk.launch(polar_loss, 1, inputs=[F, W, loss])
+        return float(loss.numpy()[0])
+
+    loss = sk.zeros(1, dtype=sk.float64, requires_grad=True)
+    with sk.Tape() as tape:
+        sk.launch(polar_loss, 1, inputs=[F, W, loss])
+    tape.backward(loss=loss)
+    data = F.numpy()
+    for index in [(0, r, c) for r in range(3) for c in range(3)]:
+        fd = central_difference(value, data, index, 1e-6)
+        assert F.grad.numpy()[index] == pytest.approx(fd, rel=1e-6, abs=1e-9)
 
 
 # -- buffers and the tape ---------------------------------------------------------------------
