@@ -25,6 +25,7 @@ from .core.launch import launch
 from .core.capture import capture, replay
 from .core.device import get_cuda_device_count, get_device, is_cuda_available, set_device, synchronize
 from .core.struct import struct
+from .core.threads import get_threads, set_threads
 from .autograd.tape import Tape
 from .core.types import (float32, float64, int32, int64, uint32, bool_, matrix, vector, quat_of, transform_of,
                          vec2, vec3, vec4, vec2d, vec3d, vec4d, vec2i, vec3i, vec4i, mat22, mat33, mat44,

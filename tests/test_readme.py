@@ -45,3 +45,13 @@ def test_readme_rigid_body_example_drops_the_box_onto_a_face(tmp_path):
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert abs(float(run.stdout.strip()) - 0.1) < 1e-3
+
+
+def test_readme_threads_example_runs_on_one_thread(tmp_path):
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    threads = next(b for b in blocks if "sk.set_threads" in b)
+    script = tmp_path / "threads_example.py"
+    script.write_text("import simkit as sk\n" + threads + "print(sk.get_threads())\n")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split()[-1] == "1"

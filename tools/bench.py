@@ -322,7 +322,7 @@ def numpy_fixtures(ctx: Context):
 
         # The same copy split across as many threads as simkit uses (numpy drops the GIL
         # while it copies): the machine's all-core bandwidth, for information.
-        threads = max(1, sk_threads())
+        threads = sk.get_threads()
         cuts = np.linspace(0, COPY_N, threads + 1).astype(int)
         parts = [(dst[lo:hi], src[lo:hi]) for lo, hi in zip(cuts[:-1], cuts[1:])]
         pool = ThreadPoolExecutor(threads) if threads > 1 else None
@@ -369,17 +369,9 @@ def bench_saxpy(ctx: Context) -> Result:
         res.spread.append((label, st[key], scale, "ms"))
     res.notes.append(f"saxpy: median of {rounds} interleaved rounds; ratios are numpy_time / simkit_time and "
                      "simkit_GB/s / copy_GB/s (12 B/element for saxpy, 8 B/element for the copy).")
-    res.notes.append(f"saxpy: numpy runs on one thread, simkit on {sk_threads()}; the issue's copy-bandwidth target "
+    res.notes.append(f"saxpy: numpy runs on one thread, simkit on {sk.get_threads()}; the issue's copy-bandwidth target "
                      "is against the single-thread np.copyto, the threaded copy row shows the all-core ceiling.")
     return res
-
-
-def sk_threads() -> int:
-    try:
-        from simkit.core import compiler
-        return int(compiler.runtime().sk_get_threads())
-    except Exception:  # pragma: no cover - informational only
-        return -1
 
 
 from quiet import quiet as _quiet  # noqa: E402  (shared with bench_sim_warp.py)
@@ -622,7 +614,7 @@ def machine_line() -> str:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:
         usable = os.cpu_count()
-    return (f"{cpu}; {os.cpu_count()} cpu(s), {usable} usable; simkit {sk.__version__} ({sk_threads()} thread(s)); "
+    return (f"{cpu}; {os.cpu_count()} cpu(s), {usable} usable; simkit {sk.__version__} ({sk.get_threads()} thread(s)); "
             f"numpy {np.__version__}; python {platform.python_version()}")
 
 

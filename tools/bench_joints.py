@@ -210,7 +210,6 @@ def main(argv=None) -> int:
     parser.add_argument("--links", type=int, default=10, help="links in the chain (default 10)")
     parser.add_argument("--rounds", type=int, default=5, help="timed repetitions (default 5)")
     args = parser.parse_args(argv)
-    from bench import sk_threads
     rows = joint_rows(args.links, rounds=args.rounds)
     print(f"revolute chain, semi-implicit Euler, dt={DT}, backward over a {ROLLOUT}-step rollout")
     header = f"{'engine':<7} {'dtype':<8} {'links':>5} {'forward us/step':>16} {'recorded us/step':>17} " \
@@ -239,7 +238,7 @@ def main(argv=None) -> int:
               f"rollout differ by {g['body_qd']:.2g} (w.r.t. the initial body_qd) and {g['body_q']:.2g} (initial "
               "body_q, rotations on the unit sphere), relative to the largest entry.")
         print("  - ratio = warp_time / simkit_time (higher is better for simkit); warp's CPU device runs each grid on "
-              f"the calling thread, simkit on {sk_threads()} thread(s).")
+              f"the calling thread, simkit on {sk.get_threads()} thread(s).")
     return 0
 
 

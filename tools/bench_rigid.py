@@ -225,16 +225,8 @@ def rigid_rows(quick: bool = False, helpers=None) -> tuple:
         notes.append("rigid vs warp: warp 1.19 has no warp.sim; tools/bench_rigid_warp.py ports the same four kernels to "
                      "warp (same float32 math, launch dims, atomics) over the model's arrays; ratio = warp_time / "
                      "simkit_time (higher is better). warp's CPU device runs each grid on the calling thread, "
-                     f"simkit on {_sk_threads()} thread(s).")
+                     f"simkit on {sk.get_threads()} thread(s).")
     return rows, notes
-
-
-def _sk_threads() -> int:
-    try:
-        from simkit.core import compiler
-        return int(compiler.runtime().sk_get_threads())
-    except Exception:  # noqa: BLE001 - informational only
-        return -1
 
 
 def add_sections(section, Result, Row, fmt, interleaved) -> None:

@@ -175,14 +175,6 @@ def add_sections(section, Result, Row, fmt, interleaved) -> None:
                              "simkit's semi-implicit step kernel by kernel (same float32 math, launch dims and "
                              "atomics) and runs it on the same model arrays; ratio = warp_time / simkit_time (higher "
                              "is better). warp's CPU device runs each launch's grid on the calling thread, simkit "
-                             f"on {_sk_threads()} thread(s). XPBD rows are simkit-only (no warp equivalent).")
+                             f"on {sk.get_threads()} thread(s). XPBD rows are simkit-only (no warp equivalent).")
         return res
 
-
-def _sk_threads() -> int:
-    """simkit's CPU thread count, for the notes (-1 when the runtime does not say)."""
-    try:
-        from simkit.core import compiler
-        return int(compiler.runtime().sk_get_threads())
-    except Exception:  # noqa: BLE001 - informational only
-        return -1

@@ -218,19 +218,9 @@ def runtime() -> ctypes.CDLL:
     lib.sk_set_threads.argtypes = [ctypes.c_int]
     lib.sk_launch_counts.argtypes = [ctypes.c_void_p]
     lib.sk_launch_counts.restype = None
+    threads = os.environ.get("SIMKIT_NUM_THREADS")
+    if threads:
+        if not threads.isdigit() or int(threads) < 1:
+            raise ValueError(f"SIMKIT_NUM_THREADS must be a whole number >= 1, got {threads!r}")
+        lib.sk_set_threads(int(threads))
     return lib
-
-
-def launch_counts() -> dict:
-    """How many CPU launches ran each way so far: ``inline`` on the calling thread, ``split``
-    over the pool with nothing shared to accumulate into, ``private`` (split, shared
-    accumulators copied per thread: core/private.py) and ``atomic`` (split, atomic adds).
-
-    Example::
-
-        before = launch_counts(); sk.launch(k, n, inputs=[...])
-        assert launch_counts()["private"] == before["private"] + 1
-    """
-    out = (ctypes.c_int64 * 4)()
-    runtime().sk_launch_counts(out)
-    return dict(zip(("inline", "split", "private", "atomic"), out))

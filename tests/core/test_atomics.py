@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from simkit.core import compiler
+from simkit.core.threads import launch_counts
 
 
 @sk.kernel
@@ -19,11 +19,10 @@ def threads(request):
     """Run on one thread (accumulation without atomics) and split over a pool of 4 (private
     accumulators, or real atomics where a kernel also reads what it adds into; an atomic
     split only happens from 3 threads on, so CI's 2 cores would never exercise it otherwise)."""
-    rt = compiler.runtime()
-    before = rt.sk_get_threads()
-    rt.sk_set_threads(request.param)
+    before = sk.get_threads()
+    sk.set_threads(request.param)
     yield request.param
-    rt.sk_set_threads(before)
+    sk.set_threads(before)
 
 
 def test_a_million_threaded_increments_of_one_int32_cell_are_exact(threads):
@@ -73,11 +72,11 @@ def add_ones_and_peek(cell: sk.array(dtype=int), seen: sk.array(dtype=int)):
 
 def test_a_million_threaded_atomic_increments_are_exact(threads):
     cell, seen = sk.zeros(2, dtype=int), sk.zeros(1, dtype=int)
-    before = compiler.launch_counts()
+    before = launch_counts()
     sk.launch(add_ones_and_peek, 1_000_000, inputs=[cell, seen])
     assert cell.numpy()[0] == 1_000_000
     path = "atomic" if threads > 2 else "inline"
-    assert compiler.launch_counts()[path] == before[path] + 1
+    assert launch_counts()[path] == before[path] + 1
 
 
 def test_vector_atomic_add_and_scalar_atomic_sub_in_float64(threads):

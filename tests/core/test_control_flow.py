@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from simkit.core import compiler
 from simkit.core import launch as L
 
 SCALE = 3.0
@@ -319,14 +318,13 @@ GRAIN = L.grain_of(count_once.build_ir(), adjoint=False)
 @pytest.mark.parametrize("n", [0, 1, GRAIN - 1, GRAIN, 100_003])
 def test_every_thread_runs_exactly_once_for_any_grid_size(n):
     # on a pool of 4 threads, so that grids from the grain on are really split
-    rt = compiler.runtime()
-    before = rt.sk_get_threads()
-    rt.sk_set_threads(4)
+    before = sk.get_threads()
+    sk.set_threads(4)
     try:
         hist = sk.zeros(max(n, 1), dtype=int)
         sk.launch(count_once, n, inputs=[hist])
     finally:
-        rt.sk_set_threads(before)
+        sk.set_threads(before)
     assert hist.numpy()[:n].sum() == n and (n == 0 or hist.numpy()[:n].max() == 1)
 
 

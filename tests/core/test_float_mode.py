@@ -3,7 +3,6 @@
 import numpy as np
 
 import simkit as sk
-from simkit.core import compiler
 
 
 @sk.kernel
@@ -14,16 +13,15 @@ def halve(x: sk.array(dtype=sk.float32), y: sk.array(dtype=sk.float32)):
 
 def test_a_subnormal_result_is_flushed_to_zero_whole_grid_and_split():
     x = sk.array(np.full(100_000, 1.0e-38, dtype=np.float32))   # half of it is subnormal
-    rt = compiler.runtime()
-    before = rt.sk_get_threads()
+    before = sk.get_threads()
     try:
         for threads in (1, 4):
-            rt.sk_set_threads(threads)
+            sk.set_threads(threads)
             y = sk.full(100_000, 7.0)
             sk.launch(halve, 100_000, inputs=[x, y])
             assert not y.numpy().any()
     finally:
-        rt.sk_set_threads(before)
+        sk.set_threads(before)
 
 
 def test_numpy_on_the_launching_thread_still_sees_subnormals_after_a_launch():

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from simkit.core import compiler
+from simkit.core.threads import launch_counts
 from simkit.core.launch import plan_for
 from simkit.core.private import accumulated, descriptors
 
@@ -14,18 +14,17 @@ N = 100_000  # above the parallel grain: these launches split
 
 @pytest.fixture
 def four_threads():
-    rt = compiler.runtime()
-    before = rt.sk_get_threads()
-    rt.sk_set_threads(4)
+    before = sk.get_threads()
+    sk.set_threads(4)
     yield
-    rt.sk_set_threads(before)
+    sk.set_threads(before)
 
 
 def ran(path: str, launch) -> bool:
     """Did ``launch()`` run exactly one launch, and that one by ``path``?"""
-    before = compiler.launch_counts()
+    before = launch_counts()
     launch()
-    after = compiler.launch_counts()
+    after = launch_counts()
     return {k: after[k] - before[k] for k in after} == {k: int(k == path) for k in after}
 
 

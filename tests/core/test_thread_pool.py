@@ -1,9 +1,14 @@
-"""The CPU thread pool: which launches split, and that resizing it loses nothing."""
+"""The CPU thread pool: how many threads, which launches split, and that resizing it loses nothing."""
+
+import os
+import subprocess
+import sys
 
 import numpy as np
+import pytest
 
 import simkit as sk
-from simkit.core import compiler
+from simkit.core.threads import launch_counts
 from simkit.core import launch as L
 
 
@@ -28,30 +33,50 @@ def test_a_heavier_kernel_splits_from_a_smaller_grid():
 
 
 def test_a_grid_just_above_a_heavy_kernels_grain_runs_split():
-    rt = compiler.runtime()
-    before = rt.sk_get_threads()
-    rt.sk_set_threads(2)
+    before = sk.get_threads()
+    sk.set_threads(2)
     try:
         n = L.grain_of(heavy.build_ir(), False)
         x, y = sk.zeros(n, dtype=sk.float32), sk.zeros(n, dtype=sk.float32)
-        counts = compiler.launch_counts()
+        counts = launch_counts()
         sk.launch(heavy, n, inputs=[x, y])
-        assert compiler.launch_counts()["split"] == counts["split"] + 1
+        assert launch_counts()["split"] == counts["split"] + 1
     finally:
-        rt.sk_set_threads(before)
+        sk.set_threads(before)
 
 
 def test_a_pool_resized_between_launches_runs_every_element_exactly_once():
     # New workers once picked up the dispatch that ran before they existed.
-    rt = compiler.runtime()
-    before = rt.sk_get_threads()
+    before = sk.get_threads()
     n = 200_000
     try:
         for threads in (4, 1, 3, 2, 4, 2):
-            rt.sk_set_threads(threads)
-            assert rt.sk_get_threads() == threads
+            sk.set_threads(threads)
+            assert sk.get_threads() == threads
             hist = sk.zeros(n, dtype=int)
             sk.launch(count_once, n, inputs=[hist])
             assert np.array_equal(hist.numpy(), np.ones(n))
     finally:
-        rt.sk_set_threads(before)
+        sk.set_threads(before)
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True, "4"])
+def test_set_threads_refuses_anything_but_a_positive_int(bad):
+    before = sk.get_threads()
+    with pytest.raises(ValueError, match="n must be an int >= 1"):
+        sk.set_threads(bad)
+    assert sk.get_threads() == before
+
+
+def test_simkit_num_threads_sets_the_pool_size_before_the_first_launch():
+    env = dict(os.environ, SIMKIT_NUM_THREADS="3")
+    out = subprocess.run([sys.executable, "-c", "import simkit as sk; print(sk.get_threads())"], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "3"
+
+
+def test_a_malformed_simkit_num_threads_is_a_clear_error():
+    env = dict(os.environ, SIMKIT_NUM_THREADS="many")
+    proc = subprocess.run([sys.executable, "-c", "import simkit as sk; sk.get_threads()"], env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode != 0 and "SIMKIT_NUM_THREADS must be a whole number >= 1, got 'many'" in proc.stderr

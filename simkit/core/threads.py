@@ -1,0 +1,59 @@
+"""The CPU thread pool seen from Python: how many threads a launch may split over, and
+how launches ran.
+
+By default the pool has one thread per core (the calling thread included). Running
+several simulations in separate processes, give each fewer: idle workers spin for a
+fraction of a millisecond after a launch before they sleep, so more threads than
+cores only steal time. ``SIMKIT_NUM_THREADS`` sets the count before the first launch.
+
+Example::
+
+    sk.set_threads(1)       # every launch runs on the calling thread
+    sk.get_threads()        # 1
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from . import compiler
+
+PATHS = ("inline", "split", "private", "atomic")
+
+
+def get_threads() -> int:
+    """Threads a CPU launch may split over, the calling thread included.
+
+    Example::
+
+        print(sk.get_threads())   # the machine's cores unless set otherwise
+    """
+    return int(compiler.runtime().sk_get_threads())
+
+
+def set_threads(n: int) -> None:
+    """Let CPU launches split over ``n`` threads (the calling thread and ``n - 1`` workers).
+
+    Example::
+
+        sk.set_threads(4)
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"sk.set_threads(n): n must be an int >= 1, got {n!r}")
+    compiler.runtime().sk_set_threads(n)
+
+
+def launch_counts() -> dict:
+    """How many CPU launches ran each way so far: ``inline`` on the calling thread, ``split``
+    over the pool with nothing shared to accumulate into, ``private`` (split, shared
+    accumulators copied per thread: core/private.py) and ``atomic`` (split, atomic adds).
+
+    Example::
+
+        before = launch_counts()
+        sk.launch(scatter_kernel, 100_000, inputs=[...])
+        launch_counts()["private"] - before["private"]   # 1 on a machine with 2+ cores
+    """
+    out = (ctypes.c_int64 * len(PATHS))()
+    compiler.runtime().sk_launch_counts(out)
+    return dict(zip(PATHS, out))
