@@ -80,3 +80,12 @@ def test_a_malformed_simkit_num_threads_is_a_clear_error():
     proc = subprocess.run([sys.executable, "-c", "import simkit as sk; sk.get_threads()"], env=env,
                           capture_output=True, text=True)
     assert proc.returncode != 0 and "SIMKIT_NUM_THREADS must be a whole number >= 1, got 'many'" in proc.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform")
+def test_the_default_pool_has_one_thread_per_core_the_process_may_use():
+    code = ("import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
+            "import simkit as sk; print(sk.get_threads())")
+    env = {k: v for k, v in os.environ.items() if k != "SIMKIT_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "1"

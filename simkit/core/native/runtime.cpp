@@ -17,6 +17,10 @@
 #include <thread>
 #include <vector>
 
+#ifdef __linux__
+#include <sched.h>
+#endif
+
 #define SK_EXPORT extern "C" __attribute__((visibility("default")))
 
 #if defined(__SSE__) || defined(__x86_64__)
@@ -81,6 +85,17 @@ struct Scratch {
     }
 };
 
+// Cores this process may run on: its CPU affinity where the system tells (a container
+// pinned to 2 of 64 cores gets 2), else every core.
+int usable_cores() {
+#ifdef __linux__
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
+    const unsigned n = std::thread::hardware_concurrency();
+    return n > 0 ? int(n) : 1;
+}
+
 // Workers wait for work spinning for a while before they sleep, and the caller spins
 // until they are done: on a virtual machine, waking a sleeping thread takes ~100 us
 // (a 160 us triangle kernel split over two threads took 180 us when its worker slept
@@ -106,7 +121,7 @@ class Pool {
     void resize(int workers) {
         stop();
         quit_ = false;
-        spin_ = workers + 1 <= int(std::thread::hardware_concurrency());
+        spin_ = workers + 1 <= usable_cores();
         // A new thread waits for the next dispatch, not one that ran before it existed.
         const uint64_t now = generation_.load();
         for (int i = 0; i < workers; ++i) threads_.emplace_back([this, i, now] { loop(i + 1, now); });
@@ -184,7 +199,7 @@ class Pool {
 };
 
 Pool* pool() {
-    static Pool p(int(std::thread::hardware_concurrency() > 1 ? std::thread::hardware_concurrency() - 1 : 0));
+    static Pool p(usable_cores() - 1);
     return &p;
 }
 
