@@ -64,7 +64,10 @@ def descriptors(fir, Args, adjoint: bool):
         for field in path:
             offset += getattr(t._sk_ctypes, field).offset
             t = t._sk_fields[field]
-        code = _SCALAR_CODE.get(getattr(t.dtype, "_sk_scalar", None))
+        scalar = getattr(t.dtype, "_sk_scalar", None)
+        if adjoint and not (scalar is not None and scalar.is_float):
+            continue  # only float arrays have gradients
+        code = _SCALAR_CODE.get(scalar)
         if t.dtype._sk_kind not in ("scalar", "vec", "mat", "quat", "transform") or code is None:
             return None
         out.append(PrivateTarget(offset, int(adjoint), t.ndim, code, T.type_size(t.dtype)))

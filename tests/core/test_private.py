@@ -142,6 +142,20 @@ def test_an_array_in_a_struct_is_found_at_its_field_offset():
     assert (target.grad, target.ndim, target.scalar, target.elem_bytes) == (0, 1, 0, 12)
 
 
+@sk.kernel
+def masked_gather(x: sk.array(dtype=sk.float32), keep: sk.array(dtype=sk.bool_), y: sk.array(dtype=sk.float32)):
+    i = sk.tid()
+    if keep[(i + 1) % 8]:
+        y[i] = x[(i + 1) % 8]
+
+
+def test_gathered_arrays_without_gradients_need_no_private_copy():
+    fir = masked_gather.build_ir()
+    assert names(accumulated(fir, adjoint=True)) == {("x", ()), ("keep", ())}
+    (target,) = descriptors(fir, plan_for(masked_gather).Args, adjoint=True)
+    assert target.offset == plan_for(masked_gather).Args.x.offset
+
+
 def test_a_split_scatter_sums_exactly_what_one_thread_sums(four_threads):
     rng = np.random.default_rng(0)
     index = sk.from_numpy(rng.integers(0, 1000, N).astype(np.int32))
