@@ -27,8 +27,8 @@ typedef unsigned long long uint64_t;
 // The builtins and each kernel's body inline into the kernel's entry loop: left to
 // itself g++ keeps a large kernel body out of line and passes its small vector/matrix
 // temporaries through the stack (the 16^3 soft grid's tet kernel ran 2x slower than
-// warp's; forced inline, on par). User functions (SK_USER_FUNC) stay g++'s choice:
-// forcing them into every unrolled call site made large modules compile 3x slower.
+// warp's; forced inline, on par). Small user functions get SK_FUNC too; large ones and
+// their adjoints are SK_USER_FUNC, g++'s choice (codegen.INLINE_STATEMENTS says why).
 #define SK_FUNC inline __attribute__((always_inline))
 #define SK_USER_FUNC inline
 #define SK_GLOBAL_ATTR
