@@ -73,6 +73,19 @@ def sym(A):
 
 
 @sk.func
+def skew(r):
+    """The matrix of ``x -> r x x``."""
+    m = sk.outer(r, r) * 0.0
+    m[0, 1] = -r[2]
+    m[0, 2] = r[1]
+    m[1, 0] = r[2]
+    m[1, 2] = -r[0]
+    m[2, 0] = -r[1]
+    m[2, 1] = r[0]
+    return m
+
+
+@sk.func
 def polar_newton(F):
     """The orthogonal factor ``R`` of the polar decomposition ``F = R S`` by Newton's iteration
     ``R <- (g R + R^-T / g) / 2`` with Higham's Frobenius-norm scaling ``g``; six steps reach
@@ -108,15 +121,7 @@ def polar_rotation_grad(F, adj_ret):
     b[0] = B[2, 1] - B[1, 2]
     b[1] = B[0, 2] - B[2, 0]
     b[2] = B[1, 0] - B[0, 1]
-    u = sk.inverse(K) @ b
-    W = F * 0.0
-    W[0, 1] = -u[2]
-    W[0, 2] = u[1]
-    W[1, 0] = u[2]
-    W[1, 2] = -u[0]
-    W[2, 0] = -u[1]
-    W[2, 1] = u[0]
-    return R @ W
+    return R @ skew(sk.inverse(K) @ b)
 
 
 @functools.cache

@@ -29,7 +29,7 @@ from types import SimpleNamespace
 import simkit as sk
 from .bodies import body_kernels, quat_normalize
 from .structs import JOINT_BALL, JOINT_PRISMATIC, JOINT_REVOLUTE, model_structs
-from .xpbd import multiplier_step
+from .xpbd import multiplier_step, skew
 
 # Fixed-point passes of the implicit rotation update in ``predict_bodies``: the world inertia
 # changes by O(|w| dt) over a step, and each pass gains that factor in accuracy.
@@ -61,19 +61,6 @@ def solve_in_plane(K, n, d):
     d1 = sk.dot(e1, d)
     d2 = sk.dot(e2, d)
     return (e1 * (c * d1 - b * d2) + e2 * (a * d2 - b * d1)) / (a * c - b * b)
-
-
-@sk.func
-def skew(r):
-    """The matrix of ``x -> r x x``."""
-    m = sk.outer(r, r) * 0.0
-    m[0, 1] = -r[2]
-    m[0, 2] = r[1]
-    m[1, 0] = r[2]
-    m[1, 2] = -r[0]
-    m[2, 0] = -r[1]
-    m[2, 1] = r[0]
-    return m
 
 
 @sk.func
