@@ -306,12 +306,13 @@ bool plan_targets(const job_t& job, int64_t n, Private& p) {
         const private_t& d = job.priv[i];
         const ArrayHeader* h = reinterpret_cast<const ArrayHeader*>(static_cast<const char*>(job.args) + d.offset);
         char* mem = d.grad ? h->grad : h->data;
+        if (mem == nullptr) continue;  // no gradient: nothing lands there
         int64_t expect = d.elem_bytes;
         for (int k = d.ndim - 1; k >= 0; --k) {
             if (h->shape[k] > 1 && h->strides[k] != expect) return false;
             expect *= h->shape[k];
         }
-        if (mem == nullptr || expect == 0) continue;  // no gradient, or an empty array: nothing lands there
+        if (expect == 0) continue;  // an empty array
         bool same = false;
         for (int k = 0; k < p.count; ++k) {
             const Target& o = p.targets[k];
