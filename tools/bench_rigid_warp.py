@@ -29,7 +29,7 @@ import simkit as sk
 from simkit.kernels.shapes import BOX_CORNER_ROUNDING, MAX_PLANE_POINTS, collision_pairs
 from simkit.kernels.structs import JOINT_FIXED, JOINT_PRISMATIC, JOINT_REVOLUTE, SHAPE_BOX, SHAPE_CAPSULE
 
-from bench_sim_warp import DEVICE, warp_module  # one warp initialisation for every port
+from bench_sim_warp import DEVICE, load_scene, warp_module  # one warp initialisation for every port
 
 @functools.cache
 def warp_rigid_kernels() -> dict:
@@ -566,19 +566,7 @@ class WarpRigidScene:
 
 def warp_scene(model):
     """A WarpRigidScene with its kernels loaded, or a str saying why warp cannot run here."""
-    wp = warp_module()
-    if isinstance(wp, str):
-        return wp
-    try:
-        from quiet import quiet
-        with quiet():
-            scene = WarpRigidScene(model)
-            a, b = scene.state(), scene.state()
-            scene.step(a, b, 1e-6)  # compiles the module, or loads it from warp's kernel cache
-            wp.synchronize_device(DEVICE)
-    except Exception as e:  # noqa: BLE001 - a warp that cannot build CPU kernels is "no warp here"
-        return f"warp could not build or launch the rigid kernels: {type(e).__name__}: {e}"
-    return scene
+    return load_scene(WarpRigidScene, model, "rigid")
 
 
 def warp_step_timer(scene, dt: float):

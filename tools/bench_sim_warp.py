@@ -355,22 +355,28 @@ class WarpScene:
                   inputs=[q, qd, f, self.particles, self.gravity, dt, s_out["q"], s_out["qd"]], device=DEVICE)
 
 
-def _scene(model):
-    """A WarpScene of ``model`` with its kernels loaded, or a str saying why warp cannot run."""
+def load_scene(cls, model, what: str):
+    """``cls(model)`` (a warp port of ``model``) with its kernels built by one tiny step, or a
+    str saying why warp cannot run here; ``what`` names the kernels in that message."""
     wp = warp_module()
     if isinstance(wp, str):
         return wp
     try:
         with _quiet():
-            scene = WarpScene(model)
+            scene = cls(model)
             a, b = scene.state(), scene.state()
             scene.step(a, b, 1e-6)  # compiles the module, or loads it from warp's kernel cache
             wp.synchronize_device(DEVICE)
     except ValueError:
         raise
     except Exception as e:  # noqa: BLE001 - a warp that cannot build CPU kernels is "no warp here"
-        return f"warp could not build or launch the sim kernels: {type(e).__name__}: {e}"
+        return f"warp could not build or launch the {what} kernels: {type(e).__name__}: {e}"
     return scene
+
+
+def _scene(model):
+    """A WarpScene of ``model`` with its kernels loaded, or a str saying why warp cannot run."""
+    return load_scene(WarpScene, model, "sim")
 
 
 def warp_step_timer(model, dt: float):
