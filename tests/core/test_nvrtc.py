@@ -14,6 +14,8 @@ pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python (cuda.bindings) i
 import simkit as sk  # noqa: E402
 from simkit.core import codegen, compiler, nvrtc  # noqa: E402
 
+pytestmark = pytest.mark.cpu_only("compiles with NVRTC; launches nothing")
+
 # ---------------------------------------------------------------------------
 # Helpers and structs used by the kernels
 # ---------------------------------------------------------------------------
@@ -304,3 +306,14 @@ def test_headers_and_version():
     major, minor = nvrtc.version()
     assert major >= 11 and minor >= 0
     assert nvrtc.is_available()
+
+
+@sk.kernel
+def k_halve(x: sk.array(dtype=sk.float32), y: sk.array(dtype=sk.float32)):
+    i = sk.tid()
+    y[i] = x[i] * 0.5
+
+
+def test_float32_arithmetic_flushes_subnormals_on_the_gpu_as_on_the_cpu():
+    ptx = nvrtc.kernel_ptx(k_halve)
+    assert "mul.ftz.f32" in ptx and not re.search(r"mul(\.rn)?\.f32", ptx)
