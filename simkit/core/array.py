@@ -303,13 +303,22 @@ class Array:
             return self._np.__dlpack__(**{k: v for k, v in given.items() if v is not None})
         from . import dlpack
 
+        here = (dlpack.KDL_CUDA, D.ordinal(self.device))
+        if dl_device is not None and tuple(dl_device) != here:
+            # The consumer asks for the data elsewhere: only the CPU, and only as a copy.
+            if tuple(dl_device)[0] != dlpack.KDL_CPU:
+                raise BufferError(f"__dlpack__: an array on {self.device} cannot be exported to DLPack device "
+                                  f"{tuple(dl_device)}; move it there first with .to()")
+            if copy is False:
+                raise BufferError(f"__dlpack__: an array on {self.device} reaches the CPU only as a copy, "
+                                  "and copy=False was asked")
+            return self.numpy().__dlpack__(**({"max_version": max_version} if max_version is not None else {}))
         if stream is not None and stream != -1 and stream != int(self._ctx.stream):
             # The consumer reads on another stream: let everything queued on ours finish first.
             from .cuda import memory
 
             memory.wait(self._ctx)
-        return dlpack.export(self._ptr, self._host_shape, self._host_strides, self._np_dtype,
-                             (dlpack.KDL_CUDA, D.ordinal(self.device)), owner=self)
+        return dlpack.export(self._ptr, self._host_shape, self._host_strides, self._np_dtype, here, owner=self)
 
     def __dlpack_device__(self):
         if self._np is not None:

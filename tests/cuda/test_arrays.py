@@ -137,6 +137,22 @@ def test_dlpack_export_and_import_of_gpu_arrays(gpu):
     assert im.device_type == dlpack.KDL_CUDA and im.ptr == a.ptr and im.strides == (12, 4)
 
 
+def test_numpy_from_dlpack_with_device_cpu_gets_a_host_copy(gpu):
+    a = sk.array(np.arange(6.0).reshape(2, 3), dtype=sk.float32, device=gpu)
+    x = np.from_dlpack(a, device="cpu")
+    assert x.tolist() == np.arange(6.0).reshape(2, 3).tolist()
+    x[0, 0] = 9.0
+    assert a.numpy()[0, 0] == 0.0
+
+
+def test_a_dlpack_export_to_the_cpu_without_a_copy_is_refused(gpu):
+    a = sk.zeros(3, device=gpu)
+    with pytest.raises(BufferError, match="only as a copy"):
+        np.from_dlpack(a, device="cpu", copy=False)
+    with pytest.raises(BufferError, match="cannot be exported to DLPack device"):
+        a.__dlpack__(dl_device=(dlpack.KDL_CUDA, 5))
+
+
 def test_dlpack_import_with_a_composite_dtype(gpu):
     a = sk.zeros((4, 3), device=gpu)
     v = sk.from_dlpack(a, dtype=sk.vec3)
