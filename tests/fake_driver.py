@@ -20,8 +20,12 @@ GPU itself: the PTX/cubin is never executed. Tests that need that run on a real 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import gc
 import re
+import sys
+import threading
 
 import numpy as np
 from cuda.bindings import driver as _real
@@ -236,7 +240,8 @@ def cuMemsetD8(dst, value, n):
 # -- modules and launches -----------------------------------------------------------------------
 
 _ENTRY = re.compile(rb"(\w+?)_cuda_(forward|backward)")
-_Entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+# The CPU entry: fn(args, start, end, exclusive); one call runs the whole grid alone, so exclusive.
+_Entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_bool)
 
 
 class FakeModule:
@@ -314,9 +319,13 @@ def _check_arrays(struct_type, address: int, where: str) -> None:
             _check_arrays(ftype, address + off, where)
 
 
+_stream_order = threading.Lock()  # a stream runs its kernels one after another, whoever launched them
+
+
 def _run(fn: FakeFunction, args: int) -> None:
     n = ctypes.c_int64.from_address(args + 40).value  # sk::launch_t::size
-    fn.entry(args, 0, n)
+    with _stream_order:
+        fn.entry(args, 0, n, True)
 
 
 def cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
@@ -374,3 +383,83 @@ def cuGraphExecDestroy(exe):
 
 def cuGraphDestroy(graph):
     return (OK,)
+
+
+# -- installing the fake --------------------------------------------------------------------------
+
+def _forget_gpu_state() -> None:
+    """Drop every context, loaded GPU module and prepared launch (they belong to the driver in use)."""
+    from simkit.core import device as D
+    from simkit.core.cuda import driver
+
+    for mod in Module._registry.values():
+        for k in mod.kernels:
+            k._cuda_loaded.clear()
+            for plan in k._plan.values():
+                plan.cuda.clear()
+    driver._reset_for_tests()
+    D._checked.clear()
+    D.state.default = "cpu"
+
+
+@contextlib.contextmanager
+def installed(monkeypatch):
+    """simkit's CUDA driver is this fake for the block: ``cuda:0`` exists and runs kernels on the CPU.
+
+    Example::
+
+        with fake_driver.installed(monkeypatch):
+            x = sk.zeros(4, device="cuda:0")
+    """
+    from simkit.core.cuda import driver
+
+    _forget_gpu_state()
+    monkeypatch.setattr(driver, "_import_bindings", lambda: sys.modules[__name__])
+    try:
+        yield
+    finally:
+        gc.collect()  # free the fake allocations while the fake is still the driver
+        _forget_gpu_state()
+        gc.collect()
+
+
+_resident: tuple | None = None  # simkit's driver state when the fake was last resident
+
+
+@contextlib.contextmanager
+def resident(monkeypatch):
+    """Like :func:`installed`, but the fake GPU keeps its context and loaded modules from one block
+    to the next, as a real GPU does within a process: a suite that runs every test on it builds and
+    loads each kernel module once instead of once per test. simkit's own driver state comes back
+    after each block, so tests between them see the machine as it is.
+
+    Example::
+
+        with fake_driver.resident(monkeypatch):
+            sk.set_device("cuda:0")
+    """
+    from simkit.core import device as D
+    from simkit.core.cuda import driver
+
+    global _resident
+    own = (driver._drv, driver._failure, driver._count, dict(driver._contexts))
+    if _resident is None:
+        driver._reset_for_tests()
+    else:
+        _set_driver_state(driver, _resident)
+    D._checked.clear()
+    monkeypatch.setattr(driver, "_import_bindings", lambda: sys.modules[__name__])
+    try:
+        yield
+    finally:
+        gc.collect()
+        _resident = (driver._drv, driver._failure, driver._count, dict(driver._contexts))
+        _set_driver_state(driver, own)
+        D._checked.clear()
+        D.state.default = "cpu"
+
+
+def _set_driver_state(driver, state: tuple) -> None:
+    driver._drv, driver._failure, driver._count, contexts = state
+    driver._contexts.clear()
+    driver._contexts.update(contexts)

@@ -64,10 +64,10 @@ def square_into(x: sk.array(dtype=sk.float64), y: sk.array(dtype=sk.float64)):
 
 # -- sk.array ---------------------------------------------------------------------------
 
-def test_array_from_a_list_copies_the_data_as_float32():
+def test_array_from_a_list_copies_the_data_as_float32(device):
     data = [1.0, 2.0, 3.0]
     a = sk.array(data)
-    assert a.dtype is sk.float32 and a.shape == (3,) and a.device == "cpu"
+    assert a.dtype is sk.float32 and a.shape == (3,) and a.device == device
     assert a.numpy().tolist() == data
 
 
@@ -251,6 +251,7 @@ def test_unknown_device_is_a_value_error_naming_it():
 
 
 @pytest.mark.skipif(sk.is_cuda_available(), reason="this machine has a GPU")
+@pytest.mark.cpu_only("about a machine without a GPU driver")
 def test_cuda_device_without_a_driver_is_a_runtime_error_naming_it():
     for make in (lambda: sk.zeros(3, device="cuda:0"), lambda: sk.array([1.0], device="cuda"),
                  lambda: sk.empty(2, device="cuda:1")):
@@ -382,15 +383,15 @@ def test_in_place_ops_bump_the_version_counter():
     assert a._version == v0 + 3
 
 
-def test_shape_dtype_device_len_size():
+def test_shape_dtype_device_len_size(device):
     a = sk.zeros((4, 5), dtype=sk.vec3d)
-    assert a.shape == (4, 5) and a.dtype is sk.vec3d and a.device == "cpu"
+    assert a.shape == (4, 5) and a.dtype is sk.vec3d and a.device == device
     assert len(a) == 4 and a.size == 20 and a.ndim == 2
 
 
-def test_repr_shows_dtype_device_and_grad():
+def test_repr_shows_dtype_device_and_grad(device):
     r = repr(sk.zeros(2, requires_grad=True))
-    assert "dtype=float32" in r and "device='cpu'" in r and "requires_grad=True" in r
+    assert "dtype=float32" in r and f"device='{device}'" in r and "requires_grad=True" in r
 
 
 # -- kernels over each ndim -----------------------------------------------------------------
@@ -483,6 +484,7 @@ def test_vector_array_whose_components_are_not_contiguous_is_refused():
         sk.launch(vec_norm_sq, 4, inputs=[strided, sk.zeros(4)])
 
 
+@pytest.mark.cpu_only("sk.from_numpy views CPU memory")
 def test_adjoint_launch_on_a_strided_view_accumulates_into_the_matching_grad_elements():
     base = np.arange(10.0)
     x = sk.from_numpy(base[::-2], requires_grad=True)  # 9, 7, 5, 3, 1

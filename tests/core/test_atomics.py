@@ -1,4 +1,4 @@
-"""Atomics stay exact under the multithreaded CPU launch."""
+"""Atomics stay exact under the multithreaded CPU launch and on the GPU."""
 
 import threading
 
@@ -72,9 +72,15 @@ def add_ones_and_peek(cell: sk.array(dtype=int), seen: sk.array(dtype=int)):
 
 def test_a_million_threaded_atomic_increments_are_exact(threads):
     cell, seen = sk.zeros(2, dtype=int), sk.zeros(1, dtype=int)
-    before = launch_counts()
     sk.launch(add_ones_and_peek, 1_000_000, inputs=[cell, seen])
     assert cell.numpy()[0] == 1_000_000
+
+
+@pytest.mark.cpu_only("which path the CPU thread pool takes")
+def test_a_kernel_reading_what_it_adds_into_splits_with_real_atomics(threads):
+    cell, seen = sk.zeros(2, dtype=int), sk.zeros(1, dtype=int)
+    before = launch_counts()
+    sk.launch(add_ones_and_peek, 1_000_000, inputs=[cell, seen])
     path = "atomic" if threads > 2 else "inline"
     assert launch_counts()[path] == before[path] + 1
 
@@ -98,7 +104,7 @@ def extremes(x: sk.array(dtype=float), lo: sk.array(dtype=float), hi: sk.array(d
 def test_atomic_min_and_max_find_the_extremes():
     x = np.random.default_rng(0).uniform(-5, 5, 100_000).astype(np.float32)
     lo, hi, ilo = sk.full(1, 1e30), sk.full(1, -1e30), sk.full(1, 2**30, dtype=sk.int32)
-    sk.launch(extremes, len(x), inputs=[x, lo, hi, ilo])
+    sk.launch(extremes, len(x), inputs=[sk.array(x), lo, hi, ilo])
     assert lo.numpy()[0] == x.min() and hi.numpy()[0] == x.max()
     assert ilo.numpy()[0] == int(x.min() * np.float32(1000.0))
 

@@ -222,7 +222,7 @@ class Op:
         ins = self._arrays(xs, grad=True)
         out = sk.zeros(n, dtype=self.out, requires_grad=True)
         sk.launch(self.kernel, n, inputs=[*ins, out])
-        out.grad.numpy()[:] = seed
+        out.grad.assign(seed)
         sk.launch(self.kernel, n, inputs=[*ins, out], adjoint=True)
         return [a.grad.numpy().copy() if a.requires_grad else None for a in ins]
 
@@ -1011,7 +1011,7 @@ def test_float_literals_meeting_float64_values_stay_float64():
     x = uniform(sk.float64, 0.05, 2.5)
     v = uniform(sk.float64, shape=(3,))
     out, vout = sk.zeros(N, dtype=sk.float64), sk.zeros(N, dtype=sk.vec3d)
-    sk.launch(literals_in_float64, N, inputs=[x, v, out, vout])
+    sk.launch(literals_in_float64, N, inputs=[sk.array(x), sk.array(v, dtype=sk.vec3d), out, vout])
     want = 0.1 * x + np.minimum(x, 2) + np.clip(x, 0.3, 1) + x ** 1.1 + np.mod(x, 0.7)
     np.testing.assert_allclose(out.numpy(), want, rtol=1e-14, atol=1e-14)
     vwant = 0.1 * v + v / 3.0 + np.where((x > 0.5)[:, None], v * 0.3, v)

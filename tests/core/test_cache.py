@@ -11,6 +11,8 @@ import pytest
 import simkit as sk
 from simkit.core import compiler
 
+pytestmark = pytest.mark.cpu_only("the CPU module cache (tests/cuda checks the GPU module cache)")
+
 PROGRAM = textwrap.dedent('''
     import simkit as sk
 

@@ -1,4 +1,4 @@
-"""sk.capture / sk.replay on the CPU: a recorded launch list replayed natively."""
+"""sk.capture / sk.replay: a recorded launch list, replayed natively on the CPU and as a CUDA graph on a GPU."""
 
 import numpy as np
 import pytest
@@ -72,12 +72,12 @@ def _arrays(n=5):
 
 # -- what a replay does ----------------------------------------------------------------
 
-def test_capture_records_without_running():
+def test_capture_records_without_running(device):
     x, y, z, s = _arrays()
     before = y.numpy().copy()
     with sk.capture() as g:
         _chain(x, y, z, s)
-    assert len(g) == 3 and g.device == "cpu"
+    assert len(g) == 3 and g.device == device
     assert np.array_equal(y.numpy(), before) and not z.numpy().any() and s.numpy()[0] == 0
 
 
@@ -109,7 +109,7 @@ def test_replay_reads_the_current_contents_of_the_same_buffers():
     x.assign(np.array([1.0, 2.0, 3.0, 4.0]))
     sk.replay(g)
     assert z.numpy().tolist() == [1.0, 4.0, 9.0, 16.0]
-    x.numpy()[:] = 0.5
+    x.fill_(0.5)
     sk.replay(g)
     assert z.numpy().tolist() == [0.25] * 4
 
@@ -165,6 +165,7 @@ def test_empty_capture_replays_as_a_no_op():
     sk.replay(g)
 
 
+@pytest.mark.cpu_only("numpy buffers are CPU memory")
 def test_numpy_and_torch_like_buffers_are_kept_alive_by_the_graph():
     x_np = np.arange(4, dtype=np.float32)
     out = sk.zeros(4)
@@ -259,6 +260,7 @@ def test_array_writes_inside_a_capture_are_refused(write):
     write(a)  # and allowed again afterwards
 
 
+@pytest.mark.cpu_only("a CPU replay stops at the failing launch; tests/cuda/test_graph.py covers a CUDA graph")
 def test_bounds_errors_of_a_replayed_kernel_still_raise_in_debug_mode(monkeypatch):
     monkeypatch.setattr(sk.config, "mode", "debug")
     x, out, later = sk.zeros(4), sk.zeros(2), sk.zeros(4)
@@ -309,11 +311,13 @@ def test_capture_on_a_bad_device_names_the_parameter():
 
 
 @pytest.mark.skipif(sk.is_cuda_available(), reason="this machine has a GPU")
+@pytest.mark.cpu_only("about a machine without a GPU driver")
 def test_capture_on_cuda_without_a_gpu_is_a_runtime_error():
     with pytest.raises(RuntimeError, match="no CUDA driver/GPU"):
         sk.capture("cuda")
 
 
+@pytest.mark.cpu_only("a capture for the CPU")
 def test_capture_for_the_cpu_refuses_nothing_on_the_cpu():
     x, y, z, s = _arrays()
     with sk.capture("cpu") as g:

@@ -1,7 +1,11 @@
 """What the generated C++ looks like where it matters for speed."""
 
+import pytest
+
 import simkit as sk
 from simkit.core import codegen, ir
+
+pytestmark = pytest.mark.cpu_only("inspects generated source; launches nothing")
 
 
 @sk.func

@@ -11,7 +11,8 @@ HALF = sk.constant(0.5)
 
 
 def run(kernel, n, *arrays_and_args):
-    sk.launch(kernel, n, inputs=list(arrays_and_args))
+    """Launch with numpy inputs copied to the default device (the test's device)."""
+    sk.launch(kernel, n, inputs=[sk.array(a) if isinstance(a, np.ndarray) else a for a in arrays_and_args])
 
 
 @sk.kernel

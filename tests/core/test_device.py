@@ -9,6 +9,8 @@ import pytest
 import simkit as sk
 from simkit.core import device as D
 
+pytestmark = pytest.mark.cpu_only("the device model on a machine without a GPU (tests/cuda covers the GPU side)")
+
 no_gpu = pytest.mark.skipif(sk.is_cuda_available(), reason="this machine has a GPU")
 
 

@@ -5,6 +5,8 @@ import pytest
 
 import simkit as sk
 
+pytestmark = pytest.mark.cpu_only("numpy shares CPU memory; tests/cuda/test_arrays.py covers GPU arrays")
+
 
 @sk.kernel
 def add_one(a: sk.array(dtype=float)):

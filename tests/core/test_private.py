@@ -9,6 +9,8 @@ from simkit.core.threads import launch_counts
 from simkit.core.launch import plan_for
 from simkit.core.private import accumulated, descriptors
 
+pytestmark = pytest.mark.cpu_only("private accumulators are how the CPU thread pool splits a launch")
+
 N = 100_000  # above the parallel grain: these launches split
 
 

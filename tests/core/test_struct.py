@@ -283,7 +283,7 @@ def test_kernel_reads_scalar_fields():
 
 def test_fields_of_mixed_sizes_and_alignments_reach_the_kernel_intact():
     m = Mixed(flag=True, d=2.5, u=7, big=2**40, v=[1, 2, 3], b2=True, m=[1, 2, 3, 4],
-              arr=np.array([0.0, 9.0]), last=-4)
+              arr=sk.array([0.0, 9.0], dtype=sk.float64), last=-4)
     out = sk.zeros(9, dtype=sk.float64)
     sk.launch(read_mixed, 1, inputs=[m, out])
     assert out.numpy().tolist() == [1.0, 2.5, 7.0, 2.0**40, 3.0, 1.0, 3.0, 9.0, -4.0]

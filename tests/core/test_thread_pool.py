@@ -11,6 +11,8 @@ import simkit as sk
 from simkit.core.threads import launch_counts
 from simkit.core import launch as L
 
+pytestmark = pytest.mark.cpu_only("the CPU thread pool")
+
 
 @sk.kernel
 def count_once(hist: sk.array(dtype=int)):

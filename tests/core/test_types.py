@@ -5,6 +5,8 @@ import pytest
 
 import simkit as sk
 
+pytestmark = pytest.mark.cpu_only("Python-side values; launches nothing")
+
 
 # -- construction ----------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from simkit.kernels.bending import bending_kernels, eval_bending_forces
 from simkit.kernels.triangles import eval_triangle_forces, triangle_kernels
 from simkit.sim.geometry import dihedral_angle, quat_rotate, triangle_rest_pose
 
-from conftest import central_difference, position_loss
+from sim_helpers import central_difference, position_loss
 
 F64 = sk.float64
 REST = np.array([[0.1, -0.2, 0.3], [1.3, 0.1, 0.2], [0.4, 0.9, -0.1]])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from conftest import central_difference
+from sim_helpers import central_difference
 from simkit.kernels.joints import joint_kernels
 
 G = 9.81

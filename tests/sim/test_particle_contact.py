@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from conftest import central_difference, position_loss
+from sim_helpers import central_difference, position_loss
 from simkit.kernels.hash_grid import HashGrid, grid_hash, grid_neighbor_cell
 from simkit.kernels.particle_contact import eval_particle_contact_forces
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from conftest import central_difference
+from sim_helpers import central_difference
 from simkit.kernels.structs import model_structs
 
 S = model_structs(sk.float64)

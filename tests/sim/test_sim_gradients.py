@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from conftest import central_difference, position_loss, spring_triangle
+from sim_helpers import central_difference, position_loss, spring_triangle
 
 STEPS = 30
 W = np.array([[0.0, 0.0, 0.0], [0.3, -1.0, 0.7], [1.0, 0.5, -0.4]])

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from conftest import central_difference, position_loss
+from sim_helpers import central_difference, position_loss
 from simkit.kernels.tets import eval_tet_forces, tet_kernels
 
 REST_TET = np.array([[0.0, 0.0, 0.0], [0.3, 0.0, 0.0], [0.05, 0.25, 0.0], [0.1, 0.05, 0.2]])

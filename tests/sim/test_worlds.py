@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from conftest import position_loss
+from sim_helpers import position_loss
 from simkit.kernels.hash_grid import HashGrid
 from simkit.kernels.shapes import collision_pairs
 from simkit.sim import geometry as G

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from conftest import central_difference, position_loss, spring_triangle
+from sim_helpers import central_difference, position_loss, spring_triangle
 from simkit.kernels.xpbd import polar_rotation
 from simkit.sim.xpbd import XPBD
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from conftest import central_difference
+from sim_helpers import central_difference
 from simkit.kernels.xpbd_bodies import xpbd_body_kernels
 from simkit.kernels.xpbd_body_contact import xpbd_body_contact_kernels
 from simkit.sim.geometry import quat_multiply, quat_rotate, quat_to_matrix

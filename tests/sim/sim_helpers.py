@@ -1,0 +1,42 @@
+"""Shared helpers of the simulation tests: a scalar loss on positions and central differences."""
+
+import numpy as np
+
+import simkit as sk
+
+
+@sk.kernel
+def weighted_positions64(q: sk.array(dtype=sk.vec3d), w: sk.array(dtype=sk.vec3d), loss: sk.array(dtype=sk.float64)):
+    i = sk.tid()
+    sk.atomic_add(loss, 0, sk.dot(q[i], w[i]))
+
+
+def position_loss(q: sk.Array, w: np.ndarray) -> sk.Array:
+    """``sum_i dot(q[i], w[i])`` as a one-element float64 array (recorded when a Tape is active)."""
+    loss = sk.zeros(1, dtype=sk.float64)
+    sk.launch(weighted_positions64, q.shape[0], inputs=[q, sk.array(w, dtype=sk.vec3d), loss])
+    return loss
+
+
+def central_difference(run, values: np.ndarray, index, eps: float) -> float:
+    """d run() / d values[index] by central differences; ``values`` is edited in place and restored."""
+    old = values[index].copy() if isinstance(values[index], np.ndarray) else values[index]
+    values[index] = old + eps
+    up = run()
+    values[index] = old - eps
+    down = run()
+    values[index] = old
+    return (up - down) / (2.0 * eps)
+
+
+def spring_triangle(ground: bool):
+    """Three particles, one pinned, damped springs and gravity, float64 with grads. With
+    ``ground`` the third particle starts touching the ground, so contact is in the rollout."""
+    b = sk.sim.ModelBuilder(gravity=-9.81, ground=ground, contact_ke=1e4, contact_kd=20.0, contact_kf=100.0)
+    b.add_particle((0.0, 1.0, 0.0), (0.0, 0.0, 0.0), mass=0.0)
+    b.add_particle((0.4, 0.8, 0.1), (0.3, -0.2, 0.5), mass=0.2)
+    b.add_particle((0.1, 0.045, 0.3), (0.5, -0.1, 0.0), mass=0.3, radius=0.05)
+    b.add_spring(0, 1, ke=80.0, kd=0.3)
+    b.add_spring(1, 2, ke=120.0, kd=0.2, rest_length=0.7)
+    b.add_spring(0, 2, ke=60.0, kd=0.1)
+    return b.finalize(dtype=sk.float64, requires_grad=True)
