@@ -5,7 +5,7 @@ inputs for float32 and float64, vectors of length 2, 3 and 4 and matrices 2x2 to
 4x4. Adjoints of every differentiable builtin are compared with central finite
 differences of the kernel's own forward pass in float64. Two coverage tests keep
 the table and the tests in step: a new table entry without a test fails them.
-The last test compiles every kernel here to PTX with NVRTC (the CUDA path).
+tests/test_every_kernel_compiles_for_cuda.py compiles every kernel here to PTX.
 
 All kernels are created at import time by small factories, so the whole module
 is one C++ translation unit compiled once on the first launch.
@@ -1240,16 +1240,3 @@ def test_every_differentiable_overload_has_a_finite_difference_check():
     differentiable = {b.cname for entries in B.TABLE.values() for b in entries if b.differentiable}
     assert differentiable - checked == set()
     assert all(OPS[key].overload.differentiable for key, _ in ADJOINT_CASES.values())
-
-
-def test_every_kernel_here_compiles_to_ptx_with_nvrtc():
-    """The CUDA path of every overload above: one NVRTC run over the whole module (-G skips the optimizer)."""
-    from simkit.core import codegen, compiler, nvrtc
-
-    if not nvrtc.is_available():
-        pytest.skip("NVRTC (cuda-python) is not available")
-    kernels = [op.kernel for op in OPS.values()] + [identity_kernel, literals_in_float64]
-    source = codegen.module_source([k.build_ir() for k in kernels], compiler.HEADER_NAME)
-    ptx = nvrtc.compile_ptx(source, arch="sm_80", name="test_builtins", options=("-G",))
-    missing = [e for k in kernels for e in nvrtc.entry_names(k) if f".entry {e}(" not in ptx]
-    assert missing == []

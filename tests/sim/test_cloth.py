@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from simkit.kernels.bending import bending_kernels, eval_bending_forces
-from simkit.kernels.triangles import eval_triangle_forces, triangle_kernels
+from simkit.kernels.bending import eval_bending_forces
+from simkit.kernels.triangles import eval_triangle_forces
 from simkit.sim.geometry import dihedral_angle, quat_rotate, triangle_rest_pose
 
 from sim_helpers import central_difference, position_loss
@@ -284,18 +284,3 @@ def test_rollout_gradient_with_respect_to_a_cloth_parameter_matches_central_diff
     fd = np.array([central_difference(loss_at_values, values, k, eps) for k in range(len(values))])
     assert np.abs(fd).max() > 1e-8
     np.testing.assert_allclose(grad, fd, rtol=1e-4, atol=1e-4 * np.abs(fd).max())
-
-
-# -- the CUDA path --------------------------------------------------------------------
-
-@pytest.mark.parametrize("real", [sk.float32, F64], ids=["float32", "float64"])
-@pytest.mark.parametrize("make", [lambda r: triangle_kernels(r).eval_triangles,
-                                  lambda r: bending_kernels(r).eval_bending], ids=["membrane", "bending"])
-def test_cloth_kernels_compile_to_ptx(make, real):
-    nvrtc = pytest.importorskip("simkit.core.nvrtc")
-    if not nvrtc.is_available():
-        pytest.skip("NVRTC is not available")
-    kernel = make(real)
-    ptx = nvrtc.kernel_ptx(kernel)
-    for name in nvrtc.entry_names(kernel):
-        assert name in ptx

@@ -9,7 +9,6 @@ import pytest
 
 import simkit as sk
 from sim_helpers import central_difference
-from simkit.kernels.joints import joint_kernels
 
 G = 9.81
 DENSITY = 1000.0
@@ -399,17 +398,3 @@ def test_gradient_wrt_a_joint_gain_matches_finite_differences(kind, field):
                             1e-5 * values[0])
     assert abs(fd) * values[0] > 1e-6
     assert grad == pytest.approx(fd, rel=1e-5)
-
-
-# -- CUDA path ---------------------------------------------------------------------------
-
-JOINT_KERNELS = [(f"{real.__name__}.{name}", k) for real in (sk.float32, sk.float64)
-                 for name, k in vars(joint_kernels(real)).items() if isinstance(k, sk.core.kernel.Kernel)]
-
-
-@pytest.mark.parametrize("kernel", [k for _, k in JOINT_KERNELS], ids=[n for n, _ in JOINT_KERNELS])
-def test_joint_kernel_compiles_to_ptx(kernel):
-    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-python) is not installed")
-    fwd, bwd = sk.cuda.entry_points(kernel)
-    text = sk.cuda.ptx(kernel)
-    assert f".entry {fwd}(" in text and f".entry {bwd}(" in text

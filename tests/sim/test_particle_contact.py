@@ -268,14 +268,3 @@ def test_gradient_wrt_a_contact_parameter_matches_finite_differences(param):
                             1e-6 * values[0])
     assert abs(fd) > 1e-7
     assert getattr(model.contact, param).grad.numpy()[0] == pytest.approx(fd, rel=1e-4)
-
-
-def test_the_grid_and_contact_kernels_compile_for_cuda():
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python (cuda.bindings) is not installed")
-    from simkit.core import nvrtc
-    from simkit.kernels.hash_grid import hash_grid_kernels
-    from simkit.kernels.particle_contact import particle_contact_kernels
-    kernels = [*vars(hash_grid_kernels(sk.float32)).values(), particle_contact_kernels(sk.float64).particle_contact]
-    for kernel in kernels:
-        ptx = nvrtc.kernel_ptx(kernel)
-        assert all(name in ptx for name in nvrtc.entry_names(kernel))

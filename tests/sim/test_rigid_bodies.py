@@ -215,19 +215,3 @@ def test_builder_rejects_bad_rigid_arguments_naming_method_and_value(call, patte
 def test_builder_rejects_a_non_integer_body_index():
     with pytest.raises(TypeError, match=r"add_shape_box: body must be an int, got float"):
         builder_with_body().add_shape_box((0, 0, 0), IDENTITY_Q, (0.1, 0.1, 0.1), body=0.0)
-
-
-# -- CUDA path -----------------------------------------------------------------------------
-
-def body_kernel_cases():
-    from simkit.kernels.bodies import body_kernels
-    return [(f"{real.__name__}.{name}", k) for real in (sk.float32, sk.float64)
-            for name, k in vars(body_kernels(real)).items() if isinstance(k, sk.core.kernel.Kernel)]
-
-
-@pytest.mark.parametrize("kernel", [k for _, k in body_kernel_cases()], ids=[n for n, _ in body_kernel_cases()])
-def test_body_kernel_compiles_to_ptx(kernel):
-    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-python) is not installed")
-    fwd, bwd = sk.cuda.entry_points(kernel)
-    text = sk.cuda.ptx(kernel)
-    assert f".entry {fwd}(" in text and f".entry {bwd}(" in text

@@ -288,19 +288,3 @@ def test_overlapping_bodies_joined_by_a_joint_do_not_push_apart():
     joined, free = run(overlapping_boxes(joint=True), 0.05), run(overlapping_boxes(joint=False), 0.05)
     assert max_speed(joined) < 1e-3
     assert max_speed(free) > 1.0
-
-
-# -- CUDA path -----------------------------------------------------------------------------
-
-def contact_kernel_cases():
-    from simkit.kernels.body_contact import body_contact_kernels
-    return [(f"{real.__name__}.{name}", k) for real in (sk.float32, sk.float64)
-            for name, k in vars(body_contact_kernels(real)).items() if isinstance(k, sk.core.kernel.Kernel)]
-
-
-@pytest.mark.parametrize("kernel", [k for _, k in contact_kernel_cases()], ids=[n for n, _ in contact_kernel_cases()])
-def test_body_contact_kernel_compiles_to_ptx(kernel):
-    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-python) is not installed")
-    fwd, bwd = sk.cuda.entry_points(kernel)
-    text = sk.cuda.ptx(kernel)
-    assert f".entry {fwd}(" in text and f".entry {bwd}(" in text

@@ -6,7 +6,7 @@ import pytest
 
 import simkit as sk
 from sim_helpers import central_difference, position_loss
-from simkit.kernels.tets import eval_tet_forces, tet_kernels
+from simkit.kernels.tets import eval_tet_forces
 
 REST_TET = np.array([[0.0, 0.0, 0.0], [0.3, 0.0, 0.0], [0.05, 0.25, 0.0], [0.1, 0.05, 0.2]])
 K_MU, K_LAMBDA, K_DAMP = 2.0e3, 5.0e3, 30.0
@@ -283,15 +283,3 @@ def test_rollout_gradient_with_respect_to_a_material_parameter_matches_finite_di
     for t in range(model.tet_count):
         fd = central_difference(lambda: float(block_loss(model).numpy()[0]), values, t, eps)
         assert grad[t] == pytest.approx(fd, rel=1e-5, abs=1e-5 * np.abs(grad).max())
-
-
-# -- the CUDA path -------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("real", [sk.float32, sk.float64], ids=["float32", "float64"])
-def test_tet_kernel_compiles_to_ptx(real):
-    nvrtc = pytest.importorskip("simkit.core.nvrtc")
-    if not nvrtc.is_available():
-        pytest.skip("NVRTC is not available")
-    kernel = tet_kernels(real).eval_tets
-    ptx = nvrtc.kernel_ptx(kernel)
-    for name in nvrtc.entry_names(kernel):
-        assert name in ptx

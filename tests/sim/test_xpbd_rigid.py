@@ -10,8 +10,6 @@ import pytest
 
 import simkit as sk
 from sim_helpers import central_difference
-from simkit.kernels.xpbd_bodies import xpbd_body_kernels
-from simkit.kernels.xpbd_body_contact import xpbd_body_contact_kernels
 from simkit.sim.geometry import quat_multiply, quat_rotate, quat_to_matrix
 from simkit.sim.xpbd import XPBD
 
@@ -358,17 +356,3 @@ def test_gradient_of_a_pendulum_angle_with_respect_to_its_initial_angular_veloci
     _loss, grad = rollout_gradient(model, qd, 150, 2e-3, loss_of)
     fd = central_difference(lambda: rollout_loss(model, qd, 150, 2e-3, loss_of), qd, (0, 2), 1e-5)
     assert grad[0, 2] == pytest.approx(fd, rel=1e-6)
-
-
-# -- the CUDA path --------------------------------------------------------------------------
-
-KERNELS = [(f"{factory.__name__}.{name}", k) for factory in (xpbd_body_kernels, xpbd_body_contact_kernels)
-           for name, k in vars(factory(sk.float32)).items() if isinstance(k, sk.core.kernel.Kernel)]
-
-
-@pytest.mark.parametrize("kernel", [k for _, k in KERNELS], ids=[n for n, _ in KERNELS])
-def test_rigid_xpbd_kernel_compiles_to_ptx(kernel):
-    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-python) is not installed")
-    fwd, bwd = sk.cuda.entry_points(kernel)
-    text = sk.cuda.ptx(kernel)
-    assert f".entry {fwd}(" in text and f".entry {bwd}(" in text
