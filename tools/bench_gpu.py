@@ -182,7 +182,7 @@ def add_sections(section, Result, Row, fmt, interleaved, ratio_row, quiet) -> No
         np.testing.assert_allclose(y.numpy()[:1000], 0.5 * x.numpy()[:1000] + before, rtol=1e-6)
         src, dst = sk.zeros(SAXPY_N, device=dev), sk.zeros(SAXPY_N, device=dev)
 
-        def saxpy(n):
+        def saxpy_launches(n):
             for _ in range(n):
                 sk.launch(saxpy, SAXPY_N, inputs=[x, y, 0.5])
             sk.synchronize()
@@ -192,7 +192,7 @@ def add_sections(section, Result, Row, fmt, interleaved, ratio_row, quiet) -> No
                 dst.assign(src)
             sk.synchronize()
 
-        st = interleaved({"saxpy": saxpy, "copy": copy}, rounds=ctx.reps(21, 3), ops=ctx.reps(20, 3), warmup=2)
+        st = interleaved({"saxpy": saxpy_launches, "copy": copy}, rounds=ctx.reps(21, 3), ops=ctx.reps(20, 3), warmup=2)
         bw_sk = SAXPY_BYTES / st["saxpy"].median / 1e9
         bw_copy = COPY_BYTES / st["copy"].median / 1e9
         res.rows.append(ratio_row("saxpy bandwidth vs device-to-device copy [GB/s]", bw_sk, bw_copy, "GB/s",
