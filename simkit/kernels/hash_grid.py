@@ -63,6 +63,7 @@ from types import SimpleNamespace
 import numpy as np
 
 import simkit as sk
+from simkit.core import device as D
 
 # Large odd primes (Teschner et al. 2003). The hash is linear in wrapping uint32
 # arithmetic, hash(c + d) = hash(c) + hash(d), and no offset d in {-2..2}^3 other than 0
@@ -295,7 +296,8 @@ class HashGrid:
     ``build(points, cell_size, groups=None)`` sorts the points into cells (of their group,
     when given); kernels then read :attr:`view` (see the module docstring for the query
     loop) and Python code can call :meth:`query`. A search of the 27 surrounding cells
-    finds every point closer than ``cell_size``.
+    finds every point closer than ``cell_size``. The grid lives on ``device`` (None: the
+    default device), where the points must be.
 
     Example::
 
@@ -304,11 +306,11 @@ class HashGrid:
         sk.launch(my_kernel, n, inputs=[state.particle_q, grid.view, out])
     """
 
-    def __init__(self, dtype=sk.float32, device: str = "cpu"):
+    def __init__(self, dtype=sk.float32, device: str | None = None):
         if dtype not in (sk.float32, sk.float64):
             raise TypeError(f"HashGrid: dtype must be sk.float32 or sk.float64, got {dtype!r}")
         self.dtype = dtype
-        self.device = device
+        self.device = D.require(device, "HashGrid(device)")
         self.capacity = 0
         self.point_count = 0
         self.num_buckets = 0

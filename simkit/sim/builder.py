@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..core import device as D
 from ..core import types as T
 from . import geometry as G
 from . import validate as V
@@ -416,14 +417,16 @@ class ModelBuilder(RigidBuilder):
             getattr(self, name).extend(getattr(other, name))
 
     # -- finalize -----------------------------------------------------------------------
-    def finalize(self, device: str = "cpu", requires_grad: bool = False, dtype: Any = T.float32) -> Model:
-        """Build the :class:`Model` on ``device``; with ``requires_grad=True`` every float
-        parameter array carries a gradient. ``dtype=sk.float64`` runs in double precision.
+    def finalize(self, device: str | None = None, requires_grad: bool = False, dtype: Any = T.float32) -> Model:
+        """Build the :class:`Model` on ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:N"``; None: the
+        default device, ``sk.get_device()``); with ``requires_grad=True`` every float parameter
+        array carries a gradient. ``dtype=sk.float64`` runs in double precision.
 
         Example::
 
             model = b.finalize(device="cpu", requires_grad=True)
         """
+        device = D.require(device, "finalize(device)")
         if dtype not in (T.float32, T.float64):
             raise TypeError(f"finalize: dtype must be sk.float32 or sk.float64, got {dtype!r}")
         if self.particle_count == 0 and self.body_count == 0:

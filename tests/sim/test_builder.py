@@ -113,6 +113,15 @@ def test_an_inverted_tetrahedron_is_reoriented_to_positive_volume():
     assert list(m.tets.indices.numpy()[0]) == [0, 1, 3, 2]
 
 
+def test_finalize_builds_on_the_default_device():
+    assert two_particles().finalize().device == sk.get_device() == "cpu"
+
+
+def test_finalize_refuses_a_malformed_device_naming_the_parameter():
+    with pytest.raises(ValueError, match=r"finalize\(device\) must be 'cpu', 'cuda' or 'cuda:N', got 'gpu'"):
+        two_particles().finalize(device="gpu")
+
+
 def test_an_empty_builder_cannot_be_finalized():
     with pytest.raises(ValueError, match="no particles"):
         sk.sim.ModelBuilder().finalize()
