@@ -185,24 +185,23 @@ def live_allocations() -> int:
     return len(_allocs)
 
 
-def cuMemcpyHtoDAsync(dst, src, n, stream):
-    _count("cuMemcpyHtoDAsync")
+def _queued_copy(name: str, dst, dst_on, src, src_on, n, stream):
+    """A stream-ordered copy: refused while its stream is captured, both sides checked."""
+    _count(name)
     if stream in _capturing:
         return (_CAPTURE_ERR,)
-    _check_device(dst, n, "cuMemcpyHtoDAsync dst")
-    _check_host(src, n, "cuMemcpyHtoDAsync src")
+    dst_on(dst, n, f"{name} dst")
+    src_on(src, n, f"{name} src")
     ctypes.memmove(_int(dst), _int(src), n)
     return (OK,)
+
+
+def cuMemcpyHtoDAsync(dst, src, n, stream):
+    return _queued_copy("cuMemcpyHtoDAsync", dst, _check_device, src, _check_host, n, stream)
 
 
 def cuMemcpyDtoHAsync(dst, src, n, stream):
-    _count("cuMemcpyDtoHAsync")
-    if stream in _capturing:
-        return (_CAPTURE_ERR,)
-    _check_host(dst, n, "cuMemcpyDtoHAsync dst")
-    _check_device(src, n, "cuMemcpyDtoHAsync src")
-    ctypes.memmove(_int(dst), _int(src), n)
-    return (OK,)
+    return _queued_copy("cuMemcpyDtoHAsync", dst, _check_host, src, _check_device, n, stream)
 
 
 def cuMemcpyDtoH(dst, src, n):
@@ -213,13 +212,7 @@ def cuMemcpyDtoH(dst, src, n):
 
 
 def cuMemcpyDtoDAsync(dst, src, n, stream):
-    _count("cuMemcpyDtoDAsync")
-    if stream in _capturing:
-        return (_CAPTURE_ERR,)
-    _check_device(dst, n, "cuMemcpyDtoDAsync dst")
-    _check_device(src, n, "cuMemcpyDtoDAsync src")
-    ctypes.memmove(_int(dst), _int(src), n)
-    return (OK,)
+    return _queued_copy("cuMemcpyDtoDAsync", dst, _check_device, src, _check_device, n, stream)
 
 
 def cuMemsetD8Async(dst, value, n, stream):
