@@ -268,3 +268,12 @@ def test_gradient_wrt_a_contact_parameter_matches_finite_differences(param):
                             1e-6 * values[0])
     assert abs(fd) > 1e-7
     assert getattr(model.contact, param).grad.numpy()[0] == pytest.approx(fd, rel=1e-4)
+
+
+def test_grid_refuses_a_malformed_device_naming_the_parameter():
+    with pytest.raises(ValueError, match=r"HashGrid\(device\) must be 'cpu', 'cuda' or 'cuda:N', got 'gpu'"):
+        HashGrid(device="gpu")
+
+
+def test_grid_is_made_on_the_default_device():
+    assert HashGrid().device == sk.get_device() == "cpu"
