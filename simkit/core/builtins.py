@@ -166,6 +166,15 @@ _("cw_mul", "a: vec(N,S), b: vec(N,S)", "vec(N,S)", "vec_t<N, S> r; for (int i =
   "for (int i = 0; i < N; ++i) { adj_a[i] += b[i] * adj_ret[i]; adj_b[i] += a[i] * adj_ret[i]; }")
 _("cw_div", "a: vec(N,F), b: vec(N,F)", "vec(N,F)", "vec_t<N, F> r; for (int i = 0; i < N; ++i) r[i] = a[i] / b[i]; return r;",
   "for (int i = 0; i < N; ++i) { adj_a[i] += adj_ret[i] / b[i]; adj_b[i] -= adj_ret[i] * a[i] / (b[i] * b[i]); }")
+# Bitwise operators on integers (and &, |, ^ on bools). Shift counts outside [0, bit width)
+# are defined, unlike in C++: << gives 0, >> gives the sign fill (0, or -1 for a negative a).
+for _op, _c in (("bit_and", "&"), ("bit_or", "|"), ("bit_xor", "^")):
+    _(_op, "a: I, b: I", "I", f"return I(a {_c} b);", None)
+    _(_op, "a: B, b: B", "bool", f"return a {_c} b;", None)
+_("invert", "a: I", "I", "return I(~a);", None)
+_("lshift", "a: I, b: I", "I", "return (b < I(0) || b >= I(8 * sizeof(I))) ? I(0) : I(a << b);", None)
+_("rshift", "a: I, b: I", "I",
+  "return (b < I(0) || b >= I(8 * sizeof(I))) ? (a < I(0) ? I(-1) : I(0)) : I(a >> b);", None)
 for _op, _c in (("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):
     _(_op, "a: S, b: S", "bool", f"return a {_c} b;", None)
 _("eq", "a: V, b: V", "bool", "return inner_eq_(a, b);", None)

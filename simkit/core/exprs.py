@@ -54,13 +54,15 @@ def type_str(t) -> str:
 
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Mod: "mod",
-           ast.FloorDiv: "floordiv", ast.MatMult: "matmul", ast.Pow: "pow"}
+           ast.FloorDiv: "floordiv", ast.MatMult: "matmul", ast.Pow: "pow", ast.BitAnd: "bit_and",
+           ast.BitOr: "bit_or", ast.BitXor: "bit_xor", ast.LShift: "lshift", ast.RShift: "rshift"}
 _CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
 _PY_FOLD = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
             "div": lambda a, b: a / b, "mod": lambda a, b: a % b, "floordiv": lambda a, b: a // b,
             "pow": lambda a, b: a ** b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b,
             "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b,
-            "ne": lambda a, b: a != b}
+            "ne": lambda a, b: a != b, "bit_and": lambda a, b: a & b, "bit_or": lambda a, b: a | b,
+            "bit_xor": lambda a, b: a ^ b, "lshift": lambda a, b: a << b, "rshift": lambda a, b: a >> b}
 _MATH_BUILTINS = {getattr(math, n): n for n in B.TABLE if hasattr(math, n) and callable(getattr(math, n))}
 _MATH_BUILTINS.update({math.fabs: "abs", pybuiltins.abs: "abs", pybuiltins.min: "min", pybuiltins.max: "max",
                        pybuiltins.pow: "pow"})
@@ -308,6 +310,8 @@ class ExprMixin:
             r = _PY_FOLD[name](a.value, b.value)
         except ZeroDivisionError:
             self.error("division by zero in a constant expression", node)
+        except ValueError as e:  # a negative shift count
+            self.error(f"{e} in a constant expression", node)
         if isinstance(a.type, B.Weak) and isinstance(b.type, B.Weak):
             return ir.Const(r, _weak_of(r))
         t = a.type if not isinstance(a.type, B.Weak) else b.type
@@ -330,6 +334,12 @@ class ExprMixin:
             if isinstance(v, ir.Const) and np.ndim(v.value) == 0:
                 return ir.Const(-v.value, v.type)
             return self.call_builtin("neg", [v], node)
+        if isinstance(node.op, ast.Invert):
+            if isinstance(v, ir.Const) and isinstance(v.value, (int, np.integer)) and not isinstance(v.value, bool):
+                return ir.Const(~v.value, v.type)
+            if getattr(v, "type", None) is T.bool_:
+                self.error("'~' on a bool is an integer in Python (~True == -2); use 'not'", node)
+            return self.call_builtin("invert", [v], node)
         self.error(f"unsupported unary operator {type(node.op).__name__}", node)
 
     def expr_Compare(self, node):
