@@ -9,7 +9,14 @@ Rules it enforces (DESIGN.md, "Autodiff contract"):
   recorded read; if a later launch overwrote it, ``backward`` refuses and names
   the kernel, the argument and the launch that overwrote it;
 - ``zero()`` clears the grads of every array the tape touched, seeds and struct
-  fields included.
+  fields included;
+- intermediates start from zero: ``backward`` first clears the grad of every array a
+  recorded launch wrote (seeds excepted), so nothing carries over from an earlier
+  backward; leaves (arrays only read) accumulate until zeroed, as in PyTorch;
+- launches that touch no array with a grad (integer bookkeeping such as a hash-grid
+  build) are not replayed;
+- in debug mode (``sk.config.mode = "debug"``) each recorded read is also checksummed,
+  which catches writes the version counters cannot see (through a ``.numpy()`` view).
 
 Example::
 
@@ -23,6 +30,7 @@ Example::
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -31,6 +39,7 @@ import numpy as np
 from ..core import launch as _launch
 from ..core import types as T
 from ..core.array import Array, _refuse_in_capture
+from ..core.config import config
 
 
 def _describe(a: Array) -> str:
@@ -41,13 +50,19 @@ def _label(kernel, k: int, path: tuple) -> str:
     return ".".join((kernel.arg_names[k], *path))
 
 
+def _checksum(a: Array) -> int:
+    return zlib.crc32(np.ascontiguousarray(a.numpy()).view(np.uint8))
+
+
 @dataclass
 class _Launch:
     kernel: Any
     dim: Any
     values: list
-    reads: list            # (label, array, version at record time)
+    reads: list            # (label, array, version its adjoint needs, what it is)
     index: int
+    arrays: list           # every array it reads or writes: replayed only if one has a grad
+    checksums: dict        # debug mode: id(array) -> crc32 of its data at record time
 
 
 @dataclass
@@ -90,8 +105,13 @@ class Tape:
                 if not a.requires_grad and a.dtype._sk_scalar.is_float:
                     a.requires_grad = True
         index = len(self.entries)
-        self.entries.append(_Launch(kernel, dim, list(values),
-                                    [(_label(kernel, k, p), a, a._version) for k, p, a in reads], index))
+        # the adjoint of atomic_min/max compares against the value this launch leaves (one version on)
+        extrema = _launch.resolve_arrays(values, plan.extrema)
+        needed = [(_label(kernel, k, p), a, a._version, "read") for k, p, a in reads] + \
+                 [(_label(kernel, k, p), a, a._version + 1, "atomic_min/max target") for k, p, a in extrema]
+        checksums = {id(a): _checksum(a) for _k, _p, a in reads} if config.mode == "debug" else {}
+        self.entries.append(_Launch(kernel, dim, list(values), needed, index,
+                                    list({id(a): a for _k, _p, a in reads + writes}.values()), checksums))
         for _k, _p, a in reads + writes:
             self.touched[id(a)] = a
         for v in values:
@@ -130,7 +150,8 @@ class Tape:
         for a, seed in (grads or {}).items():
             if not isinstance(a, Array):
                 raise TypeError(f"backward(grads=...) keys must be sk arrays, got {type(a).__name__}")
-            data = seed.numpy() if isinstance(seed, Array) else np.asarray(seed, dtype=a._np_dtype)
+            # a copy: the seed may be the grad of an array this backward clears first
+            data = np.array(seed.numpy() if isinstance(seed, Array) else seed, dtype=a._np_dtype, copy=True)
             if data.shape != a._host_shape:
                 raise ValueError(f"seed of shape {data.shape} does not match {_describe(a)}")
             seeds[id(a)] = (a, data)
@@ -141,21 +162,36 @@ class Tape:
                 raise ValueError(f"cannot seed {_describe(a)}: it does not depend on any array that requires "
                                  "grad, so every gradient would be zero (set requires_grad=True on an input)")
         self.check_overwrites()
+        for key in self.writers:
+            a = self.touched[key]
+            if a.grad is not None and key not in seeds:
+                a.grad._write(0)
         for a, data in seeds.values():
             a.grad._write(data)
         for e in reversed(self.entries):
             if isinstance(e, _Func):
                 e.backward()
-            else:
+            elif any(a.grad is not None for a in e.arrays):
                 _launch.launch(e.kernel, e.dim, e.values, adjoint=True)
 
     def check_overwrites(self) -> None:
         """Refuse (before any adjoint runs) if a recorded read was overwritten since."""
+        sums: dict = {}
         for e in self.entries:
             if isinstance(e, _Func):
                 continue
-            for label, a, version in e.reads:
+            for label, a, version, what in e.reads:
                 if a._version == version:
+                    if id(a) in e.checksums:
+                        now = sums.get(id(a))
+                        if now is None:
+                            now = sums[id(a)] = _checksum(a)
+                        if now != e.checksums[id(a)]:
+                            raise RuntimeError(
+                                f"kernel '{e.kernel.name}' (launch #{e.index}) read argument '{label}', whose data "
+                                "changed afterwards without a launch, assign, fill_ or zero_ (written through a "
+                                ".numpy() view?); its adjoint would be evaluated at the wrong values. Change "
+                                "recorded arrays only through simkit (a.assign(...)) or record again.")
                     continue
                 later = [i for i, v in self.writers.get(id(a), ()) if v > version]
                 if later:
@@ -164,8 +200,9 @@ class Tape:
                         f"launch #{later[0]} of kernel '{w.kernel.name}'"
                 else:
                     by = "a write outside this tape (assign, fill_, zero_ or an unrecorded launch)"
+                did = f"read argument '{label}'" if what == "read" else f"left argument '{label}' ({what})"
                 raise RuntimeError(
-                    f"kernel '{e.kernel.name}' (launch #{e.index}) read argument '{label}', which {by} overwrote "
+                    f"kernel '{e.kernel.name}' (launch #{e.index}) {did}, which {by} overwrote "
                     "afterwards; its adjoint would be evaluated at the wrong values. Give each step its own "
                     "output buffer (e.g. one state per step) or record the overwritten values separately.")
 

@@ -1,8 +1,14 @@
 """Frontend, element access: array loads/stores/atomics and vector, matrix and struct components.
 
 Mixed into :class:`frontend.Builder`. Array reads accumulate their adjoint into the
-array's grad; writes read it back; component and field assignment build a new
-value (functional update), so their gradients flow like any other op.
+array's grad; a store takes it back (and resets it: the overwritten value influences
+nothing after the store); component and field assignment build a new value (functional
+update), so their gradients flow like any other op.
+
+Store-to-load forwarding: a thread that reads its own element (indexed by its whole
+thread index) after storing it there on every path reads the stored value, not memory.
+That read is then no read of the array's earlier contents, so the tape accepts the kernel
+(``y[i] = x[i]; z[i] = y[i]``), and the adjoint's replay sees what the forward saw.
 """
 
 from __future__ import annotations
@@ -24,9 +30,43 @@ class AccessMixin:
         if len(idx) != arr.type.ndim:
             self.error(f"{arr.type.ndim}-d array indexed with {len(idx)} index(es); give exactly {arr.type.ndim}", node)
 
+    # -- store-to-load forwarding ----------------------------------------------------
+    def single_origin(self, arr):
+        origins = self.origins.get(arr.id, ())
+        return next(iter(origins)) if len(origins) == 1 else None
+
+    def note_store(self, arr, value=None):
+        """``arr`` is written here; ``value``: a plain store at this thread's own element."""
+        origins = self.origins.get(arr.id, ())
+        self.store_log.extend(origins or ["*"])
+        for o in origins:
+            self.stored.pop(o, None)
+        key = self.single_origin(arr)
+        if value is not None and key is not None:
+            self.stored[key] = value
+
+    def forget_stores(self):
+        """Something wrote arrays this frontend cannot name (a called function)."""
+        self.store_log.append("*")
+        self.stored.clear()
+
+    def stores_surviving(self, saved: dict, logged: int) -> dict:
+        """``saved`` less what was written since ``store_log`` had ``logged`` entries (a branch arm or
+        loop body may or may not have run, so its stores forward nothing after it)."""
+        since = self.store_log[logged:]
+        if "*" in since:
+            return {}
+        return {k: v for k, v in saved.items() if k not in since}
+
     def load(self, arr, idx, node):
         self.check_index_count(arr, idx, node)
         owned = self.owned_index(idx)  # then its gradient needs no atomic
+        key = self.single_origin(arr) if owned else None
+        if key in self.stored:
+            self.forwarded.add(key)
+            out = self.new_var(arr.type.dtype)
+            self.copy(out, self.stored[key])
+            return out
         self.note_access(arr, write=False, shared=None if owned else self.gathers)
         out = self.new_var(arr.type.dtype)
         ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
@@ -42,15 +82,20 @@ class AccessMixin:
         ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
         v = f"$a{len(idx) + 1}"
         fwd = self.bounds_check(len(idx)) + f"sk::at($a0, {ix}) = {v};"
-        adj = f"if (auto* g = sk::grad_ptr($a0, {ix})) $adj_a{len(idx) + 1} += *g;"
+        owned = self.owned_index(idx)
+        take = "take_grad" if owned else "take_grad_shared"
+        adj = f"sk::{take}(sk::grad_ptr($a0, {ix}), $adj_a{len(idx) + 1});"
         self.emit([], [arr, *idx, value], fwd, adj, replay=False)
+        self.note_store(arr, value if owned and isinstance(value, ir.Var) else None)
 
     def atomic(self, name, arr, idx, value, node, want_result=True):
         if not (isinstance(arr, ir.Var) and getattr(arr.type, "_sk_kind", "") == "array"):
             self.error(f"{name} needs an array as its first argument", node)
         self.check_index_count(arr, idx, node)
-        if name in ("atomic_min", "atomic_max"):
-            self.note_access(arr, write=False)  # their adjoint compares against the final value
+        if name in ("atomic_min", "atomic_max") and arr.type.dtype._sk_scalar.is_float:
+            # the adjoint compares against the value the launch left: the tape checks nothing changed it
+            self.extrema.update(self.origins.get(arr.id, ()))
+        self.note_store(arr)
         if name in ("atomic_min", "atomic_max") or want_result:
             self.shared_atomics = True  # every thread must see the others' updates
             self.note_access(arr, write=True, shared=self.stores)
@@ -74,11 +119,8 @@ class AccessMixin:
             adj = f"if (auto* g = sk::grad_ptr($a0, {ix})) {adj_v} += *g;"
         elif name == "atomic_sub":
             adj = f"if (auto* g = sk::grad_ptr($a0, {ix})) {adj_v} -= *g;"
-        elif dt._sk_kind == "scalar":
-            # The thread whose value is the final extremum receives its gradient.
-            adj = f"if (auto* g = sk::grad_ptr($a0, {ix})) if (sk::at($a0, {ix}) == {v}) {adj_v} += *g;"
         else:
-            adj = None
+            adj = f"sk::take_grad_if_won(sk::grad_ptr($a0, {ix}), sk::at($a0, {ix}), {v}, {adj_v});"
         replay_fwd = (check + f"$o0 = sk::at($a0, {ix});") if out is not None else None
         self.emit([out] if out is not None else [], [arr, *idx, value], fwd, adj, replay=False, replay_fwd=replay_fwd)
         return out

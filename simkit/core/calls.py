@@ -18,6 +18,13 @@ from . import types as T
 from .exprs import _MATH_BUILTINS, Py, Retype, Undefined, type_str
 
 
+def _firm_float(a) -> bool:
+    """A value of a definite float type (not a literal's, nor a literal-initialised local's)."""
+    t = getattr(a, "type", None)
+    s = getattr(t, "_sk_scalar", None)
+    return not isinstance(t, B.Weak) and getattr(a, "weak_origin", None) is None and bool(s and s.is_float)
+
+
 class CallMixin:
     def is_range(self, fnode) -> bool:
         f = self.expr(fnode)
@@ -35,13 +42,15 @@ class CallMixin:
             got = ", ".join(type_str(t) for t in types)
             sigs = "\n      ".join(B.signatures(name))
             opname = {"add": "+", "sub": "-", "mul": "*", "div": "/", "matmul": "@", "mod": "%", "floordiv": "//",
+                      "bit_and": "&", "bit_or": "|", "bit_xor": "^", "lshift": "<<", "rshift": ">>", "invert": "~",
                       "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}.get(name)
             what = f"operator '{opname}'" if opname else f"{name}()"
             hint = " (for element-wise products use sk.cw_mul, for the dot product sk.dot)" if name == "mul" else ""
             self.error(f"{what} does not accept ({got}){hint}; expected one of:\n      {sigs}", node)
         b, concrete, ret = found
-        args = [self.convert(a, t, node) for a, t in zip(args, concrete)]
         out = self.new_var(ret)
+        self.inherit_weak_origin(out, args)
+        args = [self.convert(a, t, node) for a, t in zip(args, concrete)]
         ins = ", ".join(f"$a{k}" for k in range(len(args)))
         adj = None
         if b.differentiable:
@@ -50,6 +59,16 @@ class CallMixin:
         self.emit([out], args, f"$o0 = sk::{b.cname}({ins});", adj)
         return out
 
+    def inherit_weak_origin(self, out, args):
+        """A float computed only from literals and literal-initialised locals (``0.5 * (lo + hi)``)
+        is literal-typed too: should it meet a wider float later, the local it came from is
+        retyped (and the kernel rebuilt), as the local itself would be."""
+        if not (isinstance(out.type, T.ScalarType) and out.type.is_float):
+            return
+        weak = [getattr(a, "weak_origin", None) for a in args]
+        if any(weak) and all(w is not None or not _firm_float(a) for a, w in zip(args, weak)):
+            out.weak_origin = next(w for w in weak if w)
+
     def retype_literal_locals(self, name, args, types):
         """``acc = 0.0; acc += x64``: let a literal-initialised local take the wider type, then rebuild."""
         for a in args:
@@ -57,7 +76,8 @@ class CallMixin:
             if origin is None or not isinstance(a.type, T.ScalarType):
                 continue
             for other in types:
-                if isinstance(other, T.ScalarType) and other is not a.type and other.kind == a.type.kind:
+                if isinstance(other, T.ScalarType) and other.kind == a.type.kind \
+                        and other.np_dtype.itemsize > a.type.np_dtype.itemsize:  # only ever widen
                     trial = [other if t is a.type else t for t in types]
                     if B.resolve(name, trial) is not None:
                         raise Retype(origin, other)
@@ -114,7 +134,8 @@ class CallMixin:
         names = list(spec.fn.arg_types)
         callee = spec.ir
         for theirs, mine in ((callee.reads, self.reads), (callee.writes, self.writes), (callee.gathers, self.gathers),
-                             (callee.adds, self.adds), (callee.stores, self.stores)):
+                             (callee.adds, self.adds), (callee.stores, self.stores),
+                             (callee.extrema, self.extrema), (callee.forwarded, self.forwarded)):
             for pname, path in theirs:
                 arg = args[names.index(pname)]
                 origins = self.origins.get(getattr(arg, "id", None), ())
@@ -122,6 +143,8 @@ class CallMixin:
                     self.untracked = True
                 for n, p in origins:
                     mine.add((n, p + path))
+        if callee.writes:
+            self.forget_stores()  # the callee may have overwritten an element this thread stored
         self.shared_atomics |= callee.shared_atomics
         self.untracked |= callee.untracked
 
@@ -259,7 +282,7 @@ class CallMixin:
     def call_func(self, fn, node):
         if node.keywords:
             self.error("keyword arguments to @sk.func calls are not supported", node)
-        args = [self.expr(a) for a in node.args]
+        given = args = [self.expr(a) for a in node.args]
         spec = fn.specialize_for(args, self, node)
         args = [self.convert(a, t, node) for a, t in zip(args, spec.param_types)]
         self.funcs_used.setdefault(spec, None)
@@ -267,6 +290,8 @@ class CallMixin:
         for t in spec.param_types:
             self.note_type(t)
         outs = [self.new_var(t) for t in spec.ret_types]
+        for o in outs:
+            self.inherit_weak_origin(o, given)
         ins = ", ".join(f"$a{k}" for k in range(len(args)))
         diff = [k for k, t in enumerate(spec.param_types) if getattr(t, "_sk_kind", "") != "array"]
         adj_ins = "".join(f", $adj_a{k}" for k in diff)

@@ -40,6 +40,12 @@ def build(pyfunc, arg_types: dict, *, is_kernel: bool, name: str, cname: str) ->
         try:
             return Builder(pyfunc, arg_types, is_kernel, name, cname, overrides, ret_slots).run()
         except Retype as r:
+            if r.key in overrides and overrides[r.key] is not r.type:
+                local, line = r.key
+                raise CompileError(f"'{local}' (initialised from a literal) is used both as "
+                                   f"{type_str(overrides[r.key])} and as {type_str(r.type)}; give it a type "
+                                   f"(e.g. {local} = {type_str(r.type)}(0.0))", inspect.getsourcefile(pyfunc) or
+                                   "<unknown>", line) from None
             overrides[r.key] = r.type
         except _NeedReturnSlots as r:
             ret_slots = r.types
@@ -124,6 +130,12 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
         self.stores: set = set()
         self.shared_atomics = False
         self.untracked = False
+        self.extrema: set = set()
+        self.forwarded: set = set()
+        # Store-to-load forwarding (access.py): origin -> the value this thread last stored at its
+        # own element on every path to here; store_log lists every origin written, in order.
+        self.stored: dict = {}
+        self.store_log: list = []
         self.statement_call = None  # the call an expression statement discards the result of
         self.tid_component: dict[int, int] = {}  # var id -> k for the values sk.tid() returned
 
@@ -203,7 +215,8 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
         return ir.FunctionIR(self.name, self.cname, params, self.block, returns, self.ret_types or [],
                              self.is_kernel, self.file, self.fdef.lineno, self.source, self.all_vars, self.tid_dims,
                              list(self.structs_used), list(self.funcs_used), self.reads, self.writes,
-                             self.gathers, self.adds, self.stores, self.shared_atomics, self.untracked)
+                             self.gathers, self.adds, self.stores, self.shared_atomics, self.untracked,
+                             self.extrema, self.forwarded)
 
     # -- binding ----------------------------------------------------------------
     def bind_flag(self, name, value: bool):
@@ -412,13 +425,16 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
         before = dict(self.vars)
         outer = self.block
         arms = []
+        stored, logged = self.stored, len(self.store_log)
         for fn in (then_fn, else_fn):
             self.vars = dict(before)
             self.block = ir.Block()
+            self.stored = dict(stored)
             if fn is not None:
                 fn()
             arms.append((self.block, self.vars))
         self.block = outer
+        self.stored = self.stores_surviving(stored, logged)
         (tb, tv), (eb, ev) = arms
         merged = dict(before)
         for name in sorted(set(tv) | set(ev)):
@@ -575,6 +591,9 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
             carried.append((name, c))
         loop.exit_flags = [c for n, c in carried if n in (flags.get("brk"), "__ret")]
         before = dict(self.vars)
+        # A later iteration may store again before this one's reads: nothing from outside is forwarded.
+        stored, logged = self.stored, len(self.store_log)
+        self.stored = {}
         outer = self.block
         self.loop_depth += 1
         if cond_node is not None:
@@ -583,6 +602,7 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
             if isinstance(loop.cond, ir.Const):
                 if not loop.cond.value:
                     self.block, self.loop_depth = outer, self.loop_depth - 1
+                    self.stored = stored
                     return
                 c = self.new_var(T.bool_)
                 self.emit([c], [], "$o0 = true;")
@@ -610,6 +630,7 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
                 loop.carried.append((c, final))
         self.loop_depth -= 1
         self.block = outer
+        self.stored = self.stores_surviving(stored, logged)
         after = dict(before)
         for name in _assigned_names(body):
             if name not in dict(carried):

@@ -134,6 +134,11 @@ class FunctionIR:
     stores: set = field(default_factory=set)     # written any other way (=, min/max, add whose old value is used)
     shared_atomics: bool = False  # min/max or fetch-add: threads must see each other's results
     untracked: bool = False       # an array access whose parameter is unknown
+    # Targets of float atomic_min/max: their adjoint compares against the value the launch left.
+    extrema: set = field(default_factory=set)
+    # Arrays a thread reads back at its own element after storing it there (the read takes the
+    # stored value, access.py); two parameters of such a kernel must not share memory.
+    forwarded: set = field(default_factory=set)
 
 
 def walk_vars(block: Block):

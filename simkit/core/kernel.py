@@ -29,6 +29,8 @@ from . import codegen, compiler, frontend
 from . import types as T
 from .config import config
 from .errors import CompileError
+from .calls import _firm_float
+from .exprs import Retype
 
 log = logging.getLogger("simkit")
 
@@ -237,6 +239,12 @@ class Function:
 
         if len(args) != len(self.arg_types):
             builder.error(f"{self.name}() takes {len(self.arg_types)} argument(s), got {len(args)}", node)
+        # A literal (or a local initialised from one) passed for an unannotated parameter takes the
+        # float type of the call's other float arguments: inner(0.5, x64) is inner(float64, float64).
+        firm = next((a.type._sk_scalar for a in args if _firm_float(a)), None)
+        # without one, a bare literal follows a literal-initialised local (already retyped or not)
+        peer = firm or next((a.type for a in args if getattr(a, "weak_origin", None) is not None
+                             and isinstance(a.type, T.ScalarType) and a.type.is_float), None)
         types = []
         for (pname, want), a in zip(self.arg_types.items(), args):
             t = getattr(a, "type", None)
@@ -244,8 +252,13 @@ class Function:
                 builder.error(f"{self.name}(): argument '{pname}' must be a value", node)
             if want is not None:
                 types.append(want)
-            else:
-                types.append(t.default() if isinstance(t, B.Weak) else t)
+                continue
+            if firm is not None and getattr(a, "weak_origin", None) is not None and t is not firm \
+                    and isinstance(t, T.ScalarType) and t.is_float:
+                raise Retype(a.weak_origin, firm)
+            if isinstance(t, B.Weak):
+                t = peer if peer is not None and t.default().is_float else t.default()
+            types.append(t)
         if self._building and self._key(types) not in self._specs:
             builder.error(f"@sk.func '{self.name}' calls itself; recursion is not supported in kernels", node)
         return self.spec_for_types(types)

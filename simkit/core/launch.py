@@ -168,6 +168,8 @@ class Plan:
         index = {v.cname: k for k, v in enumerate(fir.params)}
         self.writes = [(index[ir_cname(fir, name)], path) for name, path in sorted(fir.writes)]
         self.reads = [(index[ir_cname(fir, name)], path) for name, path in sorted(fir.reads)]
+        self.extrema = [(index[ir_cname(fir, name)], path) for name, path in sorted(fir.extrema)]
+        self.forwarded = [(index[ir_cname(fir, name)], path) for name, path in sorted(fir.forwarded)]
         self.nparams = len(fir.params)
         self.bounds: dict = {}
         self.packers = []
@@ -325,6 +327,20 @@ def resolve_arrays(values, slots) -> list:
     return out
 
 
+def refuse_forwarding_alias(plan: Plan, values) -> None:
+    """A kernel that reads back an element it stored (store-to-load forwarding, access.py) takes
+    the stored value; that is what memory holds only if no other array argument it writes is
+    the same memory."""
+    written = resolve_arrays(values, plan.writes)
+    for k, path, a in resolve_arrays(values, plan.forwarded):
+        for k2, path2, b in written:
+            if (k2, path2) != (k, path) and a.ptr == b.ptr and a.device == b.device:
+                names = plan.kernel.arg_names
+                raise ValueError(f"{plan.kernel.name}(): '{'.'.join((names[k], *path))}' and "
+                                 f"'{'.'.join((names[k2], *path2))}' are the same memory; this kernel reads back "
+                                 f"elements of '{names[k]}' that it stored, so they must be distinct arrays")
+
+
 def bump_versions(plan: Plan, values) -> None:
     """Count one more write on every array the kernel writes (overwrite detection)."""
     for k, path in plan.writes:
@@ -371,6 +387,8 @@ def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), devi
     if len(values) != plan.nparams:
         raise TypeError(f"{kernel.name}() takes {plan.nparams} argument(s) ({', '.join(kernel.arg_names)}), "
                         f"got {len(values)}")
+    if plan.forwarded and not adjoint:
+        refuse_forwarding_alias(plan, values)
     if hooks and hooks[-1].intercept(kernel, plan, dim, values, device, adjoint):
         return
     if device is not None and device != "cpu":

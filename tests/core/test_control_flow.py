@@ -256,6 +256,76 @@ def test_literals_take_the_type_of_the_other_operand():
 
 
 @sk.func
+def times(a, b):
+    return a * b
+
+
+@sk.func
+def half_scaled(x):
+    s = 0.5                      # literal-initialised, passed on with a float64
+    s = times(s, x)
+    return s
+
+
+@sk.func
+def repeated_add(x, n: int):
+    s = 0.0
+    for k in range(n):
+        s = times(s, 1.0) + x    # a generic call fed only literals, then a float64
+    return s
+
+
+@sk.func
+def bisect_sqrt(x):
+    lo = 0.0
+    hi = 4.0
+    for it in range(2 * len_of_bisection()):
+        mid = 0.5 * (lo + hi)    # computed only from literal-initialised locals
+        if mid * mid > x:
+            hi = mid
+        else:
+            lo = mid
+    return lo
+
+
+@sk.func
+def len_of_bisection() -> int:
+    return 30
+
+
+@sk.kernel
+def generic_literals(x: sk.array(dtype=sk.float64), out: sk.array(dtype=sk.float64, ndim=2)):
+    i = sk.tid()
+    out[i, 0] = half_scaled(x[i])
+    out[i, 1] = repeated_add(x[i], 3)
+    out[i, 2] = bisect_sqrt(x[i])
+
+
+def test_generic_functions_with_literal_initialised_locals_infer_float64():
+    x = np.array([2.0, 3.0, 1e-9 + 1.0])
+    out = sk.zeros((3, 3), dtype=sk.float64)
+    run(generic_literals, 3, sk.array(x, dtype=sk.float64), out)
+    got = out.numpy()
+    np.testing.assert_array_equal(got[:, 0], 0.5 * x)
+    np.testing.assert_array_equal(got[:, 1], 3 * x)
+    np.testing.assert_allclose(got[:, 2], np.sqrt(x), rtol=1e-15)   # float32 would stop at ~1e-7
+
+
+@sk.kernel
+def literal_used_as_two_types(x: sk.array(dtype=sk.float64), y: sk.array(dtype=float), out: sk.array(dtype=float)):
+    i = sk.tid()
+    a = 0.0
+    b = a + x[i]
+    out[i] = a + y[i] + float(b)
+
+
+def test_a_literal_local_needed_as_two_float_types_is_a_compile_error_at_the_mixed_operation():
+    out = sk.zeros(1)
+    with pytest.raises(sk.CompileError, match=r"operator '\+' does not accept \(float64, float32\)"):
+        run(literal_used_as_two_types, 1, sk.array([1.0], dtype=sk.float64), sk.array([2.0]), out)
+
+
+@sk.func
 def min_max(a: float, b: float):
     if a < b:
         return a, b

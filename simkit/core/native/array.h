@@ -203,6 +203,43 @@ template <typename T> SK_FUNC T atomic_max_any(T* p, const T& v) {
     if constexpr (traits<T>::size == 1) return atomic_max_(p, v); else return atomic_max_v(p, v);
 }
 
+// Atomic exchange (scalars natively, composites component by component): the adjoint
+// of a store another thread may have stored to as well hands its gradient to one thread.
+#ifdef SK_CUDA
+SK_FUNC float atomic_exchange_(float* p, float v) { return atomicExch(p, v); }
+SK_FUNC double atomic_exchange_(double* p, double v) {
+    return __longlong_as_double((long long)atomicExch((unsigned long long*)p, (unsigned long long)__double_as_longlong(v)));
+}
+#else
+template <typename T> SK_FUNC T atomic_exchange_(T* p, T v) {
+    T old;
+    __atomic_exchange(p, &v, &old, __ATOMIC_RELAXED);
+    return old;
+}
+#endif
+
+// Adjoint of a store `a[i] = v`: the gradient of the element passes to v and is reset to
+// zero, because the value the store replaced no longer influences anything (so an earlier
+// write of the same element, in this launch or an earlier one, receives nothing from it).
+template <typename T> SK_FUNC void take_grad(T* g, T& adj) {
+    if (g) { adj += *g; *g = T{}; }
+}
+// The same at an element other threads may store to: exactly one of them takes it.
+template <typename T> SK_FUNC void take_grad_shared(T* g, T& adj) {
+    if (!g) return;
+    for (int i = 0; i < traits<T>::size; ++i)
+        traits<T>::at(adj, i) += atomic_exchange_(&traits<T>::at(*g, i), typename traits<T>::scalar(0));
+}
+// Adjoint of atomic_min/atomic_max: per component, the contender equal to the final value
+// (the winner) takes the gradient; on a tie exactly one of the tied contenders does. When
+// no contender won, the gradient stays with the element's earlier value.
+template <typename T> SK_FUNC void take_grad_if_won(T* g, const T& final_value, const T& v, T& adj) {
+    if (!g) return;
+    for (int i = 0; i < traits<T>::size; ++i)
+        if (traits<T>::at(final_value, i) == traits<T>::at(v, i))
+            traits<T>::at(adj, i) += atomic_exchange_(&traits<T>::at(*g, i), typename traits<T>::scalar(0));
+}
+
 // Accumulate an adjoint into a gradient buffer; a null buffer (no grad) is skipped.
 // The same for an element only this thread touches (indexed by its whole thread index).
 template <typename T> SK_FUNC void accum_grad_owned(T* g, const T& v) {
