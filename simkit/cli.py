@@ -15,6 +15,11 @@
 config error (one message on stderr, no traceback), 130 interrupted (Ctrl-C; ``optimize``
 saves its checkpoint first). ``python -m simkit`` is the same command.
 
+``run`` and ``optimize`` stop a simulation that diverged (positions or velocities NaN,
+infinite, or far beyond any speed or distance the scene can reach; see
+``simkit.sim.StabilityCheck``) with one line naming the frame and exit code 1, writing no USD
+and no checkpoint of the diverged iteration.
+
 Example::
 
     from simkit.cli import main
@@ -383,6 +388,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"simkit: error: {e}" if str(e) else f"simkit: error: {type(e).__name__}", file=sys.stderr)
         if args.traceback:
             traceback.print_exc()
-        else:
+        elif not _explains_itself(e):
             print("simkit: (run with --traceback for the details)", file=sys.stderr)
         return EXIT_FAILED
+
+
+def _explains_itself(e: Exception) -> bool:
+    """A diverged simulation: its message says where and what to change, a traceback adds nothing."""
+    from .sim.stability import SimulationError
+
+    return isinstance(e, SimulationError)

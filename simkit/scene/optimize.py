@@ -47,6 +47,7 @@ from ..core.launch import launch
 from ..optim.optimizers import SGD, Adam
 from ..optim.rollout import Rollout
 from ..sim.model import State
+from ..sim.stability import StabilityCheck
 from .build import Body, Scene
 from .kernels import scene_kernels
 from .run import RunResult, SimulationError, run_scene
@@ -304,7 +305,8 @@ class Optimization:
         self.loss = SceneLoss(scene, self.settings["loss"])
         st = scene.settings
         self.rollout = Rollout(scene.model, scene.integrator, steps=st.frames, substeps=st.substeps,
-                               dt=st.frame_dt, loss=self.loss, control=self.controls, checkpoint_every="auto")
+                               dt=st.frame_dt, loss=self.loss, control=self.controls, checkpoint_every="auto",
+                               check=StabilityCheck(every=st.substeps))
         arrays = [p.array for p in self.parameters]
         lr = self.settings["learning_rate"]
         self.optimizer = Adam(arrays, lr=lr) if self.settings["optimizer"] == "adam" else SGD(arrays, lr=lr)
@@ -348,7 +350,11 @@ class Optimization:
         self.optimizer.zero_grad()
         with Tape() as tape:
             self._apply()
-        loss = self.rollout.run(self.s0).loss
+        try:
+            loss = self.rollout.run(self.s0).loss
+        except SimulationError as e:
+            raise SimulationError(f"{self.scene.path}: iteration {self.iteration + 1}: {e} (or, when the earlier "
+                                  "iterations ran well, lower optimize.learning_rate)") from None
         if not math.isfinite(loss):
             raise SimulationError(f"{self.scene.path}: the loss is {loss} at iteration {self.iteration + 1}: the "
                                   "simulation blew up at these parameters (lower optimize.learning_rate or sim.dt)")

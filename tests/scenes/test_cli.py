@@ -64,8 +64,28 @@ def test_run_that_blows_up_exits_1_without_traceback_or_file(edit_scene, tmp_pat
     usd = tmp_path / "blown.usda"
     assert main(["run", str(path), "--frames", "20", "--usd", str(usd), "--quiet"]) == 1
     err = capsys.readouterr().err
-    assert "simkit: error:" in err and "unstable at frame" in err and "--traceback" in err
+    assert err.startswith("simkit: error:") and "the simulation diverged at step" in err
+    assert len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err and not usd.exists()
+
+
+def test_run_far_over_the_stability_bound_exits_1_and_writes_no_usd(edit_scene, tmp_path, capsys):
+    path = edit_scene("ball_bounce", "ke = 4.0e3", "ke = 1.0e14")
+    usd = tmp_path / "kicked.usda"
+    assert main(["run", str(path), "--usd", str(usd), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "particle 0 moves at" in err and "lower sim.dt" in err and len(err.strip().splitlines()) == 1
+    assert not usd.exists()
+
+
+def test_optimize_of_a_diverging_scene_exits_1_and_writes_no_checkpoint_or_usd(edit_scene, tmp_path, capsys):
+    path = edit_scene("ball_bounce", "ke = 4.0e3", "ke = 1.0e14")
+    ckpt, usd = tmp_path / "ckpt.npz", tmp_path / "opt.usda"
+    assert main(["optimize", str(path), "--iterations", "2", "--checkpoint", str(ckpt), "--usd", str(usd),
+                 "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "iteration 1: " in err and "the simulation diverged" in err and len(err.strip().splitlines()) == 1
+    assert not ckpt.exists() and not usd.exists()
 
 
 def test_run_view_plays_the_scene_live_and_writes_nothing(scenes_dir, tmp_path, monkeypatch, fake_viewer, capsys):
