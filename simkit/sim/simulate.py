@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..core import device as D
 from ..core.array import copy
 from .model import Control, Model, State
 from .stability import StabilityCheck
@@ -54,6 +55,9 @@ def simulate(model: Model, integrator, state: State, steps: int, dt: float, *, s
         raise ValueError("simulate: state must be a State of this model (use model.state())")
     h = dt / substeps
     check = StabilityCheck.coerce(check, "simulate")
+    if check is not None and D.state.capturing:
+        # the check reads the state on the host, which a captured sequence cannot do
+        raise RuntimeError("simulate: check is not allowed inside sk.capture(); check the replayed states instead")
     last = steps * substeps
     bound = None if check is None else check.bind(model, state, duration=last * h)
 

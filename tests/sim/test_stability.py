@@ -105,3 +105,11 @@ def test_simulate_refuses_a_malformed_check(check, message):
 def test_stability_check_refuses_bad_settings(kwargs, message):
     with pytest.raises(ValueError, match=message):
         sk.sim.StabilityCheck(**kwargs)
+
+
+def test_simulate_with_check_is_refused_inside_a_capture():
+    model = stiff_pendulum()
+    state = model.state()
+    with pytest.raises(RuntimeError, match=r"simulate: check is not allowed inside sk.capture\(\)"):
+        with sk.capture():
+            sk.sim.simulate(model, sk.sim.SemiImplicitEuler(), state, 1, 1e-3, check=1)
