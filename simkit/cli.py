@@ -15,6 +15,11 @@
 config error (one message on stderr, no traceback), 130 interrupted (Ctrl-C; ``optimize``
 saves its checkpoint first). ``python -m simkit`` is the same command.
 
+``run`` and ``optimize`` stop a simulation that diverged (positions or velocities NaN,
+infinite, or far beyond any speed or distance the scene can reach; see
+``simkit.sim.StabilityCheck``) with one line naming the frame and exit code 1, writing no USD
+and no checkpoint of the diverged iteration.
+
 Example::
 
     from simkit.cli import main
@@ -87,6 +92,27 @@ def _check_usd_path(value: str | None, option: str = "--usd") -> None:
         raise UsageError(f"{option} {value}: expected a file name ending in {', '.join(USD_EXTENSIONS)}")
 
 
+def _scene_inputs(scene: Any) -> dict:
+    """The files a scene is read from, by description: what no output may overwrite."""
+    inputs = {"the scene file": scene.path}
+    for k, mesh in enumerate(scene.config.soft_mesh):
+        inputs[f"the mesh file of soft_mesh[{k}]"] = mesh["file"]
+    return inputs
+
+
+def _check_plot_path(value: str | None) -> None:
+    """A --plot name whose extension matplotlib can write (else it fails after the whole run)."""
+    if value is None:
+        return
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    ext = os.path.splitext(value)[1].lower().lstrip(".")
+    if ext not in formats:
+        raise UsageError(f"--plot {value}: expected an image file name ending in "
+                         f"{', '.join('.' + f for f in sorted(formats))}")
+
+
 def _viewer() -> Any:
     """The viewer module, imported only when a command needs a window."""
     try:
@@ -110,6 +136,7 @@ def _progress(total: int, initial: int, unit: str, desc: str, quiet: bool) -> An
 def _cmd_run(args: argparse.Namespace) -> int:
     """``simkit run``: simulate a scene with a progress bar and write USD, or show it live."""
     from .scene import load_scene, run_scene
+    from .scene.outputs import check_outputs
 
     if args.view and args.usd:
         raise UsageError("--view shows the run live in a window and writes no file; use either --view or --usd")
@@ -123,6 +150,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                          title=f"simkit: {scene.name}")
         return EXIT_OK
     usd = args.usd or scene.output["usd"]
+    check_outputs(_scene_inputs(scene), {"--usd" if args.usd else "output.usd": usd})
     with _progress(st.steps, 0, "step", scene.name, args.quiet) as bar:
         result = run_scene(scene, usd_path=usd, on_frame=lambda frame, state: bar.update(st.substeps))
     if not args.quiet:
@@ -136,13 +164,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_optimize(args: argparse.Namespace) -> int:
     """``simkit optimize``: run the scene's [optimize] table with resumable checkpoints."""
     from .scene import Optimization, load_scene, matplotlib_missing, plot_losses
+    from .scene.outputs import check_outputs
 
     if args.plot:
         why = matplotlib_missing()
         if why is not None:
             raise UsageError(why)
+        _check_plot_path(args.plot)
     _check_usd_path(args.usd)
     scene = load_scene(resolve_scene(args.scene), device=args.device, frames=args.frames)
+    checkpoint = {"--checkpoint" if args.checkpoint else "optimize.checkpoint":
+                  args.checkpoint or scene.optimize["checkpoint"]} if scene.optimize is not None else {}
+    outputs = {"--usd" if args.usd else "output.usd": args.usd or scene.output["usd"], "--plot": args.plot}
+    if not args.resume:
+        outputs.update(checkpoint)
+    check_outputs(_scene_inputs(scene), outputs, reads_and_writes=checkpoint if args.resume else None)
     opt = Optimization(scene, iterations=args.iterations, checkpoint=args.checkpoint, resume=args.resume)
     say = (lambda *a: None) if args.quiet else print
     s = opt.settings
@@ -383,6 +419,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"simkit: error: {e}" if str(e) else f"simkit: error: {type(e).__name__}", file=sys.stderr)
         if args.traceback:
             traceback.print_exc()
-        else:
+        elif not _explains_itself(e):
             print("simkit: (run with --traceback for the details)", file=sys.stderr)
         return EXIT_FAILED
+
+
+def _explains_itself(e: Exception) -> bool:
+    """A diverged simulation: its message says where and what to change, a traceback adds nothing."""
+    from .sim.stability import SimulationError
+
+    return isinstance(e, SimulationError)

@@ -23,17 +23,21 @@ def spring_kernels(real) -> SimpleNamespace:
     @sk.kernel(module=f"simkit.kernels.springs.{real.__name__}")
     def eval_springs(q: vec3s, qd: vec3s, springs: S.Springs, activation: sk.array(dtype=real), f: vec3s):
         # Hooke's law along the spring plus damping of the stretch rate; an
-        # activation a makes the spring pull towards rest_length * (1 + a).
+        # activation a makes the spring pull towards rest_length * (1 + a). Coincident
+        # particles give the spring no direction: no force then, and (the length being
+        # taken inside the branch) no 0/0 in the adjoint either.
         s = sk.tid()
         i = springs.indices[s, 0]
         j = springs.indices[s, 1]
         d = q[i] - q[j]
-        length = sk.length(d)
-        direction = d / length
-        rest = springs.rest_length[s] * (1.0 + activation[s])
-        stretch_rate = sk.dot(direction, qd[i] - qd[j])
-        fs = direction * (springs.ke[s] * (length - rest) + springs.kd[s] * stretch_rate)
-        sk.atomic_sub(f, i, fs)
-        sk.atomic_add(f, j, fs)
+        dd = sk.dot(d, d)
+        if dd > 0.0:
+            length = sk.sqrt(dd)
+            direction = d / length
+            rest = springs.rest_length[s] * (1.0 + activation[s])
+            stretch_rate = sk.dot(direction, qd[i] - qd[j])
+            fs = direction * (springs.ke[s] * (length - rest) + springs.kd[s] * stretch_rate)
+            sk.atomic_sub(f, i, fs)
+            sk.atomic_add(f, j, fs)
 
     return SimpleNamespace(eval_springs=eval_springs)

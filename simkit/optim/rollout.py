@@ -52,6 +52,7 @@ from ..core import launch as _launch
 from ..core import types as T
 from ..core.array import Array, clone, copy, zeros
 from ..sim.model import Control, Model, State
+from ..sim.stability import BoundCheck, StabilityCheck
 
 LossFn = Callable[[State, Array], None]
 FrameLossFn = Callable[[int, State, Array], None]
@@ -162,7 +163,10 @@ class Rollout:
     steps; ``control`` is None, one Control for every frame, or a sequence of one per frame;
     ``loss(state, loss)`` on the final state and/or ``frame_loss(frame, state, loss)`` after
     every frame (at least one); ``checkpoint_every`` is None (full tape), an int k (keep
-    every k-th frame) or ``"auto"`` (k = ceil(sqrt(steps))).
+    every k-th frame) or ``"auto"`` (k = ceil(sqrt(steps))); ``check`` (off by default) is a
+    :class:`~simkit.sim.StabilityCheck` or an int N for ``StabilityCheck(every=N)``: the forward
+    pass then raises a :class:`~simkit.sim.SimulationError` (before any backward) as soon as
+    positions or velocities stop being finite or leave the scene's bounds.
 
     Gradients accumulate into ``.grad`` like ``tape.backward`` does: zero them between runs
     (``optimizer.zero_grad()``).
@@ -188,7 +192,8 @@ class Rollout:
 
     def __init__(self, model: Model, integrator: Any, *, steps: int, dt: float, loss: LossFn | None = None,
                  frame_loss: FrameLossFn | None = None, substeps: int = 1,
-                 control: Control | Sequence[Control] | None = None, checkpoint_every: int | str | None = None):
+                 control: Control | Sequence[Control] | None = None, checkpoint_every: int | str | None = None,
+                 check: StabilityCheck | int | None = None):
         if not isinstance(model, Model):
             raise TypeError(f"Rollout: model must be a simkit.sim.Model, got {type(model).__name__}")
         if not callable(getattr(integrator, "step", None)):
@@ -220,8 +225,10 @@ class Rollout:
                 raise ValueError(f"Rollout: checkpoint_every must be None, 'auto' or an int >= 1, "
                                  f"got {checkpoint_every!r}")
             self.checkpoint_every = min(_count(checkpoint_every, "checkpoint_every", 1), self.steps)
+        self.check = StabilityCheck.coerce(check, "Rollout")
         self.peak_bytes = 0
         self._pool: list[State] = []
+        self._bound: BoundCheck | None = None
 
     def _check_control(self, control: Any) -> list:
         if control is None or isinstance(control, Control):
@@ -268,11 +275,20 @@ class Rollout:
             raise RuntimeError("Rollout.run records its own tapes; call it outside `with sk.Tape()`")
         if D.state.capturing:
             raise RuntimeError("Rollout.run is not allowed inside sk.capture()")
+        self._bound = None if self.check is None else \
+            self.check.bind(self.model, state, duration=self.steps * self.dt)
         if self.checkpoint_every is None:
             value, final = self._run_full(state)
         else:
             value, final = self._run_checkpointed(state)
         return RolloutResult(value, final, [a.grad.numpy().copy() for a in wrt], self.peak_bytes)
+
+    def _checked(self, state: State, n: int) -> None:
+        """Integrator step ``n`` (1-based) of the forward pass produced ``state``."""
+        bound = self._bound
+        if bound is not None and bound.due(n, self.steps * self.substeps):
+            h = self.dt / self.substeps
+            bound(state, n, n * h, h, where="Rollout.run")
 
     def _new_loss(self) -> Array:
         return zeros(1, dtype=self.model.dtype, device=self.model.device)
@@ -294,6 +310,7 @@ class Rollout:
                     nxt = model.state(requires_grad=False)
                     self.integrator.step(model, states[-1], nxt, self.controls[frame], h)
                     states.append(nxt)
+                    self._checked(nxt, len(states) - 1)
                 if self.frame_loss is not None:
                     self.frame_loss(frame + 1, states[-1], loss)
             if self.loss is not None:
@@ -327,11 +344,12 @@ class Rollout:
         for frame in range(self.steps):
             if frame and frame % k == 0:
                 checkpoints.append({name: clone(a, requires_grad=False) for name, a in _integrated(cur)})
-            for _ in range(self.substeps):
+            for sub in range(self.substeps):
                 nxt = ping[flip]
                 flip ^= 1
                 self.integrator.step(model, cur, nxt, self.controls[frame], h)
                 cur = nxt
+                self._checked(cur, frame * self.substeps + sub + 1)
             if self.frame_loss is not None:
                 self.frame_loss(frame + 1, cur, loss)
         if self.loss is not None:

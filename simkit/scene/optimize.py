@@ -35,6 +35,8 @@ import json
 import math
 import os
 import uuid
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Callable
 
@@ -47,6 +49,7 @@ from ..core.launch import launch
 from ..optim.optimizers import SGD, Adam
 from ..optim.rollout import Rollout
 from ..sim.model import State
+from ..sim.stability import StabilityCheck
 from .build import Body, Scene
 from .kernels import scene_kernels
 from .run import RunResult, SimulationError, run_scene
@@ -304,7 +307,8 @@ class Optimization:
         self.loss = SceneLoss(scene, self.settings["loss"])
         st = scene.settings
         self.rollout = Rollout(scene.model, scene.integrator, steps=st.frames, substeps=st.substeps,
-                               dt=st.frame_dt, loss=self.loss, control=self.controls, checkpoint_every="auto")
+                               dt=st.frame_dt, loss=self.loss, control=self.controls, checkpoint_every="auto",
+                               check=StabilityCheck(every=st.substeps))
         arrays = [p.array for p in self.parameters]
         lr = self.settings["learning_rate"]
         self.optimizer = Adam(arrays, lr=lr) if self.settings["optimizer"] == "adam" else SGD(arrays, lr=lr)
@@ -348,7 +352,11 @@ class Optimization:
         self.optimizer.zero_grad()
         with Tape() as tape:
             self._apply()
-        loss = self.rollout.run(self.s0).loss
+        try:
+            loss = self.rollout.run(self.s0).loss
+        except SimulationError as e:
+            raise SimulationError(f"{self.scene.path}: iteration {self.iteration + 1}: {e} (or, when the earlier "
+                                  "iterations ran well, lower optimize.learning_rate)") from None
         if not math.isfinite(loss):
             raise SimulationError(f"{self.scene.path}: the loss is {loss} at iteration {self.iteration + 1}: the "
                                   "simulation blew up at these parameters (lower optimize.learning_rate or sim.dt)")
@@ -461,33 +469,45 @@ class Optimization:
 
         if not path.is_file():
             raise refuse("no checkpoint to resume from (run without --resume to start from the beginning)")
+        damaged = ("is damaged (truncated or overwritten) or was not written by simkit optimize; delete it, or run "
+                   "without --resume to start over")
+        if not zipfile.is_zipfile(path):
+            raise refuse(f"not a simkit checkpoint: it {damaged}")
         try:
             with np.load(path, allow_pickle=False) as data:
                 meta = json.loads(str(data["meta"]))
+                if not isinstance(meta, dict) or meta.get("format") != CHECKPOINT_FORMAT:
+                    raise refuse(f"not a simkit optimization checkpoint: it {damaged}")
+                if meta.get("version") != CHECKPOINT_VERSION:
+                    raise refuse(f"a simkit checkpoint of version {meta.get('version')!r}, but this simkit reads "
+                                 f"version {CHECKPOINT_VERSION}; run without --resume to start over")
                 losses = [float(x) for x in data["losses"]]
                 params = [data[f"param_{i}"] for i in range(len(meta["parameters"]))]
                 buffers = {name: [data[f"buffer_{name}_{i}"] for i in range(n)]
                            for name, n in meta["buffers"].items()}
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise refuse(f"not a readable simkit checkpoint ({type(e).__name__}: {e})") from None
-        if meta.get("format") != CHECKPOINT_FORMAT or meta.get("version") != CHECKPOINT_VERSION:
-            raise refuse("not a simkit optimization checkpoint of this version")
-        if meta["fingerprint"] != self.scene.config.fingerprint or meta["parameters"] != self.settings["parameters"]:
+                fingerprint, iteration = meta["fingerprint"], int(meta["iteration"])
+                optimizer_state = dict(meta["optimizer"])
+        except SceneError:
+            raise
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, EOFError, zipfile.BadZipFile,
+                zlib.error) as e:
+            raise refuse(f"not a readable simkit checkpoint: it {damaged} ({type(e).__name__}: {e})") from None
+        if fingerprint != self.scene.config.fingerprint or meta["parameters"] != self.settings["parameters"]:
             raise refuse(f"was written for another version of {self.scene.path} (its physics, bodies, frames, "
                          "parameters, loss or optimizer differ); delete it, or run without --resume to start over")
         for p, x in zip(self.parameters, params):
             if x.shape != p.array.numpy().shape:
                 raise refuse(f"holds {p.spec} with shape {x.shape}, but the scene needs {p.array.numpy().shape}")
-        state = dict(meta["optimizer"], buffers=buffers)
+        state = dict(optimizer_state, buffers=buffers)
         try:
             self.optimizer.load_state_dict(state)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, KeyError) as e:
             raise refuse(f"holds an optimizer state that does not fit: {e}") from None
         self.optimizer.lr = self.settings["learning_rate"]
         for p, x in zip(self.parameters, params):
             p.array.assign(x)
         self.losses = losses
-        self.iteration = int(meta["iteration"])
+        self.iteration = iteration
         self.saved_iteration = self.iteration
         self._snapshot = self._capture()
 

@@ -15,23 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
-
 from ..sim.model import State
+from ..sim.stability import BoundCheck, SimulationError, StabilityCheck
 from .build import Scene
-
-
-class SimulationError(RuntimeError):
-    """A run that went wrong while simulating, e.g. positions that became NaN or infinite
-    (the time step is too large for the stiffest force); no output is written.
-
-    Example::
-
-        try:
-            run_scene(scene)
-        except SimulationError as e:
-            print(e)
-    """
 
 
 @dataclass
@@ -53,14 +39,22 @@ class RunResult:
     usd_path: Path | None
 
 
-def _check_finite(state: State, frame: int, scene: Scene) -> None:
-    for name in ("particle_q", "body_q"):
-        a = getattr(state, name)
-        if a.size and not np.all(np.isfinite(a.numpy())):
-            raise SimulationError(
-                f"{scene.path}: the simulation became unstable at frame {frame}: {name} holds NaN or infinite "
-                f"values (dt = {scene.settings.dt:g} s is too large for the stiffest spring, material or contact "
-                f"of the scene; lower sim.dt, or soften the stiffness or damping)")
+def scene_check(scene: Scene, initial: State) -> BoundCheck:
+    """The divergence check of a scene run from ``initial``: every frame, NaN and infinity
+    and the automatic speed and distance bounds of :class:`~simkit.sim.StabilityCheck`.
+
+    Example::
+
+        check = scene_check(scene, scene.initial_state())
+    """
+    st = scene.settings
+    return StabilityCheck(every=st.substeps).bind(scene.model, initial, duration=st.frames * st.frame_dt)
+
+
+def _check_frame(check: BoundCheck, state: State, frame: int, scene: Scene) -> None:
+    st = scene.settings
+    check(state, frame * st.substeps, frame * st.frame_dt, st.dt, where=f"{scene.path}: frame {frame}",
+          advice="lower sim.dt (or raise sim.substeps), or soften the stiffness or damping")
 
 
 def run_scene(scene: Scene, *, usd_path: str | os.PathLike | None = None, initial: State | None = None,
@@ -70,7 +64,10 @@ def run_scene(scene: Scene, *, usd_path: str | os.PathLike | None = None, initia
     at time codes 0, 1, 2, ... played at ``scene.output["fps"]``. The file is written
     atomically when the run ends well: an error or an interrupt leaves no file behind.
     ``on_frame(frame, state)`` is called after each frame (1 .. frames). Raises
-    :class:`SimulationError` when positions stop being finite.
+    :class:`SimulationError`, writing nothing, when the run diverges: positions or
+    velocities stop being finite, or leave the scene's bounds (see
+    :class:`~simkit.sim.StabilityCheck`: far faster or farther than the scene's initial state,
+    gravity and length make sense of, as after a time step far over the stability bound).
 
     Example::
 
@@ -81,10 +78,11 @@ def run_scene(scene: Scene, *, usd_path: str | os.PathLike | None = None, initia
     frames = scene.settings.frames
     t0 = time.perf_counter()
     state = stepper.reset()
+    check = scene_check(scene, state)
     if usd_path is None:
         for frame in range(1, frames + 1):
             state = stepper.advance(state)
-            _check_finite(state, frame, scene)
+            _check_frame(check, state, frame, scene)
             if on_frame is not None:
                 on_frame(frame, state)
         return RunResult(state, frames, frames * scene.settings.substeps, time.perf_counter() - t0, None)
@@ -98,7 +96,7 @@ def run_scene(scene: Scene, *, usd_path: str | os.PathLike | None = None, initia
         usd.write(state, 0.0)
         for frame in range(1, frames + 1):
             state = stepper.advance(state)
-            _check_finite(state, frame, scene)
+            _check_frame(check, state, frame, scene)
             usd.write(state, frame / fps)
             if on_frame is not None:
                 on_frame(frame, state)

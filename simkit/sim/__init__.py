@@ -4,7 +4,8 @@
 - :class:`Model` holds them on a device, parameters in structs of gradient-tracked arrays;
 - :class:`State` (positions, velocities, forces) and :class:`Control` (actuation);
 - :class:`SemiImplicitEuler` and :class:`XPBD` advance a state by one step;
-- :func:`simulate` runs many steps;
+- :func:`simulate` runs many steps; ``check=N`` (a :class:`StabilityCheck`) stops a run that
+  diverged with a :class:`SimulationError`;
 - :meth:`ModelBuilder.add_builder` puts many copies of a scene (worlds) in one model, stepped
   by the same launches, each seeing only itself and the shared world -1.
 
@@ -22,6 +23,8 @@ from .builder import ModelBuilder
 from .integrators import SemiImplicitEuler
 from .model import Control, Model, State
 from .simulate import simulate
+from .stability import SimulationError, StabilityCheck
 from .xpbd import XPBD
 
-__all__ = ["ModelBuilder", "Model", "State", "Control", "SemiImplicitEuler", "XPBD", "simulate"]
+__all__ = ["ModelBuilder", "Model", "State", "Control", "SemiImplicitEuler", "XPBD", "simulate", "StabilityCheck",
+           "SimulationError"]

@@ -21,7 +21,8 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import contextlib
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -55,10 +56,7 @@ class ModelBuilder(RigidBuilder):
                  rigid_contact_kd: float = 1.0e2, rigid_contact_kf: float = 1.0e2, rigid_contact_mu: float = 0.5):
         if up_axis not in _AXES:
             raise ValueError(f"ModelBuilder: up_axis must be 'x', 'y' or 'z', got {up_axis!r}")
-        try:
-            self.gravity = float(gravity)
-        except (TypeError, ValueError):
-            raise TypeError(f"ModelBuilder: gravity expects a number, got {type(gravity).__name__}") from None
+        self.gravity = V.number(gravity, "ModelBuilder: gravity")
         self.up_axis = up_axis
         self.ground = bool(ground)
         self.particle_contact = bool(particle_contact)
@@ -146,27 +144,35 @@ class ModelBuilder(RigidBuilder):
 
             i = b.add_particle((0.0, 1.0, 0.0), (1.0, 0.0, 0.0), mass=0.1, radius=0.02)
         """
-        self.particle_q.append(V.vec3(pos, "add_particle: pos"))
-        self.particle_qd.append(V.vec3(vel, "add_particle: vel"))
-        self.particle_mass.append(V.nonneg(mass, "add_particle: mass"))
-        self.particle_radius.append(V.nonneg(radius, "add_particle: radius"))
+        pos, vel = V.vec3(pos, "add_particle: pos"), V.vec3(vel, "add_particle: vel")
+        mass, radius = V.nonneg(mass, "add_particle: mass"), V.nonneg(radius, "add_particle: radius")
+        self.particle_q.append(pos)
+        self.particle_qd.append(vel)
+        self.particle_mass.append(mass)
+        self.particle_radius.append(radius)
         return self.particle_count - 1
 
     def add_spring(self, i: int, j: int, ke: float, kd: float, rest_length: float | None = None) -> int:
         """Add a damped spring between particles ``i`` and ``j``; ``rest_length=None`` uses their
         current distance. Returns the spring's index (its slot in ``control.spring_activation``).
 
+        While its two particles coincide the spring has no direction, so it exerts no force and
+        passes no gradient: a spring between coincident particles, or one of rest length 0
+        that pulls its particles together, stays finite.
+
         Example::
 
             b.add_spring(0, 1, ke=1e3, kd=1.0)
         """
         i, j = self._check_indices("add_spring", i=i, j=j)
+        ke, kd = V.nonneg(ke, "add_spring: ke"), V.nonneg(kd, "add_spring: kd")
         if rest_length is None:
             rest_length = float(np.linalg.norm(self.particle_q[i] - self.particle_q[j]))
+        rest_length = V.nonneg(rest_length, "add_spring: rest_length")
         self.spring_indices.append((i, j))
-        self.spring_rest.append(V.nonneg(rest_length, "add_spring: rest_length"))
-        self.spring_ke.append(V.nonneg(ke, "add_spring: ke"))
-        self.spring_kd.append(V.nonneg(kd, "add_spring: kd"))
+        self.spring_rest.append(rest_length)
+        self.spring_ke.append(ke)
+        self.spring_kd.append(kd)
         return self.spring_count - 1
 
     # -- cloth ------------------------------------------------------------------------
@@ -180,15 +186,17 @@ class ModelBuilder(RigidBuilder):
             b.add_triangle(0, 1, 2, k_mu=1e3, k_lambda=1e3, k_damp=1.0)
         """
         i, j, k = self._check_indices("add_triangle", i=i, j=j, k=k)
+        k_mu, k_lambda = V.nonneg(k_mu, "add_triangle: k_mu"), V.nonneg(k_lambda, "add_triangle: k_lambda")
+        k_damp = V.nonneg(k_damp, "add_triangle: k_damp")
         pose, area = G.triangle_rest_pose(self.particle_q[i], self.particle_q[j], self.particle_q[k])
         if area < 1e-12:
             raise ValueError(f"add_triangle: triangle ({i}, {j}, {k}) is degenerate (rest area {area:.3g})")
         self.tri_indices.append((i, j, k))
         self.tri_pose.append(pose)
         self.tri_area.append(area)
-        self.tri_k_mu.append(V.nonneg(k_mu, "add_triangle: k_mu"))
-        self.tri_k_lambda.append(V.nonneg(k_lambda, "add_triangle: k_lambda"))
-        self.tri_k_damp.append(V.nonneg(k_damp, "add_triangle: k_damp"))
+        self.tri_k_mu.append(k_mu)
+        self.tri_k_lambda.append(k_lambda)
+        self.tri_k_damp.append(k_damp)
         return self.tri_count - 1
 
     def add_edge(self, o0: int, o1: int, v0: int, v1: int, ke: float = 1.0, kd: float = 0.0,
@@ -201,13 +209,16 @@ class ModelBuilder(RigidBuilder):
             b.add_edge(2, 3, 0, 1, ke=0.1)
         """
         o0, o1, v0, v1 = self._check_indices("add_edge", o0=o0, o1=o1, v0=v0, v1=v1)
+        ke, kd = V.nonneg(ke, "add_edge: ke"), V.nonneg(kd, "add_edge: kd")
         if rest_angle is None:
             q = self.particle_q
             rest_angle = G.dihedral_angle(q[o0], q[o1], q[v0], q[v1])
+        # the hinge angle lives in (-pi, pi]
+        rest_angle = V.within(rest_angle, -np.pi, np.pi, "add_edge: rest_angle")
         self.edge_indices.append((o0, o1, v0, v1))
-        self.edge_rest.append(float(rest_angle))
-        self.edge_ke.append(V.nonneg(ke, "add_edge: ke"))
-        self.edge_kd.append(V.nonneg(kd, "add_edge: kd"))
+        self.edge_rest.append(rest_angle)
+        self.edge_ke.append(ke)
+        self.edge_kd.append(kd)
         return len(self.edge_rest) - 1
 
     def add_cloth_grid(self, pos: Sequence[float], rot: Sequence[float], vel: Sequence[float], dim_x: int, dim_y: int,
@@ -225,8 +236,17 @@ class ModelBuilder(RigidBuilder):
                                      mass=0.01, fix_left=True)
         """
         dim_x, dim_y = V.count(dim_x, "add_cloth_grid: dim_x"), V.count(dim_y, "add_cloth_grid: dim_y")
-        V.positive(cell_x, "add_cloth_grid: cell_x"), V.positive(cell_y, "add_cloth_grid: cell_y")
+        cell_x, cell_y = V.positive(cell_x, "add_cloth_grid: cell_x"), V.positive(cell_y, "add_cloth_grid: cell_y")
         origin, q, v = V.vec3(pos, "add_cloth_grid: pos"), V.quat(rot, "add_cloth_grid: rot"), V.vec3(vel, "add_cloth_grid: vel")
+        for name, value in (("mass", mass), ("k_mu", k_mu), ("k_lambda", k_lambda), ("k_damp", k_damp),
+                            ("edge_ke", edge_ke), ("edge_kd", edge_kd), ("radius", radius)):
+            V.nonneg(value, f"add_cloth_grid: {name}")
+        with self._all_or_nothing():
+            return self._cloth_grid(origin, q, v, dim_x, dim_y, cell_x, cell_y, mass, fix_left, fix_right, fix_top,
+                                    fix_bottom, k_mu, k_lambda, k_damp, edge_ke, edge_kd, radius)
+
+    def _cloth_grid(self, origin, q, v, dim_x, dim_y, cell_x, cell_y, mass, fix_left, fix_right, fix_top,
+                    fix_bottom, k_mu, k_lambda, k_damp, edge_ke, edge_kd, radius) -> int:
         start = self.particle_count
         for y in range(dim_y + 1):
             for x in range(dim_x + 1):
@@ -253,6 +273,8 @@ class ModelBuilder(RigidBuilder):
             b.add_tetrahedron(0, 1, 2, 3, k_mu=1e4, k_lambda=1e4)
         """
         i, j, k, l = self._check_indices("add_tetrahedron", i=i, j=j, k=k, l=l)
+        k_mu, k_lambda = V.nonneg(k_mu, "add_tetrahedron: k_mu"), V.nonneg(k_lambda, "add_tetrahedron: k_lambda")
+        k_damp = V.nonneg(k_damp, "add_tetrahedron: k_damp")
         q = self.particle_q
         pose, volume = G.tet_rest_pose(q[i], q[j], q[k], q[l])
         if abs(volume) < 1e-15:
@@ -263,9 +285,9 @@ class ModelBuilder(RigidBuilder):
         self.tet_indices.append((i, j, k, l))
         self.tet_pose.append(pose)
         self.tet_volume.append(volume)
-        self.tet_k_mu.append(V.nonneg(k_mu, "add_tetrahedron: k_mu"))
-        self.tet_k_lambda.append(V.nonneg(k_lambda, "add_tetrahedron: k_lambda"))
-        self.tet_k_damp.append(V.nonneg(k_damp, "add_tetrahedron: k_damp"))
+        self.tet_k_mu.append(k_mu)
+        self.tet_k_lambda.append(k_lambda)
+        self.tet_k_damp.append(k_damp)
         return self.tet_count - 1
 
     def add_soft_grid(self, pos: Sequence[float], rot: Sequence[float], vel: Sequence[float], dim_x: int, dim_y: int,
@@ -285,6 +307,7 @@ class ModelBuilder(RigidBuilder):
         cells = [V.positive(c, f"add_soft_grid: cell_{a}") for c, a in zip((cell_x, cell_y, cell_z), "xyz")]
         origin, q, v = V.vec3(pos, "add_soft_grid: pos"), V.quat(rot, "add_soft_grid: rot"), V.vec3(vel, "add_soft_grid: vel")
         V.positive(density, "add_soft_grid: density")
+        self._check_tet_materials("add_soft_grid", k_mu, k_lambda, k_damp, radius)
         local = G.grid_points(*dims, *cells)
         pinned = np.zeros(len(local), dtype=bool)
         if fix_left:
@@ -310,9 +333,15 @@ class ModelBuilder(RigidBuilder):
             b.add_soft_mesh((0, 1, 0), (0, 0, 0, 1), 1.0, (0, 0, 0), verts, tets,
                             density=500.0, k_mu=1e4, k_lambda=1e4, k_damp=0.0)
         """
-        verts = np.asarray(vertices, dtype=np.float64)
+        try:
+            verts = np.asarray(vertices, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError("add_soft_mesh: vertices must be an N x 3 array of numbers") from None
         if verts.ndim != 2 or verts.shape[1] != 3 or len(verts) < 4:
             raise ValueError(f"add_soft_mesh: vertices must be an N x 3 array with N >= 4, got shape {verts.shape}")
+        if not np.all(np.isfinite(verts)):
+            bad = int(np.argwhere(~np.isfinite(verts))[0, 0])
+            raise ValueError(f"add_soft_mesh: vertices[{bad}] = {verts[bad].tolist()} is not finite")
         tets = np.asarray(tet_indices)
         if tets.ndim != 2 or tets.shape[1] != 4 or tets.dtype.kind not in "iu":
             raise ValueError(f"add_soft_mesh: tet_indices must be an M x 4 integer array, got shape {tets.shape} "
@@ -323,10 +352,32 @@ class ModelBuilder(RigidBuilder):
         origin, q, v = V.vec3(pos, "add_soft_mesh: pos"), V.quat(rot, "add_soft_mesh: rot"), V.vec3(vel, "add_soft_mesh: vel")
         world = origin + G.quat_rotate(q, verts * V.positive(scale, "add_soft_mesh: scale"))
         V.positive(density, "add_soft_mesh: density")
+        self._check_tet_materials("add_soft_mesh", k_mu, k_lambda, k_damp, radius)
         return self._add_tet_body(world, tets, v, density, k_mu, k_lambda, k_damp, radius,
                                   np.zeros(len(verts), dtype=bool), "add_soft_mesh")
 
+    @staticmethod
+    def _check_tet_materials(where: str, k_mu, k_lambda, k_damp, radius) -> None:
+        for name, value in (("k_mu", k_mu), ("k_lambda", k_lambda), ("k_damp", k_damp), ("radius", radius)):
+            V.nonneg(value, f"{where}: {name}")
+
+    @contextlib.contextmanager
+    def _all_or_nothing(self) -> Iterator[None]:
+        """Undo every append made inside the block when it raises: a refused composite add
+        (a grid or mesh with a bad element) leaves the builder as it was."""
+        lengths = {k: len(v) for k, v in vars(self).items() if isinstance(v, list)}
+        try:
+            yield
+        except BaseException:
+            for k, n in lengths.items():
+                del getattr(self, k)[n:]
+            raise
+
     def _add_tet_body(self, world, tets, vel, density, k_mu, k_lambda, k_damp, radius, pinned, where) -> int:
+        with self._all_or_nothing():
+            return self._tet_body(world, tets, vel, density, k_mu, k_lambda, k_damp, radius, pinned, where)
+
+    def _tet_body(self, world, tets, vel, density, k_mu, k_lambda, k_damp, radius, pinned, where) -> int:
         # Each tetrahedron's mass is split equally between its four corners.
         mass = np.zeros(len(world))
         for t in tets:
@@ -389,6 +440,10 @@ class ModelBuilder(RigidBuilder):
                              f"builder up_axis={self.up_axis!r}, gravity={self.gravity}: a model has one gravity, "
                              "so they must be the same")
         X = None if xform is None else V.xform(xform, "add_builder: xform")
+        with self._all_or_nothing():
+            return self._add_world(other, X, world)
+
+    def _add_world(self, other: "ModelBuilder", X: np.ndarray | None, world: int | None) -> int:
         start = self._counts()
         self._append_particles(other, X, start["particle"])
         self._append_rigid(other, X, start["body"])
@@ -434,6 +489,8 @@ class ModelBuilder(RigidBuilder):
         up = np.zeros(3)
         up[_AXES[self.up_axis]] = 1.0
         data = {k: v for k, v in vars(self).items() if isinstance(v, list)}
+        # the add_* methods check every number; this catches lists filled in directly
+        V.finite_arrays({k: v for k, v in data.items() if k != "world_ranges"}, "finalize")
         data.update(self._rigid_data())
         data.update(gravity=up * self.gravity, up_vector=up, up_axis=self.up_axis, ground=self.ground,
                     particle_contact=self.particle_contact, contact=dict(self.contact))

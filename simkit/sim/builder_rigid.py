@@ -186,20 +186,20 @@ class RigidBuilder:
         if np.linalg.norm(axis) < 1e-9:
             raise ValueError(f"{where}: axis must be a nonzero vector, got {tuple(axis)}")
         lower, upper, limit_ke, limit_kd = limits
-        lower = -NO_LIMIT if lower is None else float(lower)
-        upper = NO_LIMIT if upper is None else float(upper)
+        lower = -NO_LIMIT if lower is None else V.number(lower, f"{where}: limit_lower")
+        upper = NO_LIMIT if upper is None else V.number(upper, f"{where}: limit_upper")
         if not lower <= upper:
             raise ValueError(f"{where}: limit_lower must be <= limit_upper, got {lower} > {upper}")
         gains = [V.nonneg(g, f"{where}: {name}") for g, name in zip(gains, (
             "target_ke", "target_kd", "linear_ke", "linear_kd", "angular_ke", "angular_kd"))]
+        limit_ke, limit_kd = V.nonneg(limit_ke, f"{where}: limit_ke"), V.nonneg(limit_kd, f"{where}: limit_kd")
         self.joint_kind.append(kind)
         self.joint_parent.append(parent)
         self.joint_child.append(child)
         self.joint_parent_xform.append(parent_xform)
         self.joint_child_xform.append(child_xform)
         self.joint_axis.append(axis / np.linalg.norm(axis))
-        self.joint_limits.append([lower, upper, V.nonneg(limit_ke, f"{where}: limit_ke"),
-                                  V.nonneg(limit_kd, f"{where}: limit_kd")])
+        self.joint_limits.append([lower, upper, limit_ke, limit_kd])
         self.joint_gains.append(gains)
         return self.joint_count - 1
 

@@ -15,7 +15,10 @@ import numpy as np
 
 def vec3(value: Any, where: str) -> np.ndarray:
     """A length-3 vector of finite numbers."""
-    v = np.asarray(value, dtype=np.float64)
+    try:
+        v = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where} expects 3 finite numbers, got {value!r}") from None
     if v.shape != (3,) or not np.all(np.isfinite(v)):
         raise ValueError(f"{where} expects 3 finite numbers, got {value!r}")
     return v
@@ -23,21 +26,58 @@ def vec3(value: Any, where: str) -> np.ndarray:
 
 def quat(value: Any, where: str) -> np.ndarray:
     """A nonzero quaternion (x, y, z, w), normalized."""
-    q = np.asarray(value, dtype=np.float64)
+    try:
+        q = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where} expects a quaternion (x, y, z, w), got {value!r}") from None
     if q.shape != (4,) or not np.all(np.isfinite(q)) or np.linalg.norm(q) < 1e-12:
         raise ValueError(f"{where} expects a quaternion (x, y, z, w), got {value!r}")
     return q / np.linalg.norm(q)
 
 
-def nonneg(value: Any, where: str) -> float:
-    """A finite number >= 0."""
+def number(value: Any, where: str) -> float:
+    """A finite number, of either sign."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{where} expects a number, got {type(value).__name__}")
     try:
         v = float(value)
     except (TypeError, ValueError):
         raise TypeError(f"{where} expects a number, got {type(value).__name__}") from None
-    if not np.isfinite(v) or v < 0.0:
+    if not np.isfinite(v):
+        raise ValueError(f"{where} must be a finite number, got {value!r}")
+    return v
+
+
+def nonneg(value: Any, where: str) -> float:
+    """A finite number >= 0."""
+    v = number(value, where)
+    if v < 0.0:
         raise ValueError(f"{where} must be a finite number >= 0, got {value!r}")
     return v
+
+
+def within(value: Any, low: float, high: float, where: str) -> float:
+    """A finite number in ``[low, high]``."""
+    v = number(value, where)
+    if not low <= v <= high:
+        raise ValueError(f"{where} must be in [{low:g}, {high:g}], got {value!r}")
+    return v
+
+
+def finite_arrays(arrays: dict, where: str) -> None:
+    """Every float array of ``arrays`` (name -> list or array) holds only finite numbers; the
+    error names the first bad array and entry (for lists filled in directly, bypassing the
+    ``add_*`` checks)."""
+    for name, value in arrays.items():
+        try:
+            a = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            continue
+        if a.size and not np.all(np.isfinite(a)):
+            bad = np.argwhere(~np.isfinite(a.reshape(len(a), -1)))[0]
+            raise ValueError(f"{where}: {name}[{bad[0]}] holds a non-finite number "
+                             f"({a.reshape(len(a), -1)[tuple(bad)]}); every position, velocity and parameter "
+                             "must be finite")
 
 
 def positive(value: Any, where: str) -> float:

@@ -329,3 +329,33 @@ def test_repeated_runs_of_one_rollout_give_bit_identical_gradients_equal_to_fini
         minus[1, comp] -= eps
         fd = (value(plus) - value(minus)) / (2 * eps)
         assert runs[0][1, comp] == pytest.approx(fd, rel=1e-6, abs=1e-10)
+
+
+def stiff_spring():
+    """A 1 kg particle on a 1e6 N/m spring: dt = 1e-2 s is far over its stability bound."""
+    b = sk.sim.ModelBuilder(gravity=-9.81, ground=False)
+    b.add_particle((0.0, 1.0, 0.0), (0.0, 0.0, 0.0), mass=1.0)
+    b.add_particle((0.0, 1.5, 0.0), (0.0, 0.0, 0.0), mass=0.0)
+    b.add_spring(0, 1, ke=1e6, kd=0.0)
+    return b.finalize(dtype=sk.float64, requires_grad=True)
+
+
+@pytest.mark.parametrize("checkpoint_every", [None, 5])
+def test_a_rollout_with_check_stops_a_diverged_forward_before_backward(checkpoint_every):
+    model = stiff_spring()
+    s0 = model.state(requires_grad=True)
+    rollout = sk.optim.Rollout(model, sk.sim.SemiImplicitEuler(), steps=100, dt=1e-2, loss=weighted_loss(model),
+                               checkpoint_every=checkpoint_every, check=4)
+    with pytest.raises(sk.sim.SimulationError, match=r"Rollout.run: the simulation diverged at step 4 \(t = 0\.04 s\)"
+                                                     r": particle 0 moves at .*lower dt"):
+        rollout.run(s0)
+    assert not np.any(model.springs.ke.grad.numpy())          # no backward ran
+
+
+def test_a_rollout_with_check_gives_the_gradient_of_a_stable_run_unchanged():
+    model = cloth(3)
+    runs = [gradients(model, sk.sim.SemiImplicitEuler(), 1e-3, 50, "auto", velocity_and_stiffness,
+                      loss=weighted_loss(model), check=check) for check in (None, 1)]
+    assert runs[0].loss == runs[1].loss
+    for a, b in zip(runs[0].grads, runs[1].grads):
+        assert np.array_equal(a, b)

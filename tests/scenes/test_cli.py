@@ -64,8 +64,28 @@ def test_run_that_blows_up_exits_1_without_traceback_or_file(edit_scene, tmp_pat
     usd = tmp_path / "blown.usda"
     assert main(["run", str(path), "--frames", "20", "--usd", str(usd), "--quiet"]) == 1
     err = capsys.readouterr().err
-    assert "simkit: error:" in err and "unstable at frame" in err and "--traceback" in err
+    assert err.startswith("simkit: error:") and "the simulation diverged at step" in err
+    assert len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err and not usd.exists()
+
+
+def test_run_far_over_the_stability_bound_exits_1_and_writes_no_usd(edit_scene, tmp_path, capsys):
+    path = edit_scene("ball_bounce", "ke = 4.0e3", "ke = 1.0e14")
+    usd = tmp_path / "kicked.usda"
+    assert main(["run", str(path), "--usd", str(usd), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "particle 0 moves at" in err and "lower sim.dt" in err and len(err.strip().splitlines()) == 1
+    assert not usd.exists()
+
+
+def test_optimize_of_a_diverging_scene_exits_1_and_writes_no_checkpoint_or_usd(edit_scene, tmp_path, capsys):
+    path = edit_scene("ball_bounce", "ke = 4.0e3", "ke = 1.0e14")
+    ckpt, usd = tmp_path / "ckpt.npz", tmp_path / "opt.usda"
+    assert main(["optimize", str(path), "--iterations", "2", "--checkpoint", str(ckpt), "--usd", str(usd),
+                 "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "iteration 1: " in err and "the simulation diverged" in err and len(err.strip().splitlines()) == 1
+    assert not ckpt.exists() and not usd.exists()
 
 
 def test_run_view_plays_the_scene_live_and_writes_nothing(scenes_dir, tmp_path, monkeypatch, fake_viewer, capsys):
@@ -304,3 +324,117 @@ def test_python_dash_m_simkit_runs_a_scene_and_reports_config_errors(scenes_dir,
                           timeout=300, cwd=tmp_path)
     assert fail.returncode == 2 and fail.stdout == ""
     assert fail.stderr == f"simkit: error: {bad}: cloth[0].cell_x: expected a number > 0, got 0 (an integer)\n"
+
+
+# ----------------------------------------------------------------------------------
+# output paths: never an input or another output, writable before the run starts
+# ----------------------------------------------------------------------------------
+
+@pytest.fixture
+def no_run(monkeypatch):
+    """Makes any simulation or optimization fail loudly: a refusal must come before the run."""
+    import simkit.scene as scene_pkg
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(scene_pkg, "run_scene", refuse)
+    monkeypatch.setattr(scene_optimize.Optimization, "run", refuse)
+
+
+def copied_scene(scenes_dir, tmp_path):
+    scene = tmp_path / "ball.toml"
+    scene.write_bytes((scenes_dir / "ball_bounce.toml").read_bytes())
+    return scene
+
+
+def test_optimize_refuses_a_checkpoint_path_that_is_the_scene_and_leaves_it_intact(scenes_dir, tmp_path, no_run,
+                                                                                  capsys):
+    scene = copied_scene(scenes_dir, tmp_path)
+    before = scene.read_bytes()
+    assert main(["optimize", str(scene), "--checkpoint", str(scene), "--usd", str(tmp_path / "o.usda"), *FAST]) == 2
+    err = capsys.readouterr().err
+    assert f"{scene}: --checkpoint: is the scene file ({scene})" in err and len(err.strip().splitlines()) == 1
+    assert scene.read_bytes() == before
+
+
+def test_optimize_refuses_one_path_for_two_outputs(scenes_dir, tmp_path, no_run, capsys):
+    same = tmp_path / "both.usda"
+    assert main(["optimize", str(scenes_dir / "ball_bounce.toml"), "--checkpoint", str(same), "--usd", str(same),
+                 *FAST]) == 2
+    assert "is also the path of" in capsys.readouterr().err
+    assert not same.exists()
+
+
+@pytest.mark.parametrize("link", ["symlink", "hardlink"])
+def test_run_refuses_a_usd_path_that_is_a_link_to_the_scene(link, scenes_dir, tmp_path, no_run, capsys):
+    scene = copied_scene(scenes_dir, tmp_path)
+    usd = tmp_path / "alias.usda"
+    (usd.symlink_to if link == "symlink" else usd.hardlink_to)(scene)
+    before = scene.read_bytes()
+    assert main(["run", str(scene), "--usd", str(usd), *FAST]) == 2
+    assert "--usd: is the scene file" in capsys.readouterr().err
+    assert scene.read_bytes() == before
+
+
+def test_optimize_refuses_a_checkpoint_given_as_another_spelling_of_the_scene_path(scenes_dir, tmp_path, no_run,
+                                                                                  monkeypatch, capsys):
+    scene = copied_scene(scenes_dir, tmp_path)
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    assert main(["optimize", "../ball.toml", "--checkpoint", "./../sub/../ball.toml", "--usd", "o.usda", *FAST]) == 2
+    assert "--checkpoint: is the scene file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", ["--usd", "--checkpoint", "--plot"])
+def test_optimize_checks_that_each_output_can_be_written_before_the_run(option, scenes_dir, tmp_path, no_run,
+                                                                        capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    name = {"--usd": "o.usda", "--checkpoint": "c.npz", "--plot": "loss.png"}[option]
+    paths = {"--usd": tmp_path / "o.usda", "--checkpoint": tmp_path / "c.npz", "--plot": tmp_path / "loss.png"}
+    paths[option] = blocker / name
+    args = ["optimize", str(scenes_dir / "ball_bounce.toml"), *[x for k, v in paths.items() for x in (k, str(v))]]
+    assert main([*args, *FAST]) == 2
+    err = capsys.readouterr().err
+    assert f"{blocker / name}: {option}: cannot be created: {blocker} is not a directory" in err
+
+
+def test_run_checks_that_the_usd_can_be_written_before_the_run(scenes_dir, tmp_path, no_run, capsys):
+    folder = tmp_path / "out.usda"
+    folder.mkdir()
+    assert main(["run", str(scenes_dir / "ball_bounce.toml"), "--usd", str(folder), *FAST]) == 2
+    assert "--usd: is a directory" in capsys.readouterr().err
+
+
+def test_optimize_refuses_a_plot_format_matplotlib_cannot_write_before_the_run(scenes_dir, tmp_path, no_run, capsys):
+    pytest.importorskip("matplotlib")
+    assert main(optimize_args(scenes_dir, tmp_path, "--plot", str(tmp_path / "loss.xyz"))) == 2
+    assert "--plot" in capsys.readouterr().err and not list(tmp_path.iterdir())
+
+
+def _damage(kind, good):
+    data = good.read_bytes()
+    if kind == "truncated":
+        return data[: len(data) // 2]
+    if kind == "garbage":
+        return b"this is not a checkpoint\n" * 10
+    if kind == "flipped byte":
+        damaged = bytearray(data)
+        damaged[len(damaged) // 2] ^= 0xFF
+        return bytes(damaged)
+    buffer = __import__("io").BytesIO()
+    np.savez(buffer, something=np.zeros(3))            # a valid .npz of something else
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("kind", ["truncated", "garbage", "flipped byte", "other npz"])
+def test_resume_from_a_damaged_checkpoint_is_one_line_naming_the_file(kind, scenes_dir, tmp_path, capsys):
+    assert main(optimize_args(scenes_dir, tmp_path, "--iterations", "1", "--quiet", frames=2)) == 0
+    ckpt = tmp_path / "ckpt.npz"
+    ckpt.write_bytes(_damage(kind, ckpt))
+    capsys.readouterr()
+    assert main(optimize_args(scenes_dir, tmp_path, "--iterations", "2", "--resume", "--quiet", frames=2)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"simkit: error: {ckpt}: not a") and "checkpoint" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

@@ -76,3 +76,32 @@ def test_spring_activation_moves_the_equilibrium_to_rest_length_times_one_plus_a
     control.spring_activation.assign(np.array([0.2]))
     x = trajectory_x(model, 4000, 1e-3, control=control)
     assert x[-1] == pytest.approx(1.2, abs=1e-4)
+
+
+@sk.kernel
+def _sum_of_heights(q: sk.array(dtype=sk.vec3d), loss: sk.array(dtype=sk.float64)):
+    sk.atomic_add(loss, 0, q[sk.tid()][1])
+
+
+@pytest.mark.parametrize("integrator", [sk.sim.SemiImplicitEuler(), sk.sim.XPBD()], ids=["euler", "xpbd"])
+def test_a_spring_between_coincident_particles_exerts_nothing_and_keeps_positions_and_gradients_finite(integrator):
+    # The direction is undefined, so no force: both particles fall freely, and the loss (the sum
+    # of heights) has the free-fall gradient steps * dt per particle w.r.t. the initial velocity.
+    b = sk.sim.ModelBuilder(gravity=-9.81, ground=False)
+    b.add_particle((0.0, 1.0, 0.0), (0.0, 0.0, 0.0), mass=1.0)
+    b.add_particle((0.0, 1.0, 0.0), (0.0, 0.0, 0.0), mass=1.0)
+    b.add_spring(0, 1, ke=100.0, kd=1.0, rest_length=0.5)
+    model = b.finalize(dtype=sk.float64, requires_grad=True)
+    s0 = model.state(requires_grad=True)
+    steps, dt = 10, 1e-3
+
+    def loss(state, out):
+        sk.launch(_sum_of_heights, state.particle_count, inputs=[state.particle_q, out])
+
+    result = sk.optim.Rollout(model, integrator, steps=steps, dt=dt, loss=loss).run(
+        s0, wrt=[s0.particle_qd, model.springs.ke])
+    q = result.final_state.particle_q.numpy()
+    fallen = 1.0 - 9.81 * dt * dt * steps * (steps + 1) / 2     # semi-implicit free fall
+    assert np.allclose(q[:, 1], fallen, rtol=1e-9)
+    assert np.allclose(result.grads[0][:, 1], steps * dt, rtol=1e-9)
+    assert np.all(np.isfinite(result.grads[0])) and result.grads[1][0] == 0.0

@@ -1,0 +1,167 @@
+"""Every number a ModelBuilder takes is checked where it is given: a NaN or infinite value (or
+one out of its physical range) is refused with an error naming the method and the parameter,
+and a refused call leaves the builder as it was."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import simkit as sk
+
+NAN, INF = float("nan"), float("inf")
+TET = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+
+
+def scene() -> sk.sim.ModelBuilder:
+    """Four particles (a tetrahedron) and one body with a sphere: every add_* has something to refer to."""
+    b = sk.sim.ModelBuilder()
+    for p in TET:
+        b.add_particle(p, (0.0, 0.0, 0.0), mass=1.0)
+    body = b.add_body(sk.transform((0.0, 2.0, 0.0), (0.0, 0.0, 0.0, 1.0)))
+    b.add_shape_sphere((0.0, 0.0, 0.0), 0.1, body=body)
+    return b
+
+
+def other_builder() -> sk.sim.ModelBuilder:
+    b = sk.sim.ModelBuilder()
+    b.add_particle((0.0, 1.0, 0.0), (0.0, 0.0, 0.0), mass=1.0)
+    return b
+
+
+POSE = {"pos": (0.0, 1.0, 0.0), "rot": (0.0, 0.0, 0.0, 1.0), "vel": (0.0, 0.0, 0.0)}
+MATERIAL = {"k_mu": 1e3, "k_lambda": 1e3, "k_damp": 0.0}
+CONTACT = {"ke": 1e4, "kd": 10.0, "kf": 10.0, "mu": 0.5}
+GAINS = {"limit_lower": -1.0, "limit_upper": 1.0, "limit_ke": 1e3, "limit_kd": 1.0, "target_ke": 1.0,
+         "target_kd": 0.1, "linear_ke": 1e4, "linear_kd": 1.0, "angular_ke": 1e2, "angular_kd": 0.1}
+
+# A valid call of each add_* method, every argument by name.
+VALID = {
+    "add_particle": dict(pos=(0.0, 1.0, 0.0), vel=(0.0, 0.0, 0.0), mass=1.0, radius=0.05),
+    "add_spring": dict(i=0, j=1, ke=10.0, kd=0.1, rest_length=0.5),
+    "add_triangle": dict(i=0, j=1, k=2, **MATERIAL),
+    "add_edge": dict(o0=2, o1=3, v0=0, v1=1, ke=1.0, kd=0.0, rest_angle=0.1),
+    "add_cloth_grid": dict(**POSE, dim_x=2, dim_y=2, cell_x=0.1, cell_y=0.1, mass=0.01, **MATERIAL, edge_ke=0.1,
+                           edge_kd=0.0, radius=0.01),
+    "add_tetrahedron": dict(i=0, j=1, k=2, l=3, **MATERIAL),
+    "add_soft_grid": dict(**POSE, dim_x=1, dim_y=1, dim_z=1, cell_x=0.1, cell_y=0.1, cell_z=0.1, density=100.0,
+                          **MATERIAL, radius=0.01),
+    "add_soft_mesh": dict(**POSE, scale=1.0, vertices=TET, tet_indices=[[0, 1, 2, 3]], density=100.0, **MATERIAL,
+                          radius=0.01),
+    "add_body": dict(origin=(0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0), armature=0.01, velocity=(0.0, 0.0, 0.0),
+                     angular_velocity=(0.0, 0.0, 0.0)),
+    "add_shape_sphere": dict(pos=(0.0, 0.0, 0.0), radius=0.1, body=0, density=100.0, **CONTACT),
+    "add_shape_box": dict(pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), half_extents=(0.1, 0.1, 0.1), body=0,
+                          density=100.0, **CONTACT),
+    "add_shape_capsule": dict(pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), radius=0.1, half_height=0.2, body=0,
+                              density=100.0, **CONTACT),
+    "add_joint_revolute": dict(parent=-1, child=0, parent_xform=(0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 1.0),
+                               child_xform=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), axis=(0.0, 0.0, 1.0), **GAINS),
+    "add_joint_prismatic": dict(parent=-1, child=0, parent_xform=(0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 1.0),
+                                child_xform=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), axis=(1.0, 0.0, 0.0), **GAINS),
+    "add_joint_ball": dict(parent=-1, child=0, parent_xform=(0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 1.0),
+                           child_xform=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), linear_ke=1e4, linear_kd=1.0),
+    "add_joint_fixed": dict(parent=-1, child=0, parent_xform=(0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 1.0),
+                            child_xform=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), linear_ke=1e4, linear_kd=1.0,
+                            angular_ke=1e2, angular_kd=0.1),
+    "add_builder": dict(other=None, xform=(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)),
+}
+
+# Arguments that are not numbers but hold numbers (transforms, vertex arrays).
+HOLDS_NUMBERS = {"origin", "parent_xform", "child_xform", "xform", "vertices"}
+
+
+def _methods() -> list[str]:
+    return sorted(n for n in dir(sk.sim.ModelBuilder) if n.startswith("add_"))
+
+
+def _numeric_params(fn) -> list[str]:
+    out = []
+    for name, p in inspect.signature(fn).parameters.items():
+        ann = str(p.annotation)
+        if name in HOLDS_NUMBERS or "float" in ann:
+            out.append(name)
+    return out
+
+
+def _poisoned(value, bad: float):
+    """``value`` with its first number replaced by ``bad``."""
+    a = np.array(value, dtype=np.float64)
+    if a.ndim == 0:
+        return bad
+    a.reshape(-1)[0] = bad
+    return a
+
+
+def _cases():
+    for method in _methods():
+        for name in _numeric_params(getattr(sk.sim.ModelBuilder, method)):
+            for bad in (NAN, INF):
+                yield pytest.param(method, name, bad, id=f"{method}-{name}-{bad}")
+
+
+def _lists(b: sk.sim.ModelBuilder) -> dict:
+    return {k: len(v) for k, v in vars(b).items() if isinstance(v, list)}
+
+
+def test_every_add_method_has_a_valid_call_in_this_test():
+    assert set(_methods()) == set(VALID), "add the new add_* method to VALID so its numbers are checked"
+
+
+@pytest.mark.parametrize("method", sorted(VALID))
+def test_the_valid_call_of_each_add_method_is_accepted(method):
+    kwargs = dict(VALID[method])
+    if method == "add_builder":
+        kwargs["other"] = other_builder()
+    getattr(scene(), method)(**kwargs)
+
+
+@pytest.mark.parametrize("method, name, bad", list(_cases()))
+def test_a_non_finite_number_is_refused_naming_the_method_and_the_parameter(method, name, bad):
+    b = scene()
+    kwargs = dict(VALID[method])
+    if method == "add_builder":
+        kwargs["other"] = other_builder()
+    kwargs[name] = _poisoned(kwargs[name], bad)
+    before = _lists(b)
+    with pytest.raises((ValueError, TypeError), match=rf"{method}: {name}\b"):
+        getattr(b, method)(**kwargs)
+    assert _lists(b) == before, "a refused call must leave the builder as it was"
+
+
+def _constructor_params() -> list[str]:
+    return _numeric_params(sk.sim.ModelBuilder.__init__)
+
+
+@pytest.mark.parametrize("name", _constructor_params())
+@pytest.mark.parametrize("bad", [NAN, INF, -INF])
+def test_a_non_finite_constructor_number_is_refused_naming_it(name, bad):
+    with pytest.raises((ValueError, TypeError), match=rf"ModelBuilder: {name}\b"):
+        sk.sim.ModelBuilder(**{name: bad})
+
+
+def test_gravity_nan_is_refused():
+    with pytest.raises(ValueError, match="ModelBuilder: gravity must be a finite number, got nan"):
+        sk.sim.ModelBuilder(gravity=float("nan"))
+
+
+def test_a_rest_angle_outside_minus_pi_to_pi_is_refused():
+    with pytest.raises(ValueError, match=r"add_edge: rest_angle must be in \[-3.14159, 3.14159\], got 4.0"):
+        scene().add_edge(2, 3, 0, 1, rest_angle=4.0)
+
+
+def test_a_soft_mesh_with_a_degenerate_tetrahedron_leaves_the_builder_as_it_was():
+    b = scene()
+    flat = np.vstack([TET, [[1.0, 1.0, 0.0]]])             # the tet (0, 1, 2, 4) is flat
+    before = _lists(b)
+    with pytest.raises(ValueError, match="add_soft_mesh: add_tetrahedron: tetrahedron .* is degenerate"):
+        b.add_soft_mesh((0, 0, 0), (0, 0, 0, 1), 1.0, (0, 0, 0), flat, [[0, 1, 2, 3], [0, 1, 2, 4]], 100.0, 1e3, 1e3,
+                        0.0)
+    assert _lists(b) == before
+
+
+def test_finalize_refuses_a_non_finite_number_put_into_a_list_directly():
+    b = scene()
+    b.particle_mass[2] = float("nan")
+    with pytest.raises(ValueError, match=r"finalize: particle_mass\[2\] holds a non-finite number"):
+        b.finalize()
