@@ -189,3 +189,12 @@ def test_a_needs_marker_skips_only_where_the_module_is_missing(tmp_path):
     missing, present = python_blocks(md)
     assert "no_such_module_xyz" in skip_reason(missing)
     assert skip_reason(present) is None
+
+
+def test_the_design_doc_lists_every_builtin_of_the_kernel_language():
+    from simkit.core.lang import BUILTIN_STUBS
+
+    text = re.sub(r"^```.*?^```", "", (ROOT / "docs" / "design.md").read_text(), flags=re.S | re.M)
+    in_code = {w for span in re.findall(r"`([^`]+)`", text) for w in re.findall(r"\w+", span)}
+    missing = sorted(set(BUILTIN_STUBS) - in_code)
+    assert not missing, f"docs/design.md, 'Builtins', does not list: {', '.join(missing)}"
