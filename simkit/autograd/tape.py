@@ -1,6 +1,6 @@
 """The Tape: records kernel launches and replays their adjoints in reverse.
 
-Rules it enforces (DESIGN.md, "Autodiff contract"):
+Rules it enforces (docs/design.md, "Autodiff contract"):
 
 - grad propagation: a recorded launch that reads an array requiring grad gives
   every float array it writes a grad (allocated at record time);

@@ -172,6 +172,9 @@ class Kernel:
 def kernel(f: Callable | None = None, *, module: str | None = None):
     """Decorate a typed Python function as a kernel.
 
+    What a kernel body may contain (types, operators, builtins, loops, structs,
+    functions) is in docs/design.md, "Kernel language reference".
+
     Example::
 
         @sk.kernel
@@ -286,6 +289,8 @@ class Function:
 
 def func(f: Callable) -> Function:
     """Decorate a helper callable from kernels; unannotated parameters take the caller's types.
+
+    The rules are in docs/design.md, "Functions: @sk.func and @sk.func_grad".
 
     Example::
 

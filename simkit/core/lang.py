@@ -21,7 +21,7 @@ def _stub(name: str):
     f.__name__ = name
     f.__qualname__ = name
     f._sk_builtin = name
-    f.__doc__ = f"Kernel builtin ``{name}``; see DESIGN.md 'Builtins'."
+    f.__doc__ = f"Kernel builtin ``{name}``; see docs/design.md, 'Kernel language reference', 'Builtins'."
     return f
 
 

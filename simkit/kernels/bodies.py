@@ -1,7 +1,7 @@
 """Rigid-body kernels: clearing the wrench accumulator, semi-implicit integration, and the
 small functions other body kernels share (spatial vector parts, point velocities, wrenches).
 
-Conventions (DESIGN.md): ``body_q`` is the world transform of a body's origin; ``body_qd``
+Conventions (docs/design.md, "Simulation conventions"): ``body_q`` is the world transform of a body's origin; ``body_qd``
 is ``(angular velocity, linear velocity of the center of mass)`` and ``body_f`` is
 ``(torque about the center of mass, force)``, all in world coordinates.
 

@@ -1,4 +1,4 @@
-"""sk.autograd.jacobian / jacobian_fd / gradcheck (DESIGN.md, autodiff contract rule 8).
+"""sk.autograd.jacobian / jacobian_fd / gradcheck (docs/design.md, "Autodiff contract", rule 20).
 
 Jacobian blocks are keyed (input index, output index) and shaped (output components,
 input components), components in ``.numpy()`` order: element i of a vec3 array is
