@@ -27,16 +27,21 @@ loop runs over a dynamic count: every launch is the same size each step, and the
 step is differentiable through the Tape (the switches pass the gradient of the active
 branch).
 
-Time step: the penalties are explicit. With ``n`` points in contact on a body of mass
-``m`` (a box flat on the ground: its 4 corners; on another box: 4 corners and 4 edge
-midpoints each way), semi-implicit Euler needs ``dt * sqrt(n ke / m) < 1`` and
-``n kd dt / m < 1``; the friction slope ``kf`` likewise, or resting friction chatters.
-The builder's defaults (``rigid_contact_ke/kd/kf`` = 1e5 / 1e2 / 1e2) keep boxes of 0.1 to
-10 kg, alone or stacked three high, stable at ``dt = 1e-4`` s, and from 1 kg on up to
-``dt = 1e-3`` s. The price of one damping for that whole range: a 10 kg box dropped flat
-rebounds with a restitution of about 0.74 (1 kg: 0.42, 0.1 kg: 0.10), and a resting
-friction contact creeps at ``m g sin(slope) / (n kf)``. Heavier bodies, or less bounce,
-want a larger ``kd`` (per shape), which a smaller ``dt`` pays for.
+Gains per unit mass (the builder's default; :func:`~simkit.kernels.contact.scaled_penalty_force`):
+each contact point adds ``m / tc^2``, ``2 zeta m / tc`` and ``m / tc`` to ``ke``, ``kd``,
+``kf``, with ``m`` the effective mass of the point along the normal, ``1 / (w_a + w_b)``,
+``w = 1/m_body + (r x n) . I_w^-1 (r x n)`` for each moving side (a cube's four bottom
+corners get a quarter of its mass each, so flat on the ground it sinks ``g tc^2``, like a
+particle). Boxes of 0.01 to 100 kg, alone or stacked three high, are then stable at
+``dt = 1e-3`` s with the default ``tc = 0.01`` s and come to rest without bouncing.
+
+Fixed gains: with ``n`` points in contact on a body of mass ``m`` (a box flat on the
+ground: its 4 corners; on another box: 4 corners and 4 edge midpoints each way),
+semi-implicit Euler needs ``dt * sqrt(n ke / m) < 1`` and ``n kd dt / m < 1``; the friction
+slope ``kf`` likewise, or resting friction chatters. ``ke/kd/kf`` = 1e5 / 1e2 / 1e2 keep
+boxes of 0.1 to 10 kg stable at ``dt = 1e-4`` s, and from 1 kg on up to ``dt = 1e-3`` s; a
+10 kg box dropped flat rebounds with a restitution of about 0.74 (1 kg: 0.42, 0.1 kg:
+0.10), and a resting friction contact creeps at ``m g sin(slope) / (n kf)``.
 
 Example::
 

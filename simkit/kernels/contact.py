@@ -5,7 +5,10 @@ The normal force is ``max(-ke * depth - kd * v_n, 0)`` (a spring on the penetrat
 depth, damped, never pulling); the friction force opposes the tangential velocity
 with magnitude ``min(kf * |v_t|, mu * f_n)``: viscous below the slip threshold,
 Coulomb above it. Everything is differentiable; the ``min``/``max`` switches pass
-the gradient of the active branch.
+the gradient of the active branch. Where ``Contact.time_constant`` ``tc`` is > 0 the gains
+are per unit mass (:func:`scaled_penalty_force`): ``ke + m / tc^2``, ``kd + 2 zeta m / tc``,
+``kf + m / tc`` with ``m`` the particle's mass (against a body's shape, the reduced mass of
+the particle and the body's point; between two particles, theirs).
 
 A particle meets only the shapes of its own world and of world -1 (the rows of
 :func:`~simkit.kernels.shapes.particle_shape_rows`); the ground belongs to every world.
