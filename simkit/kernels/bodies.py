@@ -70,6 +70,17 @@ def body_kernels(real) -> SimpleNamespace:
         R = sk.quat_to_matrix(X.q)
         return R * bodies.inv_inertia[b] * sk.transpose(R)
 
+    @sk.func
+    def point_inverse_mass(X: S.transform, bodies: S.Bodies, b: int, p: vec3, n: vec3) -> real:
+        """How fast world point ``p`` of body ``b`` accelerates along the unit ``n`` per unit
+        force along ``n`` there: ``1 / m + (r x n) . I_w^-1 (r x n)``, ``r`` its offset from
+        the center of mass (0 for the world, ``b = -1``, and for a kinematic body)."""
+        w = real(0.0)
+        if b >= 0:
+            rn = sk.cross(p - sk.transform_point(X, bodies.com[b]), n)
+            w = bodies.inv_mass[b] + sk.dot(rn, world_inverse_inertia(X, bodies, b) @ rn)
+        return w
+
     @sk.kernel(module=module)
     def clear_body_forces(f: spatials):
         f[sk.tid()] = spatial(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -106,5 +117,6 @@ def body_kernels(real) -> SimpleNamespace:
         qd_out[i] = make_spatial(w_new, v_new)
 
     return SimpleNamespace(top=top, bottom=bottom, make_spatial=make_spatial, point_velocity=point_velocity,
+                           point_inverse_mass=point_inverse_mass,
                            wrench_at=wrench_at, world_inverse_inertia=world_inverse_inertia,
                            clear_body_forces=clear_body_forces, integrate_bodies=integrate_bodies)

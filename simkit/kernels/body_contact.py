@@ -27,16 +27,21 @@ loop runs over a dynamic count: every launch is the same size each step, and the
 step is differentiable through the Tape (the switches pass the gradient of the active
 branch).
 
-Time step: the penalties are explicit. With ``n`` points in contact on a body of mass
-``m`` (a box flat on the ground: its 4 corners; on another box: 4 corners and 4 edge
-midpoints each way), semi-implicit Euler needs ``dt * sqrt(n ke / m) < 1`` and
-``n kd dt / m < 1``; the friction slope ``kf`` likewise, or resting friction chatters.
-The builder's defaults (``rigid_contact_ke/kd/kf`` = 1e5 / 1e2 / 1e2) keep boxes of 0.1 to
-10 kg, alone or stacked three high, stable at ``dt = 1e-4`` s, and from 1 kg on up to
-``dt = 1e-3`` s. The price of one damping for that whole range: a 10 kg box dropped flat
-rebounds with a restitution of about 0.74 (1 kg: 0.42, 0.1 kg: 0.10), and a resting
-friction contact creeps at ``m g sin(slope) / (n kf)``. Heavier bodies, or less bounce,
-want a larger ``kd`` (per shape), which a smaller ``dt`` pays for.
+Gains per unit mass (the builder's default; :func:`~simkit.kernels.contact.scaled_penalty_force`):
+each contact point adds ``m / tc^2``, ``2 zeta m / tc`` and ``m / tc`` to ``ke``, ``kd``,
+``kf``, with ``m`` the effective mass of the point along the normal, ``1 / (w_a + w_b)``,
+``w = 1/m_body + (r x n) . I_w^-1 (r x n)`` for each moving side (a cube's four bottom
+corners get a quarter of its mass each, so flat on the ground it sinks ``g tc^2``, like a
+particle). Boxes of 0.01 to 100 kg, alone or stacked three high, are then stable at
+``dt = 1e-3`` s with the default ``tc = 0.01`` s and come to rest without bouncing.
+
+Fixed gains: with ``n`` points in contact on a body of mass ``m`` (a box flat on the
+ground: its 4 corners; on another box: 4 corners and 4 edge midpoints each way),
+semi-implicit Euler needs ``dt * sqrt(n ke / m) < 1`` and ``n kd dt / m < 1``; the friction
+slope ``kf`` likewise, or resting friction chatters. ``ke/kd/kf`` = 1e5 / 1e2 / 1e2 keep
+boxes of 0.1 to 10 kg stable at ``dt = 1e-4`` s, and from 1 kg on up to ``dt = 1e-3`` s; a
+10 kg box dropped flat rebounds with a restitution of about 0.74 (1 kg: 0.42, 0.1 kg:
+0.10), and a resting friction contact creeps at ``m g sin(slope) / (n kf)``.
 
 Example::
 
@@ -52,7 +57,7 @@ from types import SimpleNamespace
 import simkit as sk
 from ..core.launch import launch
 from .bodies import body_kernels
-from .contact import penalty_force
+from .contact import scaled_penalty_force
 from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, collision_pairs, shape_bounding_radius, shape_distance,
                      shape_plane_point_count, shape_point, shape_point_count, shape_transform)
 from .structs import model_structs
@@ -94,13 +99,16 @@ def body_contact_kernels(real) -> SimpleNamespace:
             com = bodies.com[b]
             c = p - n * (radius + 0.5 * depth)
             v = B.point_velocity(Xb, body_qd[b], com, c)
-            fc = penalty_force(n, depth, v, shapes.ke[s], shapes.kd[s], shapes.kf[s], shapes.mu[s])
+            fc = scaled_penalty_force(n, depth, v, B.point_inverse_mass(Xb, bodies, b, c, n), shapes.ke[s],
+                                      shapes.kd[s], shapes.kf[s], shapes.time_constant[s], shapes.damping_ratio[s],
+                                      shapes.mu[s])
             body_f[b] += B.wrench_at(Xb, com, c, fc)
 
     @sk.func
     def point_wrenches(k: int, kind_a: int, size_a: vec3, Xa: S.transform, toward: vec3, kind_b: int, size_b: vec3,
                        Xb: S.transform, Xb_inv: S.transform, body_a: int, body_b: int, body_q: transforms,
-                       body_qd: spatials, bodies: S.Bodies, ke: real, kd: real, kf: real, mu: real):
+                       body_qd: spatials, bodies: S.Bodies, ke: real, kd: real, kf: real, tc: real, zeta: real,
+                       mu: real):
         """The wrenches on the bodies of shapes ``a`` and ``b`` from contact point ``k`` of ``a``
         against the surface of ``b`` (zero when it does not touch)."""
         p_local, radius = shape_point(kind_a, size_a, k, toward)
@@ -113,11 +121,14 @@ def body_contact_kernels(real) -> SimpleNamespace:
             n = sk.quat_rotate(Xb.q, n_local)
             c = p - n * (radius + 0.5 * depth)
             v = c * 0.0
+            inv_mass = real(0.0)
             if body_a >= 0:
                 v = B.point_velocity(body_q[body_a], body_qd[body_a], bodies.com[body_a], c)
+                inv_mass = B.point_inverse_mass(body_q[body_a], bodies, body_a, c, n)
             if body_b >= 0:
                 v = v - B.point_velocity(body_q[body_b], body_qd[body_b], bodies.com[body_b], c)
-            fc = penalty_force(n, depth, v, ke, kd, kf, mu)
+                inv_mass = inv_mass + B.point_inverse_mass(body_q[body_b], bodies, body_b, c, n)
+            fc = scaled_penalty_force(n, depth, v, inv_mass, ke, kd, kf, tc, zeta, mu)
             if body_a >= 0:
                 wa = B.wrench_at(body_q[body_a], bodies.com[body_a], c, fc)
             if body_b >= 0:
@@ -142,6 +153,8 @@ def body_contact_kernels(real) -> SimpleNamespace:
         ke = 0.5 * (shapes.ke[a] + shapes.ke[b])
         kd = 0.5 * (shapes.kd[a] + shapes.kd[b])
         kf = 0.5 * (shapes.kf[a] + shapes.kf[b])
+        tc = 0.5 * (shapes.time_constant[a] + shapes.time_constant[b])
+        zeta = 0.5 * (shapes.damping_ratio[a] + shapes.damping_ratio[b])
         mu = 0.5 * (shapes.mu[a] + shapes.mu[b])
         count = shape_point_count(kind_a)
         fa = spatial(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -149,13 +162,13 @@ def body_contact_kernels(real) -> SimpleNamespace:
         for k in range(8):
             if k < count:
                 wa, wb = point_wrenches(k, kind_a, size_a, Xa, toward, kind_b, size_b, Xb, Xb_inv, body_a, body_b,
-                                        body_q, body_qd, bodies, ke, kd, kf, mu)
+                                        body_q, body_qd, bodies, ke, kd, kf, tc, zeta, mu)
                 fa = fa + wa
                 fb = fb + wb
         for k in range(8, MAX_SHAPE_POINTS):
             if k < count:
                 wa, wb = point_wrenches(k, kind_a, size_a, Xa, toward, kind_b, size_b, Xb, Xb_inv, body_a, body_b,
-                                        body_q, body_qd, bodies, ke, kd, kf, mu)
+                                        body_q, body_qd, bodies, ke, kd, kf, tc, zeta, mu)
                 fa = fa + wa
                 fb = fb + wb
         return fa, fb

@@ -5,7 +5,10 @@ The normal force is ``max(-ke * depth - kd * v_n, 0)`` (a spring on the penetrat
 depth, damped, never pulling); the friction force opposes the tangential velocity
 with magnitude ``min(kf * |v_t|, mu * f_n)``: viscous below the slip threshold,
 Coulomb above it. Everything is differentiable; the ``min``/``max`` switches pass
-the gradient of the active branch.
+the gradient of the active branch. Where ``Contact.time_constant`` ``tc`` is > 0 the gains
+are per unit mass (:func:`scaled_penalty_force`): ``ke + m / tc^2``, ``kd + 2 zeta m / tc``,
+``kf + m / tc`` with ``m`` the particle's mass (against a body's shape, the reduced mass of
+the particle and the body's point; between two particles, theirs).
 
 A particle meets only the shapes of its own world and of world -1 (the rows of
 :func:`~simkit.kernels.shapes.particle_shape_rows`); the ground belongs to every world.
@@ -39,6 +42,24 @@ def penalty_force(n, depth, v, ke, kd, kf, mu):
     return n * fn + ft
 
 
+@sk.func
+def scaled_penalty_force(n, depth, v, inv_mass, ke, kd, kf, time_constant, damping_ratio, mu):
+    """:func:`penalty_force` with the gains ``ke + m / tc^2``, ``kd + 2 zeta m / tc`` and
+    ``kf + m / tc`` where the time constant ``tc > 0`` (``zeta`` the damping ratio), ``m``
+    the effective mass of the contact (``1 / inv_mass``; 0 when ``inv_mass`` is 0): then a
+    contact is the same spring-damper per unit mass for every mass."""
+    k = ke
+    c = kd
+    f = kf
+    if time_constant > 0.0 and inv_mass > 0.0:
+        rate = 1.0 / time_constant
+        m = 1.0 / inv_mass
+        k = k + m * rate * rate
+        c = c + 2.0 * damping_ratio * m * rate
+        f = f + m * rate
+    return penalty_force(n, depth, v, k, c, f, mu)
+
+
 @functools.cache
 def contact_kernels(real) -> SimpleNamespace:
     """The contact kernels for float type ``real``."""
@@ -55,7 +76,9 @@ def contact_kernels(real) -> SimpleNamespace:
         n = contact.ground_normal
         depth = sk.dot(n, q[i]) - particles.radius[i]
         if depth < 0.0:
-            fc = penalty_force(n, depth, qd[i], contact.ke[0], contact.kd[0], contact.kf[0], contact.mu[0])
+            fc = scaled_penalty_force(n, depth, qd[i], particles.inv_mass[i], contact.ke[0], contact.kd[0],
+                                      contact.kf[0], contact.time_constant[0], contact.damping_ratio[0],
+                                      contact.mu[0])
             f[i] += fc
 
     @sk.kernel(module=f"simkit.kernels.contact.{real.__name__}")
@@ -77,9 +100,12 @@ def contact_kernels(real) -> SimpleNamespace:
             nw = sk.quat_rotate(X.q, n)
             b = shapes.body[s]
             v_rel = qd[i]
+            inv_mass = particles.inv_mass[i]
             if b >= 0:
                 v_rel = v_rel - B.point_velocity(body_q[b], body_qd[b], bodies.com[b], q[i])
-            fc = penalty_force(nw, depth, v_rel, contact.ke[0], contact.kd[0], contact.kf[0], contact.mu[0])
+                inv_mass = inv_mass + B.point_inverse_mass(body_q[b], bodies, b, q[i] - nw * particles.radius[i], nw)
+            fc = scaled_penalty_force(nw, depth, v_rel, inv_mass, contact.ke[0], contact.kd[0], contact.kf[0],
+                                      contact.time_constant[0], contact.damping_ratio[0], contact.mu[0])
             f[i] += fc
             if b >= 0:
                 body_f[b] += B.wrench_at(body_q[b], bodies.com[b], q[i] - nw * particles.radius[i], -fc)

@@ -40,7 +40,7 @@ import functools
 from types import SimpleNamespace
 
 import simkit as sk
-from .contact import penalty_force
+from .contact import scaled_penalty_force
 from .hash_grid import (HashGrid, grid_bucket, grid_cell, grid_group_key, grid_group_searches, grid_hash,
                         grid_neighbor_cell, grid_point_group, grid_searched_group, grid_struct)
 from .structs import model_structs
@@ -64,6 +64,9 @@ def particle_contact_kernels(real) -> SimpleNamespace:
         kd = contact.kd[0]
         kf = contact.kf[0]
         mu = contact.mu[0]
+        tc = contact.time_constant[0]
+        zeta = contact.damping_ratio[0]
+        wi = particles.inv_mass[i]
         g = grid_point_group(grid, i)
         c = grid_cell(grid, xi)
         fi = xi * 0.0
@@ -83,7 +86,8 @@ def particle_contact_kernels(real) -> SimpleNamespace:
                         depth = dist - (ri + particles.radius[j])
                         # coincident centres have no contact normal; both sides skip the pair alike
                         if depth < 0.0 and dist > 0.0:
-                            fi = fi + penalty_force(d / dist, depth, vi - qd[j], ke, kd, kf, mu)
+                            fi = fi + scaled_penalty_force(d / dist, depth, vi - qd[j],
+                                                           wi + particles.inv_mass[j], ke, kd, kf, tc, zeta, mu)
         f[i] += fi
 
     return SimpleNamespace(particle_contact=particle_contact)

@@ -88,12 +88,16 @@ def model_structs(real) -> SimpleNamespace:
     class Contact:
         """Penalty contact: normal stiffness ``ke``, normal damping ``kd``, friction stiffness
         ``kf`` (the slope of the regularised Coulomb law at zero slip) and friction coefficient
-        ``mu``. They are one-element arrays so that they can carry a gradient. The ground is
-        the plane ``dot(ground_normal, x) = 0`` when ``ground`` is 1."""
+        ``mu``; where ``time_constant`` ``tc`` is > 0, the gains add ``m / tc^2``, ``2 zeta m /
+        tc`` and ``m / tc`` for a contact of effective mass ``m`` (``zeta`` the
+        ``damping_ratio``). They are one-element arrays so that they can carry a gradient. The
+        ground is the plane ``dot(ground_normal, x) = 0`` when ``ground`` is 1."""
         ke: reals
         kd: reals
         kf: reals
         mu: reals
+        time_constant: reals
+        damping_ratio: reals
         ground: T.int32
         ground_normal: vec3
 
@@ -102,8 +106,9 @@ def model_structs(real) -> SimpleNamespace:
         """Collision shapes: ``kind`` (SHAPE_SPHERE/BOX/CAPSULE), the ``body`` they are attached
         to (-1: static), ``xform`` in the body's frame (in the world for static shapes) and
         ``params`` (sphere: radius, box: half extents, capsule: radius and half height along
-        local y). ``ke``, ``kd``, ``kf``, ``mu`` are the penalty contact material of the shape
-        in body contacts (a pair averages its two shapes); particle contacts use ``Contact``."""
+        local y). ``ke``, ``kd``, ``kf``, ``mu``, ``time_constant``, ``damping_ratio`` are the
+        penalty contact material of the shape in body contacts (as in ``Contact``; a pair
+        averages its two shapes); particle contacts use ``Contact``."""
         kind: ArrayType(T.int32, 1)
         body: ArrayType(T.int32, 1)
         xform: ArrayType(transform, 1)
@@ -112,6 +117,8 @@ def model_structs(real) -> SimpleNamespace:
         kd: reals
         kf: reals
         mu: reals
+        time_constant: reals
+        damping_ratio: reals
 
     @struct
     class Bodies:

@@ -30,7 +30,7 @@ positions the shape correction produced (Gauss-Seidel inside the element).
 Example::
 
     k = xpbd_kernels(sk.float64)
-    sk.launch(k.predict, n, inputs=[q, qd, model.particles, model.gravity, dt, q_pred])
+    sk.launch(k.predict, n, inputs=[q, qd, model.particles, model.gravity, dt, q_pred, qd_pred])
 """
 
 import functools
@@ -42,19 +42,22 @@ from .structs import model_structs
 
 
 @sk.func
-def project_contact(x, x_prev, n, depth, mu):
-    """Push ``x`` out along the unit normal ``n`` by the penetration ``-depth``, then remove
-    tangential motion over the step (``x - x_prev``) up to ``mu`` times that push: position-level
-    Coulomb friction, sticking when the slip is smaller than the friction cone allows."""
-    y = x
+def contact_push(step, n, depth, mu):
+    """The correction that pushes a point out along the unit normal ``n`` by the penetration
+    ``-depth``, then removes its tangential motion over the step (``step``, its displacement
+    since the start of the step) up to ``mu`` times that push: position-level Coulomb friction,
+    sticking when the slip is smaller than the friction cone allows. Zero when ``depth >= 0``.
+    Taking the displacement rather than the two positions keeps the slip exact in float32 far
+    from the origin."""
+    push = n * 0.0
     if depth < 0.0:
-        y = x - n * depth
-        step = y - x_prev
-        slip = step - n * sk.dot(n, step)
+        push = n * -depth
+        moved = step + push
+        slip = moved - n * sk.dot(n, moved)
         length = sk.length(slip)
         if length > 0.0:
-            y = y - slip * sk.min(mu * -depth / length, 1.0)
-    return y
+            push = push - slip * sk.min(mu * -depth / length, 1.0)
+    return push
 
 
 @sk.func
@@ -138,13 +141,17 @@ def xpbd_kernels(real) -> SimpleNamespace:
     reals = sk.array(dtype=real)
 
     @sk.kernel(module=f"simkit.kernels.xpbd.{real.__name__}")
-    def predict(q: vec3s, qd: vec3s, particles: S.Particles, gravity: S.vec3, dt: real, q_out: vec3s):
-        # x* = x + dt v + dt^2 g; kinematic particles (inverse mass 0) keep their velocity.
+    def predict(q: vec3s, qd: vec3s, particles: S.Particles, gravity: S.vec3, dt: real, q_out: vec3s,
+                qd_out: vec3s):
+        # v* = v + dt g, x* = x + dt v*; kinematic particles (inverse mass 0) keep their velocity.
+        # v* is kept: the step's velocity is v* plus the corrections over dt, never a difference
+        # of two nearby positions (which loses dt g to cancellation in float32).
         i = sk.tid()
         v = qd[i]
         if particles.inv_mass[i] > 0.0:
             v = v + gravity * dt
         q_out[i] = q[i] + v * dt
+        qd_out[i] = v
 
     @sk.kernel(module=f"simkit.kernels.xpbd.{real.__name__}")
     def solve_springs(q: vec3s, q_prev: vec3s, springs: S.Springs, activation: reals, particles: S.Particles,
@@ -352,34 +359,43 @@ def xpbd_kernels(real) -> SimpleNamespace:
         delta[i3] += (M @ p3) * w3
 
     @sk.kernel(module=f"simkit.kernels.xpbd.{real.__name__}")
-    def apply_corrections(q: vec3s, delta: vec3s, q_prev: vec3s, particles: S.Particles, contact: S.Contact,
-                          shapes: S.Shapes, statics: S.ParticleShapes, q_out: vec3s):
+    def apply_corrections(q: vec3s, delta: vec3s, corr: vec3s, qd_pred: vec3s, dt: real, particles: S.Particles,
+                          contact: S.Contact, shapes: S.Shapes, statics: S.ParticleShapes, q_out: vec3s,
+                          corr_out: vec3s):
         # Jacobi update, then contact: each particle is pushed out of the ground and the
         # static shapes of its world (its row of ``statics``) one after the other, with friction
         # against its motion over the step. Shapes on bodies are constraints of their own
-        # (xpbd_body_contact), acting both ways.
+        # (xpbd_body_contact), acting both ways. ``corr`` sums every correction since the
+        # prediction, so the motion over the step is dt v* + corr.
         i = sk.tid()
         x = q[i] + delta[i]
+        c = corr[i] + delta[i]
         if particles.inv_mass[i] > 0.0:
             r = particles.radius[i]
             mu = contact.mu[0]
-            x_prev = q_prev[i]
             if contact.ground != 0:
                 n = contact.ground_normal
-                x = project_contact(x, x_prev, n, sk.dot(n, x) - r, mu)
+                push = contact_push(qd_pred[i] * dt + c, n, sk.dot(n, x) - r, mu)
+                x = x + push
+                c = c + push
             row = statics.world[i] + 1
             for slot in range(statics.start[row], statics.start[row + 1]):
                 s = statics.shape[slot]
                 X = shapes.xform[s]
                 dist, n_local = shape_distance(shapes.kind[s], sk.transform_point(sk.transform_inverse(X), x),
                                                shapes.params[s])
-                x = project_contact(x, x_prev, sk.quat_rotate(X.q, n_local), dist - r, mu)
+                push = contact_push(qd_pred[i] * dt + c, sk.quat_rotate(X.q, n_local), dist - r, mu)
+                x = x + push
+                c = c + push
         q_out[i] = x
+        corr_out[i] = c
 
     @sk.kernel(module=f"simkit.kernels.xpbd.{real.__name__}")
-    def update_velocities(q: vec3s, q_prev: vec3s, dt: real, qd_out: vec3s):
+    def update_velocities(qd_pred: vec3s, corr: vec3s, dt: real, qd_out: vec3s):
+        # v = v* + (x - x*) / dt, with x - x* the summed corrections: exactly (x - x_n) / dt, but
+        # without subtracting two positions
         i = sk.tid()
-        qd_out[i] = (q[i] - q_prev[i]) / dt
+        qd_out[i] = qd_pred[i] + corr[i] / dt
 
     return SimpleNamespace(predict=predict, solve_springs=solve_springs, solve_triangles=solve_triangles,
                            solve_bending=solve_bending, solve_tets=solve_tets,

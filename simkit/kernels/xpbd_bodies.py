@@ -20,7 +20,7 @@ limit) and writes its total correction.
 Example::
 
     k = xpbd_body_kernels(sk.float64)
-    sk.launch(k.predict_bodies, n, inputs=[q, qd, act, model.bodies, model.gravity, dt, q_pred])
+    sk.launch(k.predict_bodies, n, inputs=[q, qd, act, model.bodies, model.gravity, dt, q_pred, qd_pred])
 """
 
 import functools
@@ -105,7 +105,7 @@ def xpbd_body_kernels(real) -> SimpleNamespace:
     Example::
 
         k = xpbd_body_kernels(sk.float32)
-        sk.launch(k.apply_body_corrections, n, inputs=[poses, dx, dtheta, model.bodies, poses_next])
+        sk.launch(k.apply_body_corrections, n, inputs=[poses, dx, dtheta, corr, model.bodies, poses_next, corr_next])
     """
     S = model_structs(real)
     B = body_kernels(real)
@@ -213,11 +213,12 @@ def xpbd_body_kernels(real) -> SimpleNamespace:
 
     @sk.kernel(module=module)
     def predict_bodies(body_q: transforms, body_qd: spatials, act: spatials, bodies: S.Bodies, gravity: vec3,
-                       dt: real, q_out: transforms):
+                       dt: real, q_out: transforms, qd_out: spatials):
         # The center of mass moves with v + dt (g + F / m). The rotation is implicit in the
         # angular momentum: L = I_w w + dt tau, and the step turns by the w that has momentum L
         # through the inertia at the new orientation (a fixed point), so a free body conserves L.
-        # A body without mass is kinematic: it keeps its velocity.
+        # A body without mass is kinematic: it keeps its velocity. The predicted velocities are
+        # kept: the step's velocities are them plus the corrections over dt.
         i = sk.tid()
         X = body_q[i]
         qd = body_qd[i]
@@ -235,6 +236,7 @@ def xpbd_body_kernels(real) -> SimpleNamespace:
                 w = Rn @ (bodies.inv_inertia[i] @ (sk.transpose(Rn) @ L))
         q = rotation_step(X.q, w, dt)
         q_out[i] = S.transform(x + v * dt - sk.quat_rotate(q, com), q)
+        qd_out[i] = B.make_spatial(w, v)
 
     @sk.kernel(module=module)
     def solve_joints(poses: transforms, poses_prev: transforms, joints: S.Joints, target: reals, bodies: S.Bodies,
@@ -330,27 +332,25 @@ def xpbd_body_kernels(real) -> SimpleNamespace:
             dtheta[p] += dtp
 
     @sk.kernel(module=module)
-    def apply_body_corrections(poses: transforms, dx: vec3s, dtheta: vec3s, bodies: S.Bodies, q_out: transforms):
+    def apply_body_corrections(poses: transforms, dx: vec3s, dtheta: vec3s, corr: spatials, bodies: S.Bodies,
+                               q_out: transforms, corr_out: spatials):
         # The summed corrections of one iteration: the center of mass moves by dx, the rotation
-        # turns by dtheta about it.
+        # turns by dtheta about it. corr sums (dtheta, dx) since the prediction.
         i = sk.tid()
         X = poses[i]
         com = bodies.com[i]
         x = sk.transform_point(X, com) + dx[i]
         q = rotate_by(X.q, dtheta[i])
         q_out[i] = S.transform(x - sk.quat_rotate(q, com), q)
+        corr_out[i] = corr[i] + B.make_spatial(dtheta[i], dx[i])
 
     @sk.kernel(module=module)
-    def update_body_velocities(body_q: transforms, body_q_prev: transforms, bodies: S.Bodies, dt: real,
-                               qd_out: spatials):
-        # v = (x - x_n) / dt of the center of mass, w = 2 vec(q q_n^-1) / dt (the short way round)
+    def update_body_velocities(qd_pred: spatials, corr: spatials, dt: real, qd_out: spatials):
+        # (w, v) = (w*, v*) + (summed rotation corrections, summed displacements of the center of
+        # mass) / dt: to first order in the corrections what the difference of the poses gives,
+        # without subtracting two nearby poses (which cancels dt g and dt w in float32)
         i = sk.tid()
-        X = body_q[i]
-        Y = body_q_prev[i]
-        com = bodies.com[i]
-        v = (sk.transform_point(X, com) - sk.transform_point(Y, com)) / dt
-        w = rotation_vector(X.q * sk.quat_inverse(Y.q)) / dt
-        qd_out[i] = B.make_spatial(w, v)
+        qd_out[i] = qd_pred[i] + corr[i] / dt
 
     return SimpleNamespace(rotation_vector=rotation_vector, split_of=split_of, load_body=load_body,
                            joint_coordinate=joint_coordinate, apply_joint_actuation=apply_joint_actuation,

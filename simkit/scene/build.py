@@ -25,7 +25,7 @@ from ..sim.integrators import SemiImplicitEuler
 from ..sim.model import Control, Model, State
 from ..sim.xpbd import XPBD
 from .kernels import scene_kernels
-from .schema import SceneConfig, read_config
+from .schema import MATERIAL_KEYS, SceneConfig, read_config
 from .validate import SceneError
 
 
@@ -340,10 +340,10 @@ def build_scene(config: SceneConfig) -> Scene:
         scene = build_scene(read_config("scenes/flag.toml"))
     """
     sim, c, r = config.sim, config.contact, config.rigid_contact
-    b = ModelBuilder(gravity=sim["gravity"], up_axis=sim["up_axis"], ground=sim["ground"], contact_ke=c["ke"],
-                     contact_kd=c["kd"], contact_kf=c["kf"], contact_mu=c["mu"],
-                     particle_contact=c["particle_contact"], rigid_contact_ke=r["ke"], rigid_contact_kd=r["kd"],
-                     rigid_contact_kf=r["kf"], rigid_contact_mu=r["mu"])
+    b = ModelBuilder(gravity=sim["gravity"], up_axis=sim["up_axis"], ground=sim["ground"],
+                     particle_contact=c["particle_contact"], contact_mu=c["mu"], rigid_contact_mu=r["mu"],
+                     **{f"contact_{k}": c[k] for k in MATERIAL_KEYS},
+                     **{f"rigid_contact_{k}": r[k] for k in MATERIAL_KEYS})
     bodies: dict[str, Body] = {}
     gaits: list[tuple[Body, dict]] = []
 
@@ -418,7 +418,7 @@ def build_scene(config: SceneConfig) -> Scene:
 
 
 def _add_shape(b: ModelBuilder, e: dict, body: int, config: SceneConfig) -> None:
-    material = {k: e[k] for k in ("ke", "kd", "kf", "mu")}
+    material = {k: e[k] for k in MATERIAL_KEYS + ("mu",)}
     density = e.get("density", 0.0)
     try:
         if e["kind"] == "sphere":

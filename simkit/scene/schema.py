@@ -43,8 +43,10 @@ USD_EXTENSIONS = (".usd", ".usda", ".usdc")
 TOP_KEYS = ("description", "sim", "contact", "rigid_contact", "output", "optimize", "particles", "springs", "cloth",
             "soft_grid", "soft_mesh", "shapes", "bodies", "joints")
 SIM_KEYS = ("dt", "substeps", "frames", "integrator", "iterations", "device", "dtype", "gravity", "up_axis", "ground")
-CONTACT_KEYS = ("ke", "kd", "kf", "mu", "particle_contact")
-RIGID_CONTACT_KEYS = ("ke", "kd", "kf", "mu")
+CONTACT_KEYS = ("ke", "kd", "kf", "mu", "time_constant", "damping_ratio", "particle_contact")
+RIGID_CONTACT_KEYS = ("ke", "kd", "kf", "mu", "time_constant", "damping_ratio")
+# a contact material: gains, or per unit mass (see ModelBuilder); None where not given
+MATERIAL_KEYS = ("ke", "kd", "kf", "time_constant", "damping_ratio")
 OUTPUT_KEYS = ("usd", "fps")
 PARTICLES_KEYS = ("name", "positions", "velocity", "mass", "radius", "pinned")
 SPRINGS_KEYS = ("name", "particles", "pairs", "within", "ke", "kd", "muscle")
@@ -56,7 +58,7 @@ SOFT_GRID_KEYS = ("name", "pos", "rot", "velocity", "dim_x", "dim_y", "dim_z", "
 SOFT_MESH_KEYS = ("name", "file", "pos", "rot", "scale", "velocity", "density", "k_mu", "k_lambda", "k_damp", "radius")
 SHAPE_KINDS = {"sphere": ("pos", "radius"), "box": ("pos", "rot", "half_extents"),
                "capsule": ("pos", "rot", "radius", "half_height")}
-SHAPE_COMMON = ("name", "kind", "ke", "kd", "kf", "mu")
+SHAPE_COMMON = ("name", "kind", "ke", "kd", "kf", "mu", "time_constant", "damping_ratio")
 BODY_KEYS = ("name", "pos", "rot", "velocity", "angular_velocity", "armature", "shapes")
 JOINT_AXIS_KEYS = ("axis", "limit_lower", "limit_upper", "limit_ke", "limit_kd", "target", "target_ke", "target_kd")
 JOINT_KINDS = {"revolute": JOINT_AXIS_KEYS, "prismatic": JOINT_AXIS_KEYS, "ball": (), "fixed": ()}
@@ -235,17 +237,22 @@ def _sim(root: Table, device: str | None, frames: int | None) -> dict:
     return out
 
 
+def _material(t: Table) -> dict:
+    """The contact gains or per-mass parameters of ``t`` (None where not given)."""
+    out = {k: t.number(k, None, low=0.0) for k in MATERIAL_KEYS if k != "time_constant"}
+    out["time_constant"] = t.number("time_constant", None, low=0.0, low_open=True)
+    return out
+
+
 def _contact(root: Table) -> dict:
     t = root.table("contact", CONTACT_KEYS) or Table({}, "contact", root.file, CONTACT_KEYS)
-    return {"ke": t.number("ke", 1.0e4, low=0.0), "kd": t.number("kd", 10.0, low=0.0),
-            "kf": t.number("kf", 100.0, low=0.0), "mu": t.number("mu", 0.5, low=0.0),
+    return {**_material(t), "mu": t.number("mu", 0.5, low=0.0),
             "particle_contact": t.boolean("particle_contact", False)}
 
 
 def _rigid_contact(root: Table) -> dict:
     t = root.table("rigid_contact", RIGID_CONTACT_KEYS) or Table({}, "rigid_contact", root.file, RIGID_CONTACT_KEYS)
-    return {"ke": t.number("ke", 1.0e5, low=0.0), "kd": t.number("kd", 1.0e2, low=0.0),
-            "kf": t.number("kf", 1.0e2, low=0.0), "mu": t.number("mu", 0.5, low=0.0)}
+    return {**_material(t), "mu": t.number("mu", 0.5, low=0.0)}
 
 
 def _output(root: Table, sim: dict, stem: str) -> dict:
@@ -378,7 +385,7 @@ def _shape(entry: Any, path: str, file: str, static: bool) -> dict:
         out["half_extents"] = h
     if "half_height" in takes:
         out["half_height"] = _nonneg(t, "half_height")
-    for k in ("ke", "kd", "kf", "mu"):
+    for k in MATERIAL_KEYS + ("mu",):
         out[k] = _nonneg(t, k, None)
     if not static:
         out["density"] = _nonneg(t, "density", 1000.0)

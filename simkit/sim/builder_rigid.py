@@ -22,6 +22,7 @@ from ..kernels.structs import (JOINT_BALL, JOINT_FIXED, JOINT_PRISMATIC, JOINT_R
                                SHAPE_CAPSULE, SHAPE_SPHERE)
 from . import geometry as G
 from . import validate as V
+from .contact_material import RIGID_PENALTY, contact_material
 from .mass import body_mass_properties
 
 _IDENTITY = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
@@ -35,6 +36,9 @@ JOINT_LINEAR_KE, JOINT_LINEAR_KD = 1.0e5, 1.0e1
 JOINT_ANGULAR_KE, JOINT_ANGULAR_KD = 1.0e3, 5.0e-2
 
 
+# the contact material of a shape, in the order of ``shape_material``'s rows
+SHAPE_MATERIAL = ("ke", "kd", "kf", "mu", "time_constant", "damping_ratio")
+
 def _transform_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.concatenate([a[:3] + G.quat_rotate(a[3:], b[:3]), G.quat_multiply(a[3:], b[3:])])
 
@@ -47,11 +51,10 @@ def _transform_inverse(a: np.ndarray) -> np.ndarray:
 class RigidBuilder:
     """Bodies, shapes and joints; mixed into :class:`~simkit.sim.ModelBuilder`."""
 
-    def _init_rigid(self, ke: float, kd: float, kf: float, mu: float) -> None:
-        self.rigid_contact = {"ke": V.nonneg(ke, "ModelBuilder: rigid_contact_ke"),
-                              "kd": V.nonneg(kd, "ModelBuilder: rigid_contact_kd"),
-                              "kf": V.nonneg(kf, "ModelBuilder: rigid_contact_kf"),
-                              "mu": V.nonneg(mu, "ModelBuilder: rigid_contact_mu")}
+    def _init_rigid(self, ke, kd, kf, mu, time_constant, damping_ratio) -> None:
+        self.rigid_contact = dict(contact_material("ModelBuilder", "rigid_contact_", ke, kd, kf, time_constant,
+                                                   damping_ratio, RIGID_PENALTY),
+                                  mu=V.nonneg(mu, "ModelBuilder: rigid_contact_mu"))
         self.body_q: list = []
         self.body_qd: list = []
         self.body_armature: list = []
@@ -110,9 +113,12 @@ class RigidBuilder:
     def _add_shape(self, kind: int, pos, rot, params, body, density, material, where: str) -> int:
         body = V.index(body, self.body_count, "body", "bodies", where, allow_world=True)
         density = V.nonneg(density, f"{where}: density")
-        mat = []
-        for name, value in zip(("ke", "kd", "kf", "mu"), material):
-            mat.append(self.rigid_contact[name] if value is None else V.nonneg(value, f"{where}: {name}"))
+        ke, kd, kf, mu, time_constant, damping_ratio = material
+        # gains left out come from the builder's when it has gains, as before per-mass materials
+        penalty = RIGID_PENALTY if self.rigid_contact["time_constant"] > 0.0 else self.rigid_contact
+        m = contact_material(where, "", ke, kd, kf, time_constant, damping_ratio, penalty, self.rigid_contact)
+        m["mu"] = self.rigid_contact["mu"] if mu is None else V.nonneg(mu, f"{where}: mu")
+        mat = [m[name] for name in SHAPE_MATERIAL]
         self.shape_kind.append(kind)
         self.shape_body.append(body)
         self.shape_xform.append(np.concatenate([pos, rot]))
@@ -123,10 +129,13 @@ class RigidBuilder:
 
     def add_shape_sphere(self, pos: Sequence[float], radius: float, body: int = -1, density: float = 1000.0, *,
                          ke: float | None = None, kd: float | None = None, kf: float | None = None,
-                         mu: float | None = None) -> int:
+                         mu: float | None = None, time_constant: float | None = None,
+                         damping_ratio: float | None = None) -> int:
         """Add a sphere collider centered at ``pos`` (in the frame of ``body``, or the world
         when ``body=-1``, the default, which makes it static). ``density`` (kg/m^3) gives the
-        body its mass; ``ke``, ``kd``, ``kf``, ``mu`` override the builder's rigid contact material.
+        body its mass; ``ke``, ``kd``, ``kf``, ``mu``, ``time_constant``, ``damping_ratio``
+        override the builder's rigid contact material (gains or per unit mass, as in
+        :class:`~simkit.sim.ModelBuilder`; those not given come from it).
 
         Example::
 
@@ -135,11 +144,12 @@ class RigidBuilder:
         """
         return self._add_shape(SHAPE_SPHERE, V.vec3(pos, "add_shape_sphere: pos"), np.array([0.0, 0.0, 0.0, 1.0]),
                                np.array([V.positive(radius, "add_shape_sphere: radius"), 0.0, 0.0]), body, density,
-                               (ke, kd, kf, mu), "add_shape_sphere")
+                               (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_sphere")
 
     def add_shape_box(self, pos: Sequence[float], rot: Sequence[float], half_extents: Sequence[float],
                       body: int = -1, density: float = 1000.0, *, ke: float | None = None, kd: float | None = None,
-                      kf: float | None = None, mu: float | None = None) -> int:
+                      kf: float | None = None, mu: float | None = None, time_constant: float | None = None,
+                      damping_ratio: float | None = None) -> int:
         """Add a box collider with the given half extents along its local axes (static unless
         ``body`` is given; see :meth:`add_shape_sphere`).
 
@@ -151,11 +161,12 @@ class RigidBuilder:
         if np.any(h <= 0.0):
             raise ValueError(f"add_shape_box: half_extents must be > 0, got {half_extents!r}")
         return self._add_shape(SHAPE_BOX, V.vec3(pos, "add_shape_box: pos"), V.quat(rot, "add_shape_box: rot"), h,
-                               body, density, (ke, kd, kf, mu), "add_shape_box")
+                               body, density, (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_box")
 
     def add_shape_capsule(self, pos: Sequence[float], rot: Sequence[float], radius: float, half_height: float,
                           body: int = -1, density: float = 1000.0, *, ke: float | None = None,
-                          kd: float | None = None, kf: float | None = None, mu: float | None = None) -> int:
+                          kd: float | None = None, kf: float | None = None, mu: float | None = None,
+                          time_constant: float | None = None, damping_ratio: float | None = None) -> int:
         """Add a capsule collider: a segment of length ``2 * half_height`` along its local y
         axis, thickened by ``radius`` (static unless ``body`` is given; see :meth:`add_shape_sphere`).
 
@@ -167,7 +178,7 @@ class RigidBuilder:
                                V.quat(rot, "add_shape_capsule: rot"),
                                np.array([V.positive(radius, "add_shape_capsule: radius"),
                                          V.nonneg(half_height, "add_shape_capsule: half_height"), 0.0]),
-                               body, density, (ke, kd, kf, mu), "add_shape_capsule")
+                               body, density, (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_capsule")
 
     # -- joints -------------------------------------------------------------------------
     def _add_joint(self, kind: int, where: str, parent, child, parent_xform, child_xform, axis, limits, gains) -> int:
@@ -315,15 +326,15 @@ class RigidBuilder:
             mass[b], com[b], inertia[b] = body_mass_properties(attached[b])
             if mass[b] > 0.0:
                 inertia[b] += np.eye(3) * self.body_armature[b]
-        material = np.asarray(self.shape_material, dtype=np.float64).reshape(-1, 4)
+        material = np.asarray(self.shape_material, dtype=np.float64).reshape(-1, len(SHAPE_MATERIAL))
         limits = np.asarray(self.joint_limits, dtype=np.float64).reshape(-1, 4)
         gains = np.asarray(self.joint_gains, dtype=np.float64).reshape(-1, 6)
         return {
             "body_q": self.body_q, "body_qd": self.body_qd, "body_mass": mass, "body_com": com,
             "body_inertia": inertia,
             "shape_kind": self.shape_kind, "shape_body": self.shape_body, "shape_xform": self.shape_xform,
-            "shape_params": self.shape_params, "shape_ke": material[:, 0], "shape_kd": material[:, 1],
-            "shape_kf": material[:, 2], "shape_mu": material[:, 3],
+            "shape_params": self.shape_params,
+            **{f"shape_{name}": material[:, k] for k, name in enumerate(SHAPE_MATERIAL)},
             "joint_kind": self.joint_kind, "joint_parent": self.joint_parent, "joint_child": self.joint_child,
             "joint_parent_xform": self.joint_parent_xform, "joint_child_xform": self.joint_child_xform,
             "joint_axis": self.joint_axis, "joint_limit_lower": limits[:, 0], "joint_limit_upper": limits[:, 1],

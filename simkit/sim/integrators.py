@@ -46,9 +46,11 @@ def check_step(model: Model, state_in: State, state_out: State, control: Control
 class SemiImplicitEuler:
     """Symplectic (semi-implicit) Euler: forces at ``state_in``, then ``v += a dt`` and
     ``x += v dt``. Every force is explicit, so ``dt`` must resolve the stiffest one: for
-    contact roughly ``dt < 0.2 * sqrt(m / contact_ke)``, and the damping-like terms need
-    ``contact_kd * dt / m < 1`` and ``contact_kf * dt / m < 1`` for the lightest particle
-    in contact (above that, resting friction chatters instead of sticking).
+    contact given per unit mass (the builder's default) ``dt <= contact_time_constant / 10``
+    for any mass; for fixed gains roughly ``dt < 0.2 * sqrt(m / contact_ke)``, and the
+    damping-like terms need ``contact_kd * dt / m < 1`` and ``contact_kf * dt / m < 1`` for
+    the lightest particle in contact (above that, resting friction chatters instead of
+    sticking).
 
     Rigid bodies integrate their angular momentum (conserved exactly without torque) and
     renormalize their rotation every step. Body contacts are penalties like the particles'.

@@ -106,6 +106,7 @@ class Model:
 
         c = data["contact"]
         self.contact = S.Contact(ke=reals([c["ke"]]), kd=reals([c["kd"]]), kf=reals([c["kf"]]), mu=reals([c["mu"]]),
+                                 time_constant=reals([c["time_constant"]]), damping_ratio=reals([c["damping_ratio"]]),
                                  ground=int(self.ground), ground_normal=vec3(*data["up_vector"]))
 
         def ints(x):
@@ -129,7 +130,8 @@ class Model:
                                xform=vectors(data["shape_xform"], S.transform, grad=False),
                                params=vectors(data["shape_params"], vec3, grad=False),
                                ke=reals(data["shape_ke"]), kd=reals(data["shape_kd"]), kf=reals(data["shape_kf"]),
-                               mu=reals(data["shape_mu"]))
+                               mu=reals(data["shape_mu"]), time_constant=reals(data["shape_time_constant"]),
+                               damping_ratio=reals(data["shape_damping_ratio"]))
 
         self.joint_count = len(data["joint_kind"])
         self.joints = S.Joints(kind=ints(data["joint_kind"]), parent=ints(data["joint_parent"]),

@@ -224,3 +224,18 @@ def test_muscle_phases_follow_phase_and_wave(edit_scene):
     t = 0.5 * scene.settings.frame_dt
     expected = 0.1 * np.tanh(2.0 * np.sin(2.0 * np.pi * 2.0 * t + phase))
     np.testing.assert_allclose(control.spring_activation.numpy(), expected, rtol=1e-6, atol=1e-9)
+
+
+def test_contact_given_per_unit_mass_reaches_the_model(edit_scene):
+    path = edit_scene("ball_bounce", "ke = 4.0e3\nkd = 0.0\nkf = 50.0\n", "time_constant = 0.02\ndamping_ratio = 0.2\n",
+                      "[[particles]]", "[rigid_contact]\ndamping_ratio = 0.5\n\n[[particles]]")
+    contact = load_scene(path, frames=1).model.contact
+    assert [a.numpy()[0] for a in (contact.ke, contact.kd, contact.kf)] == [0.0, 0.0, 0.0]
+    assert contact.time_constant.numpy()[0] == pytest.approx(0.02)
+    assert contact.damping_ratio.numpy()[0] == pytest.approx(0.2)
+
+
+def test_a_contact_time_constant_of_zero_is_a_config_error(edit_scene):
+    path = edit_scene("ball_bounce", "ke = 4.0e3\n", "time_constant = 0.0\n")
+    with pytest.raises(SceneError, match="contact.time_constant: expected a number > 0"):
+        load_scene(path)

@@ -13,8 +13,15 @@ from simkit.kernels.shapes import collision_pairs
 
 IDENTITY_Q = (0.0, 0.0, 0.0, 1.0)
 GRAVITY = 9.81
-KE = 1.0e5          # the builder's default rigid_contact_ke
+KE = 1.0e5          # the fixed gains these tests check (the builder's defaults are per unit mass)
 DT = 1.0e-4
+GAINS = dict(contact_ke=1.0e4, contact_kd=10.0, contact_kf=100.0, rigid_contact_ke=KE, rigid_contact_kd=1.0e2,
+             rigid_contact_kf=1.0e2)
+
+
+def builder(**kwargs):
+    """A builder with fixed contact gains (those given replace them)."""
+    return sk.sim.ModelBuilder(**{**GAINS, **kwargs})
 
 
 def quat_about(axis, angle):
@@ -51,7 +58,7 @@ def max_speed(state) -> float:
 # -- ground --------------------------------------------------------------------------------
 
 def test_dropped_box_rests_flat_with_the_penetration_of_four_corner_springs():
-    b = sk.sim.ModelBuilder()
+    b = builder()
     add_box(b, (0.0, 0.3, 0.0), (0.1, 0.1, 0.1), 1.0, rot=quat_about((0.0, 1.0, 0.0), 0.4))
     model = b.finalize(dtype=sk.float64)
     s = run(model, 1.0)
@@ -62,7 +69,7 @@ def test_dropped_box_rests_flat_with_the_penetration_of_four_corner_springs():
 
 
 def test_box_dropped_on_a_corner_tips_over_and_rests_flat():
-    b = sk.sim.ModelBuilder()
+    b = builder()
     add_box(b, (0.0, 0.35, 0.0), (0.1, 0.1, 0.1), 1.0, rot=quat_about((1.0, 0.0, 1.0), 0.7))
     model = b.finalize()
     s0 = model.state()
@@ -75,7 +82,7 @@ def test_box_dropped_on_a_corner_tips_over_and_rests_flat():
 
 def test_capsule_dropped_tilted_comes_to_lie_flat_on_the_ground():
     r, half_height = 0.05, 0.2
-    b = sk.sim.ModelBuilder()
+    b = builder()
     body = b.add_body(sk.transform((0.0, 0.3, 0.0), quat_about((0.0, 0.0, 1.0), 1.1)))   # axis 27 deg up
     b.add_shape_capsule((0.0, 0.0, 0.0), IDENTITY_Q, r, half_height, body=body, density=1000.0)
     model = b.finalize()
@@ -97,7 +104,7 @@ DOWNHILL = np.array([-math.cos(THETA), -math.sin(THETA), 0.0])
 def slope_model(add_body, mu, kf=200.0):
     """A static box whose top face is a 20 degree slope (no ground) and one body whose
     ``add_body(builder, surface_point, **material)`` puts it on the slope."""
-    b = sk.sim.ModelBuilder(ground=False)
+    b = builder(ground=False)
     b.add_shape_box((0.0, 0.0, 0.0), SLOPE_Q, (3.0, 0.5, 1.0), mu=mu, kf=kf)
     add_body(b, 0.5 * SLOPE_N - 1.5 * DOWNHILL, mu=mu, kf=kf)
     return b.finalize(dtype=sk.float64)
@@ -154,7 +161,7 @@ def test_box_on_a_slope_within_its_friction_angle_sticks():
 
 def test_sphere_dropped_on_a_box_resting_on_the_ground_stacks_and_rests():
     r = 0.05
-    b = sk.sim.ModelBuilder()
+    b = builder()
     add_box(b, (0.0, 0.1, 0.0), (0.1, 0.1, 0.1), 2.0)
     # Centered: off center, the ball tilts the compliant box and keeps rolling (no rolling resistance).
     ball = b.add_body(sk.transform((0.0, 0.45, 0.0), IDENTITY_Q))
@@ -170,7 +177,7 @@ def test_sphere_dropped_on_a_box_resting_on_the_ground_stacks_and_rests():
 
 @pytest.mark.parametrize("sizes", [(0.1, 0.1, 0.1), (0.12, 0.09, 0.07)], ids=["equal", "pyramid"])
 def test_stack_of_three_boxes_rests(sizes):
-    b = sk.sim.ModelBuilder()
+    b = builder()
     y, tops = 0.0, []
     for i, h in enumerate(sizes):
         y += h + 0.002
@@ -187,7 +194,7 @@ def test_stack_of_three_boxes_rests(sizes):
 
 def test_bar_laid_across_another_bar_rests_on_it():
     # No corner of either bar is inside the other: the edge midpoints carry the contact.
-    b = sk.sim.ModelBuilder()
+    b = builder()
     add_box(b, (0.0, 0.05, 0.0), (0.5, 0.05, 0.05), 1.0)
     add_box(b, (0.0, 0.155, 0.0), (0.05, 0.05, 0.5), 1.0)
     model = b.finalize()
@@ -198,7 +205,7 @@ def test_bar_laid_across_another_bar_rests_on_it():
 
 
 def test_sphere_rests_on_top_of_a_static_sphere_with_the_penetration_of_one_spring():
-    b = sk.sim.ModelBuilder(ground=False)
+    b = builder(ground=False)
     b.add_shape_sphere((0.0, 0.0, 0.0), 0.3)
     ball = b.add_body(sk.transform((0.0, 0.41, 0.0), IDENTITY_Q))
     b.add_shape_sphere((0.0, 0.0, 0.0), 0.1, body=ball, density=1.0 / (4.0 / 3.0 * math.pi * 0.1 ** 3))
@@ -209,7 +216,7 @@ def test_sphere_rests_on_top_of_a_static_sphere_with_the_penetration_of_one_spri
 
 
 def test_colliding_bodies_conserve_linear_and_angular_momentum():
-    b = sk.sim.ModelBuilder(gravity=0.0, ground=False)
+    b = builder(gravity=0.0, ground=False)
     a = b.add_body(sk.transform((-0.5, 0.0, 0.0), quat_about((1.0, 2.0, 0.5), 0.3)), velocity=(3.0, 0.2, 0.0),
                    angular_velocity=(0.5, 1.0, -2.0))
     b.add_shape_box((0.0, 0.0, 0.0), IDENTITY_Q, (0.1, 0.15, 0.1), body=a, density=500.0)
@@ -240,7 +247,7 @@ def test_colliding_bodies_conserve_linear_and_angular_momentum():
 # -- particles and bodies ------------------------------------------------------------------
 
 def test_particle_hitting_a_free_box_transfers_its_momentum():
-    b = sk.sim.ModelBuilder(gravity=0.0, ground=False)
+    b = builder(gravity=0.0, ground=False)
     add_box(b, (0.0, 0.0, 0.0), (0.1, 0.1, 0.1), 1.0)
     b.add_particle((0.03, 0.3, 0.0), (0.0, -2.0, 0.0), mass=0.2, radius=0.02)
     model = b.finalize(dtype=sk.float64)
@@ -254,7 +261,7 @@ def test_particle_hitting_a_free_box_transfers_its_momentum():
 
 def test_particle_resting_on_a_box_resting_on_the_ground_loads_it_with_its_weight():
     m_box, m_p, r = 1.0, 0.2, 0.02
-    b = sk.sim.ModelBuilder(contact_ke=1e4)
+    b = builder(contact_ke=1e4)
     add_box(b, (0.0, 0.1, 0.0), (0.1, 0.1, 0.1), m_box)
     b.add_particle((0.0, 0.25, 0.0), (0.0, 0.0, 0.0), mass=m_p, radius=r)
     model = b.finalize(dtype=sk.float64)
@@ -268,7 +275,7 @@ def test_particle_resting_on_a_box_resting_on_the_ground_loads_it_with_its_weigh
 # -- pair filter ---------------------------------------------------------------------------
 
 def overlapping_boxes(joint: bool):
-    b = sk.sim.ModelBuilder(gravity=0.0)
+    b = builder(gravity=0.0)
     lower = add_box(b, (0.0, 0.5, 0.0), (0.1, 0.1, 0.1), 1.0)
     upper = add_box(b, (0.01, 0.695, 0.0), (0.1, 0.1, 0.1), 1.0)              # 5 mm into the lower box
     b.add_shape_box((0.0, -0.5, 0.0), IDENTITY_Q, (1.0, 0.5, 1.0))                   # static floor
