@@ -31,7 +31,7 @@ def other_builder() -> sk.sim.ModelBuilder:
 
 POSE = {"pos": (0.0, 1.0, 0.0), "rot": (0.0, 0.0, 0.0, 1.0), "vel": (0.0, 0.0, 0.0)}
 MATERIAL = {"k_mu": 1e3, "k_lambda": 1e3, "k_damp": 0.0}
-CONTACT = {"ke": 1e4, "kd": 10.0, "kf": 10.0, "mu": 0.5}
+CONTACT = {"ke": 1e4, "kd": 10.0, "kf": 10.0, "mu": 0.5, "time_constant": 0.02, "damping_ratio": 0.5}
 GAINS = {"limit_lower": -1.0, "limit_upper": 1.0, "limit_ke": 1e3, "limit_kd": 1.0, "target_ke": 1.0,
          "target_kd": 0.1, "linear_ke": 1e4, "linear_kd": 1.0, "angular_ke": 1e2, "angular_kd": 0.1}
 
