@@ -26,6 +26,7 @@ class AccessMixin:
 
     def load(self, arr, idx, node):
         self.check_index_count(arr, idx, node)
+        self.note_tid_index(arr, idx)
         owned = self.owned_index(idx)  # then its gradient needs no atomic
         self.note_access(arr, write=False, shared=None if owned else self.gathers)
         out = self.new_var(arr.type.dtype)
@@ -37,6 +38,7 @@ class AccessMixin:
 
     def store(self, arr, idx, value, node):
         self.check_index_count(arr, idx, node)
+        self.note_tid_index(arr, idx)
         self.note_access(arr, write=True, shared=self.stores)
         value = self.convert(value, arr.type.dtype, node)
         ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
@@ -49,6 +51,7 @@ class AccessMixin:
         if not (isinstance(arr, ir.Var) and getattr(arr.type, "_sk_kind", "") == "array"):
             self.error(f"{name} needs an array as its first argument", node)
         self.check_index_count(arr, idx, node)
+        self.note_tid_index(arr, idx)
         if name in ("atomic_min", "atomic_max"):
             self.note_access(arr, write=False)  # their adjoint compares against the final value
         if name in ("atomic_min", "atomic_max") or want_result:

@@ -218,6 +218,7 @@ def runtime() -> ctypes.CDLL:
     lib.sk_set_threads.argtypes = [ctypes.c_int]
     lib.sk_launch_counts.argtypes = [ctypes.c_void_p]
     lib.sk_launch_counts.restype = None
+    lib.sk_catch_interrupts.restype = ctypes.c_int
     threads = os.environ.get("SIMKIT_NUM_THREADS")
     if threads:
         if not threads.isdigit() or int(threads) < 1:

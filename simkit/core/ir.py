@@ -134,6 +134,9 @@ class FunctionIR:
     stores: set = field(default_factory=set)     # written any other way (=, min/max, add whose old value is used)
     shared_atomics: bool = False  # min/max or fetch-add: threads must see each other's results
     untracked: bool = False       # an array access whose parameter is unknown
+    # {(parameter, field path, axis, tid component): first line} of the array axes that every
+    # thread indexes by that component of its thread index (kernels; see Builder.note_tid_index)
+    tid_indexed: dict = field(default_factory=dict)
 
 
 def walk_vars(block: Block):
