@@ -60,6 +60,7 @@ class AccessMixin:
 
     def load(self, arr, idx, node):
         self.check_index_count(arr, idx, node)
+        self.note_tid_index(arr, idx)
         owned = self.owned_index(idx)  # then its gradient needs no atomic
         key = self.single_origin(arr) if owned else None
         if key in self.stored:
@@ -77,6 +78,7 @@ class AccessMixin:
 
     def store(self, arr, idx, value, node):
         self.check_index_count(arr, idx, node)
+        self.note_tid_index(arr, idx)
         self.note_access(arr, write=True, shared=self.stores)
         value = self.convert(value, arr.type.dtype, node)
         ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
@@ -92,6 +94,7 @@ class AccessMixin:
         if not (isinstance(arr, ir.Var) and getattr(arr.type, "_sk_kind", "") == "array"):
             self.error(f"{name} needs an array as its first argument", node)
         self.check_index_count(arr, idx, node)
+        self.note_tid_index(arr, idx)
         if name in ("atomic_min", "atomic_max") and arr.type.dtype._sk_scalar.is_float:
             # the adjoint compares against the value the launch left: the tape checks nothing changed it
             self.extrema.update(self.origins.get(arr.id, ()))

@@ -178,6 +178,8 @@ class _Capture:
         if dev == "cpu":
             plan.pack_on(values, "cpu")
             plan.set_bounds(dim)
+            if plan.extents:
+                plan.check_extents(dim)
             g._add(plan, values, adjoint, bytes(plan.view))
         else:
             from .cuda import graph as cuda_graph

@@ -143,6 +143,7 @@ class FunctionWriter:
         if s.exit_flags:
             self.put(f"if ({' || '.join(v.cname for v in s.exit_flags)}) break;")
         if s.kind == "while":
+            self.put(f"if (SK_STOPPING()) {ret};")  # Ctrl-C or an error elsewhere: leave an endless loop
             self.forward(s.cond_block, True, False)
             self.put(f"if (!{self.cond_text(s.cond)}) break;")
 

@@ -4,6 +4,13 @@ Cache entries are keyed by a hash of the generated source, the native headers,
 the compiler's identity (resolved path, size and modification time: read from
 the file system, so a warm cache never runs the compiler) and the flags.
 
+Each entry's size and SHA-256 are recorded next to it (``<entry>.sha256``), written
+before the entry itself appears; both are written to a temporary file and renamed
+into place, so another process never sees half of either. A load checks the entry
+against that record first (hashing a 500 KB module takes ~0.3 ms), and a
+truncated, overwritten or unrecorded entry is rebuilt with a warning naming it,
+instead of crashing the process (SIGBUS) or failing on every run.
+
 Example::
 
     lib = compiler.load_module(source_text)     # compiles once, then loads from cache
@@ -18,12 +25,13 @@ import platform
 import shutil
 import subprocess
 import tempfile
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
 from . import builtins as B
 from .config import config
-from .errors import CompilerNotFoundError, NativeCompileError
+from .errors import CacheRepairWarning, CompilerNotFoundError, NativeCompileError
 
 NATIVE_DIR = Path(__file__).parent / "native"
 HEADER_NAME = "simkit_builtins.h"
@@ -163,6 +171,48 @@ def _atomic_write(path: Path, data: bytes):
     os.replace(tmp, path)
 
 
+def _record_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def record_entry(path: Path, data: bytes) -> None:
+    """Write the size and hash of ``data``, the bytes about to be published at ``path``, next to
+    it. Call it before the entry is renamed into place: whoever finds the entry finds its record."""
+    _atomic_write(_record_path(path), f"{len(data)} {hashlib.sha256(data).hexdigest()}\n".encode())
+
+
+def entry_problem(path: Path, data: bytes | None = None) -> str | None:
+    """What is wrong with the cache entry at ``path`` (its bytes ``data`` if already read), or None
+    when its size and hash match what :func:`record_entry` wrote."""
+    try:
+        fields = _record_path(path).read_text().split()
+    except FileNotFoundError:
+        return f"no size and hash were recorded for it ({_record_path(path).name} is missing)"
+    except (OSError, UnicodeDecodeError) as e:
+        return f"its record {_record_path(path).name} cannot be read: {e}"
+    if len(fields) != 2 or not fields[0].isdigit():
+        return f"its record {_record_path(path).name} is malformed"
+    size, digest = int(fields[0]), fields[1]
+    try:
+        if data is None:
+            if path.stat().st_size != size:
+                return f"it is {path.stat().st_size} bytes, but {size} were written"
+            data = path.read_bytes()
+    except OSError as e:
+        return f"it cannot be read: {e}"
+    if len(data) != size:
+        return f"it is {len(data)} bytes, but {size} were written"
+    if hashlib.sha256(data).hexdigest() != digest:
+        return "its contents differ from what was written"
+    return None
+
+
+def warn_rebuild(path: Path, problem: str) -> None:
+    """Say that a damaged cache entry is being rebuilt (and what was wrong with it)."""
+    warnings.warn(f"simkit: the cached module {path} is damaged ({problem}); rebuilding it",
+                  CacheRepairWarning, stacklevel=3)
+
+
 def module_key(source: str, cxx: str) -> str:
     h = hashlib.sha256()
     for part in (source, headers_hash(), compiler_identity(cxx), " ".join(CXX_FLAGS), _cpu_identity()):
@@ -180,10 +230,14 @@ def build_shared(source: str, name: str, extra: tuple = ()) -> Path:
     lib = out_dir / f"{name}-{key}.so"
     src = out_dir / f"{name}-{key}.cpp"
     if lib.exists():
-        stats["cache_hits"] += 1
-        if config.keep_source and not src.exists():
-            _atomic_write(src, source.encode())
-        return lib
+        problem = entry_problem(lib)
+        if problem is None:
+            stats["cache_hits"] += 1
+            if config.keep_source and not src.exists():
+                _atomic_write(src, source.encode())
+            return lib
+        warn_rebuild(lib, problem)
+        lib.unlink(missing_ok=True)
     _atomic_write(src, source.encode())
     tmp = out_dir / f".{name}-{key}.{os.getpid()}.so"
     cmd = [cxx, *CXX_FLAGS, *extra, f"-I{NATIVE_DIR}", f"-I{include_dir()}", str(src), "-o", str(tmp)]
@@ -194,6 +248,7 @@ def build_shared(source: str, name: str, extra: tuple = ()) -> Path:
         raise NativeCompileError(
             f"the C++ compiler rejected generated module {src} (this is a simkit bug; please report it "
             f"with the kernel):\n{' '.join(cmd)}\n{proc.stderr[-6000:]}")
+    record_entry(lib, tmp.read_bytes())
     os.replace(tmp, lib)
     if not config.keep_source:
         src.unlink(missing_ok=True)
@@ -218,6 +273,7 @@ def runtime() -> ctypes.CDLL:
     lib.sk_set_threads.argtypes = [ctypes.c_int]
     lib.sk_launch_counts.argtypes = [ctypes.c_void_p]
     lib.sk_launch_counts.restype = None
+    lib.sk_catch_interrupts.restype = ctypes.c_int
     threads = os.environ.get("SIMKIT_NUM_THREADS")
     if threads:
         if not threads.isdigit() or int(threads) < 1:

@@ -1,5 +1,7 @@
 """Global settings of the JIT, read when a module is built or launched.
 
+``SIMKIT_DEBUG=1`` in the environment starts the process in debug mode.
+
 Example::
 
     sk.config.mode = "debug"        # bounds checks that raise IndexError
@@ -8,18 +10,22 @@ Example::
 
 from __future__ import annotations
 
+import os
+
 
 class Config:
-    """``mode``: "release" or "debug" (array bounds checks); ``keep_source``: log where the
+    """``mode``: "release" or "debug" (array bounds checks, integer division by zero raises,
+    GPU launches wait; see the README's debug mode section); ``keep_source``: log where the
     generated C++ of each module lives; ``max_unroll``: constant-trip loops up to this
     length are unrolled; ``max_loop_iterations``: iterations of one dynamic loop that the
     adjoint can replay (per thread, per loop); ``cuda_max_loop_iterations``: the same on
     GPUs, smaller because the replay stack is per-thread local memory and the driver
     reserves it for every resident thread; ``cache_dir``: overrides the cache path
-    (``SIMKIT_CACHE_DIR`` does the same from the environment)."""
+    (``SIMKIT_CACHE_DIR`` does the same from the environment). ``SIMKIT_DEBUG=1`` sets
+    ``mode`` to "debug" at import."""
 
     def __init__(self):
-        self.mode = "release"
+        self.mode = _mode_from_environment()
         self.keep_source = False
         self.max_unroll = 16
         self.max_loop_iterations = 1024
@@ -34,6 +40,15 @@ class Config:
                         "cache_dir", "verbose"):
             raise AttributeError(f"sk.config has no setting {name!r}")
         object.__setattr__(self, name, value)
+
+
+def _mode_from_environment() -> str:
+    value = os.environ.get("SIMKIT_DEBUG", "").strip().lower()
+    if value in ("", "0", "false", "no", "off"):
+        return "release"
+    if value in ("1", "true", "yes", "on"):
+        return "debug"
+    raise ValueError(f"SIMKIT_DEBUG must be 1 (debug mode) or 0 (release mode), got {os.environ['SIMKIT_DEBUG']!r}")
 
 
 config = Config()

@@ -34,3 +34,8 @@ class NativeCompileError(RuntimeError):
 
 class KernelRuntimeError(RuntimeError):
     """A kernel stopped on a runtime check (e.g. the adjoint's loop stack overflowed)."""
+
+
+class CacheRepairWarning(RuntimeWarning):
+    """A damaged compile-cache entry (truncated, overwritten, or without its recorded size and
+    hash) was found; simkit rebuilds it. The message names the file."""

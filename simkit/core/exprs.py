@@ -17,6 +17,7 @@ import numpy as np
 from . import builtins as B
 from . import ir
 from . import types as T
+from .config import config
 
 
 class Py:
@@ -303,7 +304,16 @@ class ExprMixin:
             self.error("'/' on two integers: use '//' for integer division or convert with float(x)", node)
         if name == "pow" and isinstance(b, ir.Const) and b.value == 2 and not isinstance(a, ir.Const):
             return self.call_builtin("mul", [a, a], node)  # exact and cheaper than pow(x, 2)
+        if name in ("floordiv", "mod") and config.mode == "debug" and self.is_int_value(a) and self.is_int_value(b):
+            self.check_divisor(b)
         return self.call_builtin(name, [a, b], node)
+
+    def check_divisor(self, b):
+        """Debug mode: an integer divisor of zero stops the thread and raises ZeroDivisionError
+        naming the line (release mode defines the result as 0: native/base.h)."""
+        if isinstance(b, ir.Const) and b.value != 0:
+            return
+        self.emit([], [b], f"if ($a0 == 0) {{ sk::report_error(&sk_error, 3, {self.line}); $RETURN; }}")
 
     def fold(self, name, a, b, node):
         try:

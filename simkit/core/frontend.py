@@ -138,6 +138,8 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
         self.store_log: list = []
         self.statement_call = None  # the call an expression statement discards the result of
         self.tid_component: dict[int, int] = {}  # var id -> k for the values sk.tid() returned
+        self.top_block = self.block  # statements here run in every thread (no branch or loop around them)
+        self.tid_indexed: dict = {}  # see ir.FunctionIR.tid_indexed
 
     # -- helpers ------------------------------------------------------------
     def error(self, msg: str, node=None):
@@ -179,6 +181,21 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
         return len(idx) == self.tid_dims and all(self.tid_component.get(getattr(v, "id", None)) == k
                                                  for k, v in enumerate(idx))
 
+    def note_tid_index(self, arr, idx) -> None:
+        """Record the axes of a parameter array that every thread indexes by its own thread
+        index (``i = sk.tid(); a[i]`` outside any branch or loop): a launch over more
+        threads than such an axis holds is out of bounds for certain (launch.py refuses it)."""
+        if not self.is_kernel or self.block is not self.top_block:
+            return
+        origins = self.origins.get(arr.id, ())
+        if len(origins) != 1:
+            return
+        (name, path), = origins
+        for axis, v in enumerate(idx):
+            k = self.tid_component.get(getattr(v, "id", None))
+            if k is not None:
+                self.tid_indexed.setdefault((name, path, axis, k), self.line)
+
     # -- entry ----------------------------------------------------------------
     def run(self) -> ir.FunctionIR:
         params = []
@@ -212,11 +229,13 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
                 if not isinstance(v, ir.Var):
                     raise _NeedReturnSlots(self.ret_types)
                 returns.append(v)
-        return ir.FunctionIR(self.name, self.cname, params, self.block, returns, self.ret_types or [],
-                             self.is_kernel, self.file, self.fdef.lineno, self.source, self.all_vars, self.tid_dims,
-                             list(self.structs_used), list(self.funcs_used), self.reads, self.writes,
-                             self.gathers, self.adds, self.stores, self.shared_atomics, self.untracked,
-                             self.extrema, self.forwarded)
+        fir = ir.FunctionIR(self.name, self.cname, params, self.block, returns, self.ret_types or [],
+                            self.is_kernel, self.file, self.fdef.lineno, self.source, self.all_vars, self.tid_dims,
+                            list(self.structs_used), list(self.funcs_used), self.reads, self.writes,
+                            self.gathers, self.adds, self.stores, self.shared_atomics, self.untracked,
+                            self.extrema, self.forwarded)
+        fir.tid_indexed = self.tid_indexed
+        return fir
 
     # -- binding ----------------------------------------------------------------
     def bind_flag(self, name, value: bool):

@@ -139,6 +139,9 @@ class FunctionIR:
     # Arrays a thread reads back at its own element after storing it there (the read takes the
     # stored value, access.py); two parameters of such a kernel must not share memory.
     forwarded: set = field(default_factory=set)
+    # {(parameter, field path, axis, tid component): first line} of the array axes that every
+    # thread indexes by that component of its thread index (kernels; see Builder.note_tid_index)
+    tid_indexed: dict = field(default_factory=dict)
 
 
 def walk_vars(block: Block):

@@ -20,6 +20,9 @@ Example::
 from __future__ import annotations
 
 import ctypes
+import signal
+import sys
+import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -71,7 +74,13 @@ class Job(ctypes.Structure):
 
     _fields_ = [("fn", ctypes.c_void_p), ("args", ctypes.c_void_p), ("args_size", ctypes.c_int64),
                 ("grain", ctypes.c_int64), ("min_threads", ctypes.c_int64), ("priv", ctypes.c_void_p),
-                ("npriv", ctypes.c_int64)]
+                ("npriv", ctypes.c_int64), ("error", ctypes.c_void_p), ("extents", ctypes.c_void_p),
+                ("nextents", ctypes.c_int64)]
+
+
+# The error code sk_launch leaves when it refuses a grid larger than an array axis that every
+# thread indexes by its thread index (runtime.cpp; Plan.check_extents is the Python twin).
+EXTENT_ERROR = 5
 
 
 class ErrorRecord(ctypes.Structure):
@@ -195,6 +204,44 @@ class Plan:
         self.others = [(k, p) for k, p in enumerate(self.packers) if k not in {a[0] for a in self.fast_arrays}]
         if not self.fast_arrays and not has_struct:
             self.pack = self._pack_on_default_device
+        self.i64 = self.view.cast("q")  # the packed args as int64 words (the struct is 8-byte aligned)
+        self.extents = self._extent_checks()
+        # The same checks for the CPU runtime, which makes them before a launch (sk_launch), as
+        # (dim word, shape word) pairs: a CPU launch pays no Python for them.
+        pairs = [w for k, words in self.extents for at in words for w in (k, at)]
+        self.extent_pairs = (ctypes.c_int64 * max(1, len(pairs)))(*pairs)
+
+    def _extent_checks(self) -> tuple:
+        """``(dim word, shape words)`` per thread-index component, where the shape words are those
+        of the array axes every thread indexes by that component (ir.FunctionIR.tid_indexed);
+        words of :attr:`i64`, so a launch compares packed ints. :attr:`extent_labels` names them."""
+        params = dict(zip(self.kernel.arg_names, self.fir.params))
+        shape_at = ArrayHeader.shape.offset
+        groups: dict = {}
+        self.extent_labels = {}
+        for (name, path, axis, k), line in sorted(self.fir.tid_indexed.items(), key=lambda e: e[1]):
+            v = params[name]
+            t, off = v.type, getattr(self.Args, v.cname).offset
+            for f in path:
+                off += getattr(t._sk_ctypes, f).offset
+                t = t._sk_fields[f]
+            base = (off + shape_at) // 8
+            groups.setdefault(k, []).append(base + axis)
+            self.extent_labels.setdefault(base + axis, (".".join((name, *path)), axis, k, line, base, t.ndim))
+        return tuple((k, tuple(words)) for k, words in sorted(groups.items()))
+
+    def check_extents(self, dim) -> None:
+        """Raise ValueError if the launch just packed (``set_bounds(dim)``) runs more threads than an
+        array axis indexed by the thread index holds (the GPU and capture paths; sk_launch checks
+        natively)."""
+        i64 = self.i64
+        if not i64[5]:
+            return  # no thread runs
+        for k, words in self.extents:
+            n = i64[k]
+            for at in words:
+                if i64[at] < n:
+                    self._extent_error(dim, self.extent_labels[at])
 
     def _load_cpu(self, which: int) -> None:
         """First CPU launch: compile or load the module, then run ``which`` (0 forward, 1 adjoint)."""
@@ -221,7 +268,9 @@ class Plan:
         self.cpu_entries = tuple(entries)
         jobs = (self.cpu_job(False), self.cpu_job(True))
         self.jobs = tuple((job, ctypes.c_void_p(ctypes.addressof(job))) for job in jobs)
-        self.run = compiler.runtime().sk_launch
+        runtime = compiler.runtime()
+        runtime.sk_catch_interrupts()  # again per kernel: the program may have set its own handler since
+        self.run = runtime.sk_launch
 
     def cpu_job(self, adjoint: bool, args: int | None = None) -> Job:
         """The runtime's description of a launch of one direction over the args struct at
@@ -229,7 +278,8 @@ class Plan:
         fn, grain, min_threads, private = self.cpu_entries[adjoint]
         return Job(fn, self.base if args is None else args, ctypes.sizeof(self.Args), grain, min_threads,
                    ctypes.addressof(private) if private is not None and len(private) else None,
-                   -1 if private is None else len(private))
+                   -1 if private is None else len(private), ctypes.addressof(self.error),
+                   ctypes.addressof(self.extent_pairs), len(self.extent_pairs) // 2 if self.extents else 0)
 
     def pack(self, values):
         """Write every argument into the args struct for a CPU launch; sk arrays of the right type
@@ -285,12 +335,26 @@ class Plan:
         self.view[:_BOUNDS_SIZE] = b[0]
         return b[1]
 
+    def _extent_error(self, dim, label) -> None:
+        name, axis, k, line, base, ndim = label
+        shape = tuple(self.i64[base:base + ndim])
+        which = "sk.tid()" if self.tid_dims == 1 else f"component {k} of sk.tid()"
+        where = "it" if ndim == 1 else f"its axis {axis}"
+        raise ValueError(f"{self.kernel.name}(): launched with dim={dim!r}, but argument '{name}' has shape {shape} "
+                         f"and every thread indexes {where} by {which} ({self.fir.file}:{line}): thread indices "
+                         f"{shape[axis]} to {self.i64[k] - 1} would access memory out of bounds. Launch over at "
+                         f"most {shape[axis]} there, or guard the access (if i < n: ...)")
+
     def check_error(self):
         e = self.error
         if e.code == 0:
             return
         record = ErrorRecord.from_buffer_copy(e)
         ctypes.memset(ctypes.addressof(e), 0, ctypes.sizeof(e))
+        if record.code == EXTENT_ERROR:  # sk_launch refused the grid: extent_pairs[2 * dim + 1] is short
+            i64 = self.i64
+            shape = tuple(i64[:i64[4] & 0xFFFFFFFF])
+            self._extent_error(shape[0] if len(shape) == 1 else shape, self.extent_labels[self.extent_pairs[2 * record.dim + 1]])
         raise_kernel_error(self.kernel, self.fir, record, "cpu")
 
 
@@ -308,7 +372,22 @@ def raise_kernel_error(kernel, fir, e: ErrorRecord, device: str) -> None:
         raise KernelRuntimeError(f"{where}: the loop at line {line} ran more than sk.config.{name}={limit} "
                                  f"iterations on {device}, which the adjoint cannot replay; raise the limit before "
                                  "the kernel is compiled")
+    if code == 4:
+        interrupted(f"kernel '{kernel.name}' ({fir.file})")
+    if code == 3:
+        raise ZeroDivisionError(f"{where}: integer division or modulo by zero (release mode gives 0 there)")
     raise KernelRuntimeError(f"{where}: runtime error code {code}")
+
+
+def interrupted(where: str) -> None:
+    """Ctrl-C stopped a CPU launch (the runtime kept the signal from Python while the launch ran):
+    run the program's own SIGINT handler, if it set one, then raise KeyboardInterrupt, since the
+    launch's outputs are incomplete whatever that handler decided."""
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler) and handler is not signal.default_int_handler \
+            and threading.current_thread() is threading.main_thread():
+        handler(signal.SIGINT, sys._getframe(1))
+    raise KeyboardInterrupt(f"{where}: interrupted (SIGINT); the arrays it writes hold partial results")
 
 
 def ir_cname(fir, name: str) -> str:
@@ -373,7 +452,9 @@ def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), devi
     launch runs on ``device`` if given, else where its array arguments are (they must
     all be on one device). ``adjoint=True`` runs the generated adjoint, accumulating
     into the arrays' ``.grad`` buffers (the Tape does this for you). GPU launches are
-    queued: ``sk.synchronize()`` or ``.numpy()`` waits for them.
+    queued: ``sk.synchronize()`` or ``.numpy()`` waits for them. A ``dim`` larger than an
+    array axis that every thread indexes by its ``sk.tid()`` raises ValueError before
+    anything runs; on the CPU, Ctrl-C stops a launch and raises KeyboardInterrupt.
 
     Example::
 

@@ -40,12 +40,13 @@ def project(tmp_path):
     wrapper.chmod(0o755)
     env = dict(os.environ, SIMKIT_CACHE_DIR=str(tmp_path / "cache"), SIMKIT_CXX=str(wrapper))
 
-    def run(factor: str) -> str:
+    def run(factor: str, stderr: bool = False):
+        """The program's output (and its stderr, with ``stderr=True``); it must exit cleanly."""
         script = tmp_path / "prog.py"
         script.write_text(PROGRAM.replace("HELPER_FACTOR", factor))
         out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
-        assert out.returncode == 0, out.stderr
-        return out.stdout.strip()
+        assert out.returncode == 0, f"exit {out.returncode}: {out.stderr[-3000:]}"
+        return (out.stdout.strip(), out.stderr) if stderr else out.stdout.strip()
 
     def calls() -> int:
         return len(log.read_text().splitlines()) if log.exists() else 0
@@ -74,6 +75,56 @@ def test_cache_directory_is_private_to_the_user(project):
     run, _, cache = project
     run("2.0")
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+
+
+def cached_module(cache, prefix: str):
+    """The one cached CPU module whose name starts with ``prefix`` (``__main__``: the program's kernels)."""
+    (lib,) = [p for p in (cache / "modules").glob(f"{prefix}-*.so")]
+    return lib
+
+
+def damage(lib, how: str) -> None:
+    data = lib.read_bytes()
+    if how == "truncated":
+        lib.write_bytes(data[: len(data) // 3])
+    elif how == "garbage":
+        lib.write_bytes(b"not a shared library")
+    elif how == "same-size garbage":
+        lib.write_bytes(bytes(len(data)))
+    else:  # the record of its size and hash is gone
+        (lib.parent / (lib.name + ".sha256")).unlink()
+
+
+@pytest.mark.parametrize("how", ["truncated", "garbage", "same-size garbage", "record missing"])
+def test_a_damaged_cached_module_is_rebuilt_with_a_warning_naming_it(project, how):
+    run, calls, cache = project
+    assert run("2.0") == "2.0"
+    lib = cached_module(cache, "__main__")
+    damage(lib, how)
+    before = calls()
+    out, err = run("2.0", stderr=True)
+    assert out == "2.0"
+    assert calls() == before + 1
+    assert "CacheRepairWarning" in err and str(lib) in err and "rebuilding it" in err
+    out, err = run("2.0", stderr=True)  # repaired: loads from the cache again, silently
+    assert out == "2.0" and "CacheRepairWarning" not in err
+    assert calls() == before + 1
+
+
+def test_a_damaged_cached_runtime_is_rebuilt_too(project):
+    run, calls, cache = project
+    run("2.0")
+    damage(cached_module(cache, "runtime"), "truncated")
+    out, err = run("2.0", stderr=True)
+    assert out == "2.0" and "CacheRepairWarning" in err and "runtime-" in err
+
+
+def test_a_cache_entry_appears_only_with_its_record_and_no_temporary_is_left(project):
+    run, _, cache = project
+    run("2.0")
+    names = sorted(p.name for p in (cache / "modules").iterdir())
+    libs = [n for n in names if n.endswith(".so")]
+    assert libs and sorted(n for n in names if not n.endswith(".so")) == sorted(n + ".sha256" for n in libs)
 
 
 @sk.kernel

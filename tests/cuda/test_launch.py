@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 import simkit as sk
+from simkit.core import compiler
 from simkit.core.cuda import module as cuda_module
+from simkit.core.errors import CacheRepairWarning
 
 F = sk.array(dtype=float)
 F64 = sk.array(dtype=sk.float64)
@@ -259,6 +261,29 @@ def test_loop_stack_overflow_in_an_adjoint_is_reported_at_the_next_synchronisati
         sk.synchronize()
     sk.launch(k_loop, 8, inputs=[x, limit, y], adjoint=True)
     x.grad.numpy()  # within the limit: no error
+
+
+def _forget_gpu_modules(kernel) -> None:
+    for plan in kernel._plan.values():
+        plan.cuda.clear()
+    for k in kernel.module.kernels:
+        k._cuda_loaded.clear()
+
+
+def test_a_damaged_gpu_module_in_the_cache_is_rebuilt_with_a_warning(gpu, tmp_path, monkeypatch):
+    monkeypatch.setattr(sk.config, "cache_dir", str(tmp_path))  # holds this module's image alone
+    a = sk.ones(4, device=gpu)
+    _forget_gpu_modules(k_scale)
+    sk.launch(k_scale, 4, inputs=[a, 2.0])
+    (image,) = [p for p in (tmp_path / "cuda").iterdir() if p.suffix in (".cubin", ".ptx")]
+    image.write_bytes(image.read_bytes()[:100])
+    _forget_gpu_modules(k_scale)
+    before = dict(cuda_module.stats)
+    with pytest.warns(CacheRepairWarning, match=f"cached module {image} is damaged"):
+        sk.launch(k_scale, 4, inputs=[a, 2.0])
+    assert cuda_module.stats["compiles"] == before["compiles"] + 1
+    assert a.numpy().tolist() == [4.0] * 4
+    assert compiler.entry_problem(image) is None
 
 
 def test_a_warm_cache_loads_gpu_modules_without_nvrtc(gpu):

@@ -79,6 +79,8 @@ def launch(plan: Any, dim: Any, values: Any, device: str, adjoint: bool, capturi
     n = plan.set_bounds(dim)
     if not n:
         return
+    if plan.extents:
+        plan.check_extents(dim)
     ctx = ck.ctx
     drv = ctx.drv
     ctx.activate()

@@ -5,7 +5,9 @@ module together). NVRTC turns it into a cubin for the GPU's exact architecture,
 or, for a GPU newer than this NVRTC knows, into PTX for the newest architecture it
 does know (the driver compiles that PTX when it loads it). Builds are cached next
 to the CPU modules (``<cache>/cuda``), keyed like them, plus the NVRTC version and
-the target, so a warm cache loads without running NVRTC.
+the target, so a warm cache loads without running NVRTC; like them, each image is
+checked against the size and hash recorded when it was written, and rebuilt with a
+warning when damaged.
 
 Example::
 
@@ -79,13 +81,22 @@ def build(source: str, name: str, arch: str) -> tuple[bytes, str]:
     out_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     path = out_dir / f"{name}-{target}-{key}.{kind}"
     if path.exists():
-        stats["cache_hits"] += 1
-        return path.read_bytes(), kind
+        try:
+            image = path.read_bytes()
+        except OSError as e:
+            image, problem = None, f"it cannot be read: {e}"
+        else:
+            problem = compiler.entry_problem(path, image)
+        if problem is None:
+            stats["cache_hits"] += 1
+            return image, kind
+        compiler.warn_rebuild(path, problem)
     stats["compiles"] += 1
     if kind == "cubin":
         image = nvrtc.compile_cubin(source, target, name, options)
     else:
         image = nvrtc.compile_ptx(source, target, name, options).encode() + b"\0"
+    compiler.record_entry(path, image)  # first: whoever finds the image finds its record
     _atomic_write(path, image)
     if config.keep_source:
         _atomic_write(path.with_suffix(".cu"), source.encode())

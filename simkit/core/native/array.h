@@ -29,13 +29,23 @@ SK_FUNC int32_t tid(const launch_t& L, int64_t idx, int k) {
 
 // First error wins; Python reads it after the launch and raises.
 struct error_t {
-    int32_t code;  // 0 none, 1 index out of bounds, 2 loop stack overflow
+    int32_t code;  // 0 none, 1 index out of bounds, 2 loop stack overflow, 3 integer division by zero,
+                   // 4 interrupted (Ctrl-C: the CPU runtime sets it, runtime.cpp)
     int32_t line;
     int32_t dim;
     int32_t ndim;
     int64_t index[4];
     int64_t shape[4];
 };
+
+// Whether the running launch should stop: its module's error record holds a code (an
+// error in some thread, or Ctrl-C). Checked at every iteration of a `while` loop on the
+// CPU, where an endless loop must stay interruptible; GPU loops do not pay for it.
+#ifdef SK_CUDA
+#define SK_STOPPING() false
+#else
+#define SK_STOPPING() (__atomic_load_n(&sk_error.code, __ATOMIC_RELAXED) != 0)
+#endif
 
 SK_FUNC bool claim_error(error_t* e) {
 #ifdef SK_CUDA

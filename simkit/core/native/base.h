@@ -31,7 +31,9 @@ typedef unsigned long long uint64_t;
 // their adjoints are SK_USER_FUNC, g++'s choice (codegen.INLINE_STATEMENTS says why).
 #define SK_FUNC inline __attribute__((always_inline))
 #define SK_USER_FUNC inline
-#define SK_GLOBAL_ATTR
+// Hidden: kernels reach their error record without a GOT load (a `while` loop checks it
+// every iteration); Python reaches it through sk_get_error.
+#define SK_GLOBAL_ATTR __attribute__((visibility("hidden")))
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -72,11 +74,19 @@ template <typename T> SK_FUNC T abs_(T a) { return a < T(0) ? -a : a; }
 template <typename T> SK_FUNC T sign_(T a) { return a > T(0) ? T(1) : (a < T(0) ? T(-1) : T(0)); }
 
 // Python's integer // and % round toward negative infinity; C++ truncates.
+// Defined for every operand, alike on both targets: a zero divisor gives 0 (x86 would trap
+// with SIGFPE and kill the process; PTX leaves the result unspecified), and the one
+// overflowing quotient, the most negative value // -1, wraps to itself (x86 traps there
+// too) with remainder 0. Debug mode reports a zero divisor (exprs.py, error code 3).
+template <typename T> SK_FUNC bool minus_one_(T b) { return T(-1) < T(0) && b == T(-1); }
 template <typename T> SK_FUNC T floordiv_(T a, T b) {
+    if (b == T(0)) return T(0);
+    if (minus_one_(b)) return T(uint64_t(0) - uint64_t(a));  // -a, wrapping: no signed overflow
     T q = a / b;
     return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 template <typename T> SK_FUNC T mod_(T a, T b) {
+    if (b == T(0) || minus_one_(b)) return T(0);
     T r = a % b;
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }

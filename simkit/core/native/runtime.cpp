@@ -5,6 +5,13 @@
 // A kernel entry is fn(args, start, end, exclusive): it runs elements [start, end), and
 // `exclusive` says that this call alone adds into every array it accumulates into, so
 // its adds are plain read-modify-writes instead of atomics (see sk::plain_adds).
+//
+// Ctrl-C: while a launch runs, SIGINT sets the launch's error code to INTERRUPTED instead
+// of reaching Python (whose handler could only run once the launch returned, which a
+// kernel stuck in `while True` never does). The pool takes no further chunks once the
+// code is set, generated `while` loops leave at their next iteration (SK_STOPPING in
+// array.h), and Python raises KeyboardInterrupt after the launch (launch.py). Outside
+// launches SIGINT goes on to Python's handler (sk_catch_interrupts).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -16,6 +23,11 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <csignal>
+#define SK_SIGINT 1
+#endif
 
 #ifdef __linux__
 #include <sched.h>
@@ -52,7 +64,31 @@ struct job_t {
     int64_t min_threads;  // threads from which an atomic split pays (when npriv < 0)
     const private_t* priv;
     int64_t npriv;        // -1: some accumulation cannot be made private; it needs atomics
+    int32_t* error;       // sk::error_t of the kernel's module: a nonzero code stops the launch
+    // (dim word, shape word) pairs of int64 words of the args struct: every thread indexes an
+    // array axis whose extent is the shape word by the thread-index component whose extent is
+    // the dim word, so a grid wider than the array is refused before it runs (launch.py).
+    const int64_t* extents;
+    int64_t nextents;
 };
+
+// Error codes the runtime leaves in a kernel module's record (sk::error_t in array.h).
+constexpr int32_t INTERRUPTED = 4;   // Ctrl-C stopped the launch
+constexpr int32_t EXTENT_ERROR = 5;  // refused: extents[2 * dim + 1] < extents[2 * dim]; nothing ran
+
+// Refuse a grid larger than an array its threads index: false, and the error record names
+// the failing pair in its `dim` field (code, line, dim: the record's first three int32s).
+bool extents_fit(const job_t& job) {
+    const int64_t* words = static_cast<const int64_t*>(job.args);
+    for (int64_t k = 0; k < job.nextents; ++k) {
+        if (words[job.extents[2 * k + 1]] < words[job.extents[2 * k]]) {
+            job.error[2] = int32_t(k);
+            __atomic_store_n(job.error, EXTENT_ERROR, __ATOMIC_RELEASE);
+            return false;
+        }
+    }
+    return true;
+}
 
 namespace {
 
@@ -207,6 +243,30 @@ Pool* pool() {
 // owns its memory and the pool's scratch, and the pool is never resized under it.
 std::mutex launching;
 
+// The error code of the launch running now, where SIGINT leaves INTERRUPTED.
+std::atomic<int32_t*> stop_target{nullptr};
+
+// Marks the launch of `job` as the one Ctrl-C stops, for its duration.
+struct stoppable {
+    explicit stoppable(const job_t& job) { stop_target.store(job.error, std::memory_order_release); }
+    ~stoppable() { stop_target.store(nullptr, std::memory_order_release); }
+};
+
+#ifdef SK_SIGINT
+// What SIGINT did before simkit's handler (Python's handler): it still does it outside launches.
+struct sigaction saved_sigint;
+
+extern "C" void on_sigint(int sig, siginfo_t* info, void* context) {
+    int32_t* code = stop_target.load(std::memory_order_acquire);
+    if (code != nullptr) {
+        int32_t none = 0;
+        __atomic_compare_exchange_n(code, &none, INTERRUPTED, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+        return;
+    }
+    if (saved_sigint.sa_flags & SA_SIGINFO) saved_sigint.sa_sigaction(sig, info, context);
+    else if (saved_sigint.sa_handler != SIG_IGN && saved_sigint.sa_handler != SIG_DFL) saved_sigint.sa_handler(sig);
+}
+#endif
 // How launches ran, for tests and profiles (sk_launch_counts): inline on the calling
 // thread; split with nothing shared to accumulate into; split with private accumulators;
 // split with atomics. Counted under `launching`.
@@ -219,6 +279,7 @@ struct Chunks {
     const void* args;
     int64_t n, chunk;
     bool exclusive;
+    const int32_t* error;
     std::atomic<int64_t> next{0};
 };
 
@@ -226,7 +287,7 @@ void run_chunks(void* ctx, int) {
     Chunks& c = *static_cast<Chunks*>(ctx);
     for (;;) {
         int64_t s = c.next.fetch_add(c.chunk, std::memory_order_relaxed);
-        if (s >= c.n) return;
+        if (s >= c.n || __atomic_load_n(c.error, __ATOMIC_RELAXED) != 0) return;
         c.fn(c.args, s, std::min(s + c.chunk, c.n), c.exclusive);
     }
 }
@@ -373,10 +434,11 @@ bool run_privately(Pool* pool, const job_t& job, int64_t n) {
 // Run a job over [0, n): inline below its grain or without workers; split with private
 // accumulators where the kernel allows it; else split with atomics where enough threads
 // make that pay, else inline.
+// The caller holds `launching`.
 void parallel_for(const job_t& job, int64_t n) {
     Pool* p = pool();
-    std::lock_guard<std::mutex> guard(launching);
     flush_subnormals ftz;
+    stoppable stop(job);
     if (n < job.grain || p->size() == 1) {
         ++path_counts[INLINE];
         job.fn(job.args, 0, n, true);
@@ -395,7 +457,7 @@ void parallel_for(const job_t& job, int64_t n) {
     ++path_counts[exclusive ? SPLIT : ATOMIC];
     const int64_t parts = int64_t(p->size()) * 4;
     const int64_t chunk = (n + parts - 1) / parts;
-    Chunks c{job.fn, job.args, n, std::max(chunk, job.grain / 4), exclusive};
+    Chunks c{job.fn, job.args, n, std::max(chunk, job.grain / 4), exclusive, job.error};
     p->run(run_chunks, &c);
 }
 
@@ -403,7 +465,38 @@ int64_t grid_size(const job_t& job) { return reinterpret_cast<const int64_t*>(jo
 
 }  // namespace
 
-SK_EXPORT void sk_launch(const job_t* job) { parallel_for(*job, grid_size(*job)); }
+SK_EXPORT void sk_launch(const job_t* job) {
+    const int64_t n = grid_size(*job);
+    if (job->nextents && n && !extents_fit(*job)) return;
+    std::lock_guard<std::mutex> lock(launching);
+    parallel_for(*job, n);
+}
+
+// Route SIGINT through simkit's handler, which stops the running launch and otherwise does
+// what the handler it replaces did (Python's, which raises KeyboardInterrupt). Installed
+// once, not per launch: two sigaction calls would add a third to a small launch's cost.
+// A program that later sets its own handler (signal.signal) replaces it until the next
+// kernel module loads and calls this again. Returns whether it is installed; a process
+// that ignores SIGINT or dies of it (no handler) is left as it is.
+SK_EXPORT int sk_catch_interrupts() {
+#ifdef SK_SIGINT
+    std::lock_guard<std::mutex> lock(launching);
+    struct sigaction now;
+    if (sigaction(SIGINT, nullptr, &now) != 0) return 0;
+    if (now.sa_flags & SA_SIGINFO) {
+        if (now.sa_sigaction == on_sigint) return 1;
+    } else if (now.sa_handler == SIG_IGN || now.sa_handler == SIG_DFL) {
+        return 0;
+    }
+    saved_sigint = now;
+    struct sigaction mine = now;
+    mine.sa_sigaction = on_sigint;
+    mine.sa_flags = now.sa_flags | SA_SIGINFO;
+    return sigaction(SIGINT, &mine, nullptr) == 0;
+#else
+    return 0;
+#endif
+}
 
 // A captured launch (sk.capture): a job over its own copy of the args struct, and the
 // error record of its module, read after the launch as Python reads it after sk_launch.
@@ -416,6 +509,7 @@ struct replay_job_t {
 // would. Stops after the first launch that left an error code and returns its
 // index (Python raises the error); -1 when all ran cleanly.
 SK_EXPORT int64_t sk_replay(const replay_job_t* jobs, int64_t count) {
+    std::lock_guard<std::mutex> lock(launching);
     for (int64_t k = 0; k < count; ++k) {
         const replay_job_t& j = jobs[k];
         const int64_t n = grid_size(j.job);
