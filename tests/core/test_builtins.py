@@ -262,7 +262,12 @@ def _int_signatures() -> list:
     I, L, b = sk.int32, sk.int64, sk.bool_
     sigs = [(s, I, I) for s in ("%", "//", "+", "-", "*", "min", "max", *COMPARISONS)]
     sigs += [(s, I) for s in ("neg", "abs", "sign")] + [("clamp", I, I, I)]
+    sigs += [(s, I, I) for s in BITWISE] + [("invert", I)] + [(s, b, b) for s in ("bit_and", "bit_or", "bit_xor")]
     return sigs + [("%", L, L), ("//", L, L), ("==", b, b), ("!=", b, b)]
+
+
+BITWISE = {"bit_and": np.bitwise_and, "bit_or": np.bitwise_or, "bit_xor": np.bitwise_xor,
+           "lshift": np.left_shift, "rshift": np.right_shift}
 
 
 # (spelling, operand types...) -> Op, e.g. OPS["*", sk.mat33d, sk.vec3d] or OPS["cross", sk.vec3, sk.vec3]
@@ -549,6 +554,14 @@ def test_unary_minus_of_an_int():
 
 MOD_EXAMPLES = [(7, 3), (-7, 3), (7, -3), (-7, -3), (6, 3), (-6, 3), (6, -3), (0, 5), (0, -5), (1, 2), (-1, 2),
                 (1, -2), (-1, -2), (-9, 4), (9, -4), (-2147483647, 10)]
+
+
+@pytest.mark.parametrize("name", sorted(BITWISE))
+def test_bitwise_builtins_match_numpy(name):
+    a = _rng.integers(-1000, 1000, 32).astype(np.int32)
+    b = _rng.integers(0, 31, 32).astype(np.int32)
+    np.testing.assert_array_equal(OPS[name, sk.int32, sk.int32](a, b), BITWISE[name](a, b))
+    np.testing.assert_array_equal(OPS["invert", sk.int32](a), np.invert(a))
 
 
 @pytest.mark.parametrize("I", [sk.int32, sk.int64], ids=_name)
