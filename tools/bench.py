@@ -24,6 +24,8 @@ autodiff, simulation or GPU, are added the same way and show up in ``--list``):
             split over simkit's thread count, for information).
 ``warp``    the same two workloads in warp-lang on the CPU, when ``import warp``
             works; skipped with a note otherwise.
+``contention`` the simulation step with one CPU-bound competitor process running
+            (started by the section): default threads vs one thread and vs warp.
 
 A new section is one function; ``Result.skipped`` explains a section that cannot run
 here (no GPU, say)::
@@ -582,6 +584,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_sim  # noqa: E402  (the simulation section lives in its own file)
 
 bench_sim.add_sections(section, Result, Row, fmt, interleaved)
+
+import bench_contention  # noqa: E402  (the simulation step with another process on the CPU)
+
+bench_contention.add_sections(section, Result, Row, fmt, interleaved)
 
 import bench_compile  # noqa: E402  (cold compile and warm load, each in a fresh process)
 

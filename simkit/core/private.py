@@ -4,9 +4,9 @@ without atomics.
 A scatter kernel (spring forces into their particles, any adjoint gathering into the
 gradient of what it read) adds into elements other threads add into too. Split over
 threads, each add would be an atomic (a compare-and-swap loop for floats, about twice
-the cost of the whole plain add). Instead the runtime gives every extra thread a zeroed
-private copy of each such array and sums the copies in after the launch (runtime.cpp,
-``run_privately``). That is exact only when the kernel never reads or overwrites those
+the cost of the whole plain add). Instead the runtime cuts the grid into one chunk per
+pool thread, gives every chunk but the first a zeroed private copy of each such array and
+sums the copies in, in chunk order, after the launch (runtime.cpp, ``run_privately``). That is exact only when the kernel never reads or overwrites those
 arrays, which this module decides from the frontend's access sets (ir.FunctionIR):
 
 - forward: the arrays it ``+=``/``atomic_add``s into at other threads' elements, when

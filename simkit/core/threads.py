@@ -1,10 +1,12 @@
 """The CPU thread pool seen from Python: how many threads a launch may split over, and
 how launches ran.
 
-By default the pool has one thread per core (the calling thread included). Running
-several simulations in separate processes, give each fewer: idle workers spin for a
-fraction of a millisecond after a launch before they sleep, so more threads than
-cores only steal time. ``SIMKIT_NUM_THREADS`` sets the count before the first launch.
+By default the pool has one thread per core (the calling thread included). A launch is
+cut into chunks that the workers and the calling thread claim as they come, so a worker
+without a core never holds one up; on a busy machine the pool runs launches on the
+calling thread alone for a while (native/pool.h). Running several simulations in
+separate processes, give each fewer threads. ``SIMKIT_NUM_THREADS`` sets the count
+before the first launch.
 
 Example::
 
@@ -45,8 +47,9 @@ def set_threads(n: int) -> None:
 
 def launch_counts() -> dict:
     """How many CPU launches ran each way so far: ``inline`` on the calling thread, ``split``
-    over the pool with nothing shared to accumulate into, ``private`` (split, shared
-    accumulators copied per thread: core/private.py) and ``atomic`` (split, atomic adds).
+    over the pool with nothing shared to accumulate into (or inline while the pool runs
+    alone on a busy machine: then ``inline``), ``private`` (chunks with their own copies of
+    shared accumulators: core/private.py) and ``atomic`` (split, atomic adds).
 
     Example::
 

@@ -91,3 +91,77 @@ def test_the_default_pool_has_one_thread_per_core_the_process_may_use():
     env = {k: v for k, v in os.environ.items() if k != "SIMKIT_NUM_THREADS"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "1"
+
+
+@pytest.fixture
+def busy_machine():
+    """Another CPU-bound process runs for the test (a busy loop that ends by itself)."""
+    code = "import time\nend = time.monotonic() + 120\nwhile time.monotonic() < end:\n    pass\n"
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    yield
+    proc.kill()
+    proc.wait()
+
+
+@sk.kernel
+def bin_counts(index: sk.array(dtype=int), bins: sk.array(dtype=sk.int64)):
+    bins[index[sk.tid()]] += 1
+
+
+def test_every_element_runs_exactly_once_with_another_process_busy(busy_machine):
+    # Chunks are claimed by whichever thread comes, the caller included; a worker without a
+    # core must neither lose nor repeat one, split or with private accumulators.
+    before = sk.get_threads()
+    index = sk.from_numpy((np.arange(300_000) % 97).astype(np.int32))
+    try:
+        for threads in range(1, 9):
+            sk.set_threads(threads)
+            for n in (20_000, 100_003, 300_000):
+                hist = sk.zeros(n, dtype=int)
+                sk.launch(count_once, n, inputs=[hist])
+                assert np.array_equal(hist.numpy(), np.ones(n)), (threads, n)
+                bins = sk.zeros(97, dtype=sk.int64)
+                sk.launch(bin_counts, n, inputs=[index, bins])
+                assert np.array_equal(bins.numpy(), np.bincount(np.arange(n) % 97, minlength=97)), (threads, n)
+    finally:
+        sk.set_threads(before)
+
+
+@sk.kernel
+def scatter_float(x: sk.array(dtype=sk.float32), index: sk.array(dtype=int), out: sk.array(dtype=sk.float32)):
+    i = sk.tid()
+    out[index[i]] += x[i]
+
+
+def chunk_order_sum(x: np.ndarray, index: np.ndarray, bins: int, chunks: int) -> np.ndarray:
+    """What a private launch must give, to the bit: chunk 0 adds into the array, chunks 1.. into
+    zeroed copies, element by element in float32; the copies are added in chunk order."""
+    n = len(x)
+    total = np.zeros(bins, np.float32)
+    for k in range(chunks):
+        part = slice(n * k // chunks, n * (k + 1) // chunks)
+        copy = total if k == 0 else np.zeros(bins, np.float32)
+        np.add.at(copy, index[part], x[part])
+        if k:
+            total += copy
+    return total
+
+
+def test_private_sums_are_reduced_in_chunk_order_whichever_thread_runs_which_chunk(busy_machine):
+    before = sk.get_threads()
+    rng = np.random.default_rng(5)
+    n = 200_000
+    x = rng.standard_normal(n).astype(np.float32)
+    index = rng.integers(0, 300, n).astype(np.int32)
+    try:
+        for threads in (2, 3, 4):
+            sk.set_threads(threads)
+            want = chunk_order_sum(x, index, 300, threads)
+            for _ in range(10):
+                out = sk.zeros(300, dtype=sk.float32)
+                counts = launch_counts()
+                sk.launch(scatter_float, n, inputs=[sk.from_numpy(x), sk.from_numpy(index), out])
+                assert launch_counts()["private"] == counts["private"] + 1
+                np.testing.assert_array_equal(out.numpy(), want)
+    finally:
+        sk.set_threads(before)

@@ -1,6 +1,6 @@
-// simkit CPU runtime: a persistent thread pool that splits a kernel launch's
-// grid over threads. Small grids run inline on the calling thread, so a launch of
-// a few elements costs one function call and never wakes a worker.
+// simkit CPU runtime: splits a kernel launch's grid over the thread pool (pool.h). Small
+// grids run inline on the calling thread, so a launch of a few elements costs one
+// function call and never wakes a worker.
 //
 // A kernel entry is fn(args, start, end, exclusive): it runs elements [start, end), and
 // `exclusive` says that this call alone adds into every array it accumulates into, so
@@ -12,33 +12,17 @@
 // code is set, generated `while` loops leave at their next iteration (SK_STOPPING in
 // array.h), and Python raises KeyboardInterrupt after the launch (launch.py). Outside
 // launches SIGINT goes on to Python's handler (sk_catch_interrupts).
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <mutex>
-#include <thread>
-#include <vector>
+
+#include "pool.h"
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <csignal>
 #define SK_SIGINT 1
 #endif
 
-#ifdef __linux__
-#include <sched.h>
-#endif
-
 #define SK_EXPORT extern "C" __attribute__((visibility("default")))
 
-#if defined(__SSE__) || defined(__x86_64__)
-#include <xmmintrin.h>
-#define SK_MXCSR 1
-#endif
 
 typedef void (*entry_t)(const void* args, int64_t start, int64_t end, bool exclusive);
 
@@ -92,148 +76,6 @@ bool extents_fit(const job_t& job) {
 
 namespace {
 
-// Kernels run with subnormal floats flushed to zero (FTZ) and read as zero (DAZ), as on
-// a GPU: a body sliding to rest under friction otherwise decays through subnormal
-// speeds, where every operation takes ~100 cycles (a resting ball's contact step got
-// 5x slower). Set for the duration of a launch on the calling thread, and for good on
-// the pool's own threads.
-struct flush_subnormals {
-#ifdef SK_MXCSR
-    unsigned int saved;
-    flush_subnormals() : saved(_mm_getcsr()) { _mm_setcsr(saved | 0x8040u); }
-    ~flush_subnormals() { _mm_setcsr(saved); }
-#endif
-};
-
-// Work every thread of the pool runs once per dispatch; slot 0 is the calling thread.
-typedef void (*task_t)(void* ctx, int slot);
-
-// A growable 64-byte-aligned scratch block, one per pool slot.
-struct Scratch {
-    std::unique_ptr<char, decltype(&std::free)> data{nullptr, &std::free};
-    size_t size = 0;
-    char* reserve(size_t bytes) {
-        if (bytes > size) {
-            size = (bytes + 4095) & ~size_t(4095);
-            data.reset(static_cast<char*>(std::aligned_alloc(64, size)));
-        }
-        return data.get();
-    }
-};
-
-// Cores this process may run on: its CPU affinity where the system tells (a container
-// pinned to 2 of 64 cores gets 2), else every core.
-int usable_cores() {
-#ifdef __linux__
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-#endif
-    const unsigned n = std::thread::hardware_concurrency();
-    return n > 0 ? int(n) : 1;
-}
-
-// Workers wait for work spinning for a while before they sleep, and the caller spins
-// until they are done: on a virtual machine, waking a sleeping thread takes ~100 us
-// (a 160 us triangle kernel split over two threads took 180 us when its worker slept
-// between launches). A simulation step's launches follow each other within
-// microseconds, so the worker is still spinning at the next one. Spinning is off when
-// the pool has more threads than the machine has cores: there it would steal the
-// time of the threads doing the work.
-constexpr auto SPIN_FOR = std::chrono::microseconds(300);
-
-inline void cpu_relax() {
-#ifdef SK_MXCSR
-    _mm_pause();
-#endif
-}
-
-class Pool {
-  public:
-    explicit Pool(int workers) { resize(workers); }
-    ~Pool() { stop(); }
-
-    int size() const { return int(threads_.size()) + 1; }
-
-    void resize(int workers) {
-        stop();
-        quit_ = false;
-        spin_ = workers + 1 <= usable_cores();
-        // A new thread waits for the next dispatch, not one that ran before it existed.
-        const uint64_t now = generation_.load();
-        for (int i = 0; i < workers; ++i) threads_.emplace_back([this, i, now] { loop(i + 1, now); });
-        scratch_.resize(size_t(workers) + 1);
-    }
-
-    Scratch& scratch(int slot) { return scratch_[size_t(slot)]; }
-
-    void run(task_t task, void* ctx) {
-        task_ = task;
-        ctx_ = ctx;
-        busy_.store(int(threads_.size()));
-        generation_.fetch_add(1);  // seq_cst, as the sleepers_ load below: no wakeup is lost
-        if (sleepers_.load() > 0) {
-            std::lock_guard<std::mutex> lock(m_);
-            wake_.notify_all();
-        }
-        task(ctx, 0);
-        for (int spins = 0; busy_.load(std::memory_order_acquire) != 0; ++spins) {
-            if (spin_ && spins < 1 << 20) cpu_relax();
-            else std::this_thread::yield();
-        }
-    }
-
-  private:
-    void loop(int slot, uint64_t seen) {
-        flush_subnormals ftz;
-        for (;;) {
-            uint64_t now = wait_for_work(seen);
-            if (quit_.load()) return;
-            seen = now;
-            task_(ctx_, slot);
-            busy_.fetch_sub(1, std::memory_order_release);
-        }
-    }
-
-    uint64_t wait_for_work(uint64_t seen) {
-        if (spin_) {
-            const auto until = std::chrono::steady_clock::now() + SPIN_FOR;
-            for (int spins = 1;; ++spins) {
-                const uint64_t now = generation_.load(std::memory_order_acquire);
-                if (now != seen || quit_.load(std::memory_order_relaxed)) return now;
-                cpu_relax();
-                if (spins % 256 == 0 && std::chrono::steady_clock::now() > until) break;
-            }
-        }
-        std::unique_lock<std::mutex> lock(m_);
-        sleepers_.fetch_add(1);
-        wake_.wait(lock, [&] { return quit_.load() || generation_.load() != seen; });
-        sleepers_.fetch_sub(1);
-        return generation_.load();
-    }
-
-    void stop() {
-        {
-            std::lock_guard<std::mutex> lock(m_);
-            quit_ = true;
-        }
-        wake_.notify_all();
-        for (auto& t : threads_) t.join();
-        threads_.clear();
-    }
-
-    std::vector<std::thread> threads_;
-    std::vector<Scratch> scratch_;
-    std::mutex m_;
-    std::condition_variable wake_;
-    std::atomic<uint64_t> generation_{0};
-    std::atomic<int> busy_{0};
-    std::atomic<int> sleepers_{0};
-    std::atomic<bool> quit_{false};
-    bool spin_ = true;
-    task_t task_ = nullptr;
-    void* ctx_ = nullptr;
-};
-
 Pool* pool() {
     static Pool p(usable_cores() - 1);
     return &p;
@@ -273,30 +115,28 @@ extern "C" void on_sigint(int sig, siginfo_t* info, void* context) {
 enum Path { INLINE, SPLIT, PRIVATE, ATOMIC, PATHS };
 int64_t path_counts[PATHS] = {};
 
-// -- split with atomics, or with nothing to accumulate: threads take chunks as they come --
+// -- split with atomics, or with nothing to accumulate: equal chunks, claimed as they come --
 struct Chunks {
     entry_t fn;
     const void* args;
-    int64_t n, chunk;
+    int64_t n, count;
     bool exclusive;
     const int32_t* error;
-    std::atomic<int64_t> next{0};
 };
 
-void run_chunks(void* ctx, int) {
-    Chunks& c = *static_cast<Chunks*>(ctx);
-    for (;;) {
-        int64_t s = c.next.fetch_add(c.chunk, std::memory_order_relaxed);
-        if (s >= c.n || __atomic_load_n(c.error, __ATOMIC_RELAXED) != 0) return;
-        c.fn(c.args, s, std::min(s + c.chunk, c.n), c.exclusive);
-    }
+void run_chunk(void* ctx, int64_t k) {
+    const Chunks& c = *static_cast<const Chunks*>(ctx);
+    if (__atomic_load_n(c.error, __ATOMIC_RELAXED) != 0) return;  // stopped (Ctrl-C)
+    c.fn(c.args, c.n * k / c.count, c.n * (k + 1) / c.count, c.exclusive);
 }
 
 // -- split with private accumulators --------------------------------------------------
-// Thread k runs the k-th of P equal parts of the grid. Thread 0 adds into the arrays
-// themselves; every other thread gets a copy of the args whose accumulated arrays point
-// into its own zeroed scratch, summed into the arrays after the launch. No atomics, and
-// the sums come out the same on every run with the same thread count.
+// The grid is cut into P equal chunks (P: the pool's size), claimed by whichever thread
+// comes. Chunk 0 adds into the arrays themselves; every other chunk gets a copy of the
+// args whose accumulated arrays point into its own zeroed scratch, summed into the arrays
+// in chunk order after the launch. No atomics, and the sums come out the same on every
+// run with the same pool size, whichever thread ran which chunk, also when the calling
+// thread runs them all (a busy machine, pool.h).
 
 // A private copy costs a zeroing and a summing pass per extra thread: worth it while the
 // accumulated scalars are at most this many per grid element.
@@ -306,7 +146,7 @@ constexpr int MAX_TARGETS = 32;
 struct Target {
     char* array;      // the accumulated memory (data or gradient)
     int64_t bytes;
-    int64_t at;       // its copy's byte offset in each thread's scratch
+    int64_t at;       // its copy's byte offset in each chunk's scratch
     int32_t scalar;
     int32_t header;   // offset of the array header in the args struct
     int32_t grad;
@@ -316,6 +156,7 @@ struct Private {
     entry_t fn;
     int64_t n;
     int parts;
+    const int32_t* error;
     Target targets[MAX_TARGETS];
     int count;
     int64_t copy_bytes;   // every target's copy, laid out one after another
@@ -323,12 +164,11 @@ struct Private {
     char* copies[64];
 };
 
-void run_private(void* ctx, int slot) {
-    Private& p = *static_cast<Private*>(ctx);
-    if (slot >= p.parts) return;
-    if (slot > 0) std::memset(p.copies[slot], 0, size_t(p.copy_bytes));
-    const int64_t start = p.n * slot / p.parts, end = p.n * (slot + 1) / p.parts;
-    p.fn(p.args[slot], start, end, true);
+void run_private(void* ctx, int64_t k) {
+    const Private& p = *static_cast<const Private*>(ctx);
+    if (k > 0) std::memset(p.copies[k], 0, size_t(p.copy_bytes));  // summed in even when stopped
+    if (__atomic_load_n(p.error, __ATOMIC_RELAXED) != 0) return;
+    p.fn(p.args[k], p.n * k / p.parts, p.n * (k + 1) / p.parts, true);
 }
 
 struct ArrayHeader {
@@ -402,38 +242,44 @@ bool run_privately(Pool* pool, const job_t& job, int64_t n) {
     p.fn = job.fn;
     p.n = n;
     p.parts = std::min(pool->size(), 64);
+    p.error = job.error;
     p.args[0] = job.args;
-    for (int slot = 1; slot < p.parts; ++slot) {
-        Scratch& s = pool->scratch(slot);
+    for (int k = 1; k < p.parts; ++k) {
+        Scratch& s = pool->scratch(k);
         const int64_t args_at = (p.copy_bytes + 63) & ~int64_t(63);
         char* base = s.reserve(size_t(args_at + job.args_size));
         char* args = base + args_at;
         std::memcpy(args, job.args, size_t(job.args_size));
-        for (int k = 0; k < p.count; ++k) {
-            const Target& t = p.targets[k];
+        for (int i = 0; i < p.count; ++i) {
+            const Target& t = p.targets[i];
             char* mem = base + t.at;
             if (t.bytes == 0) {  // the twin of an earlier target: point at its copy
-                for (int j = 0; j < k; ++j)
+                for (int j = 0; j < i; ++j)
                     if (p.targets[j].array == t.array && p.targets[j].bytes) mem = base + p.targets[j].at;
             }
             ArrayHeader* h = reinterpret_cast<ArrayHeader*>(args + t.header);
             (t.grad ? h->grad : h->data) = mem;
         }
-        p.copies[slot] = base;
-        p.args[slot] = args;
+        p.copies[k] = base;
+        p.args[k] = args;
     }
-    pool->run(run_private, &p);
-    for (int k = 0; k < p.count; ++k) {
-        const Target& t = p.targets[k];
+    if (pool->workers_welcome()) {
+        pool->run(run_private, &p, p.parts);
+    } else {
+        for (int k = 0; k < p.parts; ++k) run_private(&p, k);  // the same chunks, the same sums
+    }
+    for (int i = 0; i < p.count; ++i) {
+        const Target& t = p.targets[i];
         if (t.bytes == 0) continue;
-        for (int slot = 1; slot < p.parts; ++slot) sum_into(t, p.copies[slot] + t.at);
+        for (int k = 1; k < p.parts; ++k) sum_into(t, p.copies[k] + t.at);
     }
     return true;
 }
 
 // Run a job over [0, n): inline below its grain or without workers; split with private
 // accumulators where the kernel allows it; else split with atomics where enough threads
-// make that pay, else inline.
+// make that pay, else inline. While the pool runs alone (a busy machine, pool.h) a split
+// launch runs inline; a private one runs its chunks on the calling thread (same sums).
 // The caller holds `launching`.
 void parallel_for(const job_t& job, int64_t n) {
     Pool* p = pool();
@@ -449,16 +295,16 @@ void parallel_for(const job_t& job, int64_t n) {
         return;
     }
     const bool exclusive = job.npriv == 0;  // only its own elements' memory: plain adds are safe
-    if (!exclusive && p->size() < job.min_threads) {
+    if ((!exclusive && p->size() < job.min_threads) || !p->workers_welcome()) {
         ++path_counts[INLINE];
         job.fn(job.args, 0, n, true);
         return;
     }
     ++path_counts[exclusive ? SPLIT : ATOMIC];
     const int64_t parts = int64_t(p->size()) * 4;
-    const int64_t chunk = (n + parts - 1) / parts;
-    Chunks c{job.fn, job.args, n, std::max(chunk, job.grain / 4), exclusive, job.error};
-    p->run(run_chunks, &c);
+    const int64_t chunk = std::max((n + parts - 1) / parts, job.grain / 4);
+    Chunks c{job.fn, job.args, n, (n + chunk - 1) / chunk, exclusive, job.error};
+    p->run(run_chunk, &c, c.count);
 }
 
 int64_t grid_size(const job_t& job) { return reinterpret_cast<const int64_t*>(job.args)[5]; }

@@ -1,0 +1,251 @@
+// simkit CPU thread pool (part of runtime.cpp, not of the kernel headers).
+//
+// A dispatch is a number of chunks, each run exactly once by whichever thread claims it:
+// the calling thread claims chunks like the workers, and the dispatch is over when every
+// chunk is done, not when every worker has checked in. So a worker the OS has not
+// scheduled (another process has its core) never stalls a launch: the caller runs its
+// chunks instead. What can still stall one is a worker preempted in the middle of a chunk.
+// The pool watches for the signs of a busy machine: the caller waited long for a worker's
+// chunk after running out of chunks to claim, or a worker that was spinning for work found
+// every chunk taken (it was spinning without a core). Then it runs launches on the calling
+// thread alone for a while, its workers asleep, and tries them again later.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#ifdef __linux__
+#include <sched.h>
+#endif
+#if defined(__SSE__) || defined(__x86_64__)
+#include <xmmintrin.h>
+#define SK_MXCSR 1
+#endif
+
+namespace {
+
+// Kernels run with subnormal floats flushed to zero (FTZ) and read as zero (DAZ), as on
+// a GPU: a body sliding to rest under friction otherwise decays through subnormal
+// speeds, where every operation takes ~100 cycles (a resting ball's contact step got
+// 5x slower). Set for the duration of a launch on the calling thread, and for good on
+// the pool's own threads.
+struct flush_subnormals {
+#ifdef SK_MXCSR
+    unsigned int saved;
+    flush_subnormals() : saved(_mm_getcsr()) { _mm_setcsr(saved | 0x8040u); }
+    ~flush_subnormals() { _mm_setcsr(saved); }
+#endif
+};
+
+inline void cpu_relax() {
+#ifdef SK_MXCSR
+    _mm_pause();
+#endif
+}
+
+// The work of one chunk of a dispatch.
+typedef void (*chunk_fn)(void* ctx, int64_t chunk);
+
+// A growable 64-byte-aligned scratch block (private accumulator copies).
+struct Scratch {
+    std::unique_ptr<char, decltype(&std::free)> data{nullptr, &std::free};
+    size_t size = 0;
+    char* reserve(size_t bytes) {
+        if (bytes > size) {
+            size = (bytes + 4095) & ~size_t(4095);
+            data.reset(static_cast<char*>(std::aligned_alloc(64, size)));
+        }
+        return data.get();
+    }
+};
+
+// Cores this process may run on: its CPU affinity where the system tells (a container
+// pinned to 2 of 64 cores gets 2), else every core.
+int usable_cores() {
+#ifdef __linux__
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
+    const unsigned n = std::thread::hardware_concurrency();
+    return n > 0 ? int(n) : 1;
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Workers spin for a while after a dispatch before they sleep: on a virtual machine waking
+// a sleeping thread takes ~100 us, and a simulation step's launches follow each other
+// within microseconds. They do not spin while the pool runs launches alone (the machine is
+// busy: spinning would take a core from a thread with work), nor when the pool has more
+// threads than the process has cores.
+constexpr auto SPIN_FOR = std::chrono::microseconds(300);
+// After a stalled dispatch the pool runs alone for this long, doubling on each further
+// stall up to the maximum; it halves back only after TRUST_AFTER dispatches in a row that
+// did not stall (a busy machine comes and goes: trusting the workers again too soon costs
+// a stall, milliseconds, each time).
+constexpr auto ALONE_FIRST = std::chrono::milliseconds(20);
+constexpr auto ALONE_MAX = std::chrono::milliseconds(1000);
+constexpr int TRUST_AFTER = 64;
+
+class Pool {
+  public:
+    explicit Pool(int workers) { resize(workers); }
+    ~Pool() { stop(); }
+
+    int size() const { return int(threads_.size()) + 1; }
+
+    void resize(int workers) {
+        stop();
+        quit_ = false;
+        spin_ = workers + 1 <= usable_cores();
+        // A new thread waits for the next dispatch, not one that ran before it existed.
+        const uint64_t now = generation_.load();
+        for (int i = 0; i < workers; ++i) threads_.emplace_back([this, now] { loop(now); });
+        scratch_.resize(size_t(workers) + 1);
+    }
+
+    Scratch& scratch(int64_t k) { return scratch_[size_t(k)]; }
+
+    // False while the pool runs launches on the calling thread alone (after a stall).
+    bool workers_welcome() const {
+        return !threads_.empty() && Clock::now() >= alone_until_.load(std::memory_order_relaxed);
+    }
+
+    // Run chunks 0..count-1 of `fn`, each exactly once, on the calling thread and the
+    // workers; returns when all are done.
+    void run(chunk_fn fn, void* ctx, int64_t count) {
+        fn_.store(fn, std::memory_order_relaxed);
+        ctx_.store(ctx, std::memory_order_relaxed);
+        count_.store(count, std::memory_order_relaxed);
+        done_.store(0, std::memory_order_relaxed);
+        const uint64_t gen = generation_.load(std::memory_order_relaxed) + 1;
+        ticket_.store(gen << 32, std::memory_order_release);
+        generation_.store(gen);  // seq_cst, as the sleepers_ load below: no wakeup is lost
+        if (sleepers_.load() > 0) {
+            std::lock_guard<std::mutex> lock(m_);
+            wake_.notify_all();
+        }
+        const auto start = Clock::now();
+        const int64_t mine = claim(gen);
+        const auto claimed_all = Clock::now();
+        for (int spins = 0; done_.load(std::memory_order_acquire) != count; ++spins) {
+            if (spins < 4096) cpu_relax();
+            else std::this_thread::yield();
+        }
+        judge(start, claimed_all, Clock::now(), mine, count);
+    }
+
+  private:
+    // Claim and run chunks of dispatch `gen` until none is left; how many this thread ran.
+    // The ticket packs the dispatch's generation with the next chunk, so a worker waking
+    // late never claims a chunk of a later dispatch with an earlier one's function.
+    int64_t claim(uint64_t gen) {
+        int64_t ran = 0;
+        uint64_t t = ticket_.load(std::memory_order_acquire);
+        for (;;) {
+            if ((t >> 32) != (gen & 0xffffffffu)) return ran;
+            const int64_t k = int64_t(t & 0xffffffffu);
+            chunk_fn fn = fn_.load(std::memory_order_relaxed);
+            void* ctx = ctx_.load(std::memory_order_relaxed);
+            if (k >= count_.load(std::memory_order_relaxed)) return ran;
+            // Winning the exchange proves dispatch `gen` still had chunk k unclaimed, so the
+            // caller is still waiting for it and fn/ctx read above are that dispatch's.
+            if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel, std::memory_order_acquire))
+                continue;
+            fn(ctx, k);
+            done_.fetch_add(1, std::memory_order_release);
+            ++ran;
+            t = ticket_.load(std::memory_order_acquire);
+        }
+    }
+
+    // A dispatch stalled when the caller, out of chunks to claim, waited for a worker's
+    // chunk much longer than its own chunks took (that worker lost its core mid-chunk), or
+    // when a worker spinning for work missed a dispatch.
+    void judge(Clock::time_point start, Clock::time_point claimed_all, Clock::time_point end, int64_t mine,
+               int64_t count) {
+        bool stalled = missed_.exchange(false, std::memory_order_relaxed);
+        if (!stalled && mine == count) return;  // the workers ran nothing: nothing to learn
+        const auto own = (claimed_all - start) / std::max<int64_t>(mine, 1);
+        stalled = stalled || end - claimed_all > 4 * own + std::chrono::microseconds(50);
+        using D = Clock::duration;
+        if (stalled) {
+            alone_for_ = alone_for_.count() ? std::min(2 * alone_for_, D(ALONE_MAX)) : D(ALONE_FIRST);
+            alone_until_.store(end + alone_for_, std::memory_order_relaxed);
+            clean_ = 0;
+        } else if (++clean_ >= TRUST_AFTER) {
+            alone_for_ = alone_for_ > D(ALONE_FIRST) ? alone_for_ / 2 : D(0);
+            clean_ = 0;
+        }
+    }
+
+    void loop(uint64_t seen) {
+        flush_subnormals ftz;
+        for (;;) {
+            bool spun = false;
+            const uint64_t now = wait_for_work(seen, spun);
+            if (quit_.load()) return;
+            seen = now;
+            if (claim(now) == 0 && spun) missed_.store(true, std::memory_order_relaxed);
+        }
+    }
+
+    uint64_t wait_for_work(uint64_t seen, bool& spun) {
+        if (spin_ && Clock::now() >= alone_until_.load(std::memory_order_relaxed)) {
+            const auto until = Clock::now() + SPIN_FOR;
+            for (int spins = 1;; ++spins) {
+                const uint64_t now = generation_.load(std::memory_order_acquire);
+                if (now != seen || quit_.load(std::memory_order_relaxed)) {
+                    spun = true;
+                    return now;
+                }
+                cpu_relax();
+                if (spins % 256 == 0 && Clock::now() > until) break;
+            }
+        }
+        std::unique_lock<std::mutex> lock(m_);
+        sleepers_.fetch_add(1);
+        wake_.wait(lock, [&] { return quit_.load() || generation_.load() != seen; });
+        sleepers_.fetch_sub(1);
+        return generation_.load();
+    }
+
+    void stop() {
+        {
+            std::lock_guard<std::mutex> lock(m_);
+            quit_ = true;
+        }
+        wake_.notify_all();
+        for (auto& t : threads_) t.join();
+        threads_.clear();
+    }
+
+    std::vector<std::thread> threads_;
+    std::vector<Scratch> scratch_;
+    std::mutex m_;
+    std::condition_variable wake_;
+    std::atomic<uint64_t> generation_{0};
+    std::atomic<uint64_t> ticket_{0};
+    std::atomic<chunk_fn> fn_{nullptr};
+    std::atomic<void*> ctx_{nullptr};
+    std::atomic<int64_t> count_{0};
+    std::atomic<int64_t> done_{0};
+    std::atomic<int> sleepers_{0};
+    std::atomic<bool> quit_{false};
+    std::atomic<bool> missed_{false};  // a spinning worker found a dispatch's chunks all taken
+    bool spin_ = true;
+    // Written by the calling thread after a dispatch, read by workers deciding to spin: a
+    // stale read only makes one worker spin or sleep once more.
+    std::atomic<Clock::time_point> alone_until_{Clock::time_point{}};
+    Clock::duration alone_for_{0};
+    int clean_ = 0;  // dispatches in a row that did not stall
+};
+
+}  // namespace
