@@ -24,6 +24,9 @@ autodiff, simulation or GPU, are added the same way and show up in ``--list``):
             split over simkit's thread count, for information).
 ``warp``    the same two workloads in warp-lang on the CPU, when ``import warp``
             works; skipped with a note otherwise.
+``kernels`` every sim kernel (springs, triangles, bending, tets, contact, joints,
+            integration) alone, forward and adjoint, simkit on one thread next to
+            its warp port (tools/bench_sim_kernels.py).
 
 A new section is one function; ``Result.skipped`` explains a section that cannot run
 here (no GPU, say)::
@@ -582,6 +585,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_sim  # noqa: E402  (the simulation section lives in its own file)
 
 bench_sim.add_sections(section, Result, Row, fmt, interleaved)
+
+import bench_sim_kernels  # noqa: E402  (every sim kernel alone, one thread, vs its warp port)
+
+bench_sim_kernels.add_sections(section, Result, Row, fmt)
 
 import bench_compile  # noqa: E402  (cold compile and warm load, each in a fresh process)
 
