@@ -26,6 +26,9 @@ autodiff, simulation or GPU, are added the same way and show up in ``--list``):
             works; skipped with a note otherwise.
 ``contention`` the simulation step with one CPU-bound competitor process running
             (started by the section): default threads vs one thread and vs warp.
+``kernels`` every sim kernel (springs, triangles, bending, tets, contact, joints,
+            integration) alone, forward and adjoint, simkit on one thread next to
+            its warp port (tools/bench_sim_kernels.py).
 
 A new section is one function; ``Result.skipped`` explains a section that cannot run
 here (no GPU, say)::
@@ -588,6 +591,9 @@ bench_sim.add_sections(section, Result, Row, fmt, interleaved)
 import bench_contention  # noqa: E402  (the simulation step with another process on the CPU)
 
 bench_contention.add_sections(section, Result, Row, fmt, interleaved)
+import bench_sim_kernels  # noqa: E402  (every sim kernel alone, one thread, vs its warp port)
+
+bench_sim_kernels.add_sections(section, Result, Row, fmt)
 
 import bench_compile  # noqa: E402  (cold compile and warm load, each in a fresh process)
 

@@ -67,6 +67,8 @@ def warp_rigid_kernels() -> dict:
         kd: reals
         kf: reals
         mu: reals
+        time_constant: reals
+        damping_ratio: reals
 
     @wp.func
     def top(s: wp.spatial_vector):
@@ -98,6 +100,33 @@ def warp_rigid_kernels() -> dict:
         if speed > 0.0:
             ft = vt * (-wp.min(kf * speed, mu * fn) / speed)
         return n * fn + ft
+
+    @wp.func
+    def scaled_penalty_force(n: wp.vec3, depth: float, v: wp.vec3, inv_mass: float, ke: float, kd: float, kf: float,
+                             time_constant: float, damping_ratio: float, mu: float):
+        k = ke
+        c = kd
+        f = kf
+        if time_constant > 0.0 and inv_mass > 0.0:
+            rate = 1.0 / time_constant
+            m = 1.0 / inv_mass
+            k = k + m * rate * rate
+            c = c + 2.0 * damping_ratio * m * rate
+            f = f + m * rate
+        return penalty_force(n, depth, v, k, c, f, mu)
+
+    @wp.func
+    def world_inverse_inertia(X: wp.transform, bodies: Bodies, b: int):
+        R = wp.quat_to_matrix(wp.transform_get_rotation(X))
+        return R @ bodies.inv_inertia[b] @ wp.transpose(R)
+
+    @wp.func
+    def point_inverse_mass(X: wp.transform, bodies: Bodies, b: int, p: wp.vec3, n: wp.vec3):
+        w = wp.float32(0.0)
+        if b >= 0:
+            rn = wp.cross(p - wp.transform_point(X, bodies.com[b]), n)
+            w = bodies.inv_mass[b] + wp.dot(rn, world_inverse_inertia(X, bodies, b) @ rn)
+        return w
 
     @wp.func
     def box_distance(p: wp.vec3, h: wp.vec3):
@@ -227,14 +256,16 @@ def warp_rigid_kernels() -> dict:
             com = bodies.com[b]
             c = p - n * (radius + 0.5 * depth)
             v = point_velocity(Xb, body_qd[b], com, c)
-            fc = penalty_force(n, depth, v, shapes.ke[s], shapes.kd[s], shapes.kf[s], shapes.mu[s])
+            fc = scaled_penalty_force(n, depth, v, point_inverse_mass(Xb, bodies, b, c, n), shapes.ke[s],
+                                      shapes.kd[s], shapes.kf[s], shapes.time_constant[s], shapes.damping_ratio[s],
+                                      shapes.mu[s])
             wp.atomic_add(body_f, b, wrench_at(Xb, com, c, fc))
 
     @wp.func
     def point_wrenches(k: int, kind_a: int, size_a: wp.vec3, Xa: wp.transform, toward: wp.vec3, kind_b: int,
                        size_b: wp.vec3, Xb: wp.transform, Xb_inv: wp.transform, body_a: int, body_b: int,
                        body_q: transforms, body_qd: spatials, bodies: Bodies, ke: float, kd: float, kf: float,
-                       mu: float):
+                       tc: float, zeta: float, mu: float):
         p_local, radius = shape_point(kind_a, size_a, k, toward)
         p = wp.transform_point(Xa, p_local)
         dist, n_local = shape_distance(kind_b, wp.transform_point(Xb_inv, p), size_b)
@@ -245,11 +276,14 @@ def warp_rigid_kernels() -> dict:
             n = wp.quat_rotate(wp.transform_get_rotation(Xb), n_local)
             c = p - n * (radius + 0.5 * depth)
             v = c * 0.0
+            inv_mass = wp.float32(0.0)
             if body_a >= 0:
                 v = point_velocity(body_q[body_a], body_qd[body_a], bodies.com[body_a], c)
+                inv_mass = point_inverse_mass(body_q[body_a], bodies, body_a, c, n)
             if body_b >= 0:
                 v = v - point_velocity(body_q[body_b], body_qd[body_b], bodies.com[body_b], c)
-            fc = penalty_force(n, depth, v, ke, kd, kf, mu)
+                inv_mass = inv_mass + point_inverse_mass(body_q[body_b], bodies, body_b, c, n)
+            fc = scaled_penalty_force(n, depth, v, inv_mass, ke, kd, kf, tc, zeta, mu)
             if body_a >= 0:
                 wa = wrench_at(body_q[body_a], bodies.com[body_a], c, fc)
             if body_b >= 0:
@@ -271,6 +305,8 @@ def warp_rigid_kernels() -> dict:
         ke = 0.5 * (shapes.ke[a] + shapes.ke[b])
         kd = 0.5 * (shapes.kd[a] + shapes.kd[b])
         kf = 0.5 * (shapes.kf[a] + shapes.kf[b])
+        tc = 0.5 * (shapes.time_constant[a] + shapes.time_constant[b])
+        zeta = 0.5 * (shapes.damping_ratio[a] + shapes.damping_ratio[b])
         mu = 0.5 * (shapes.mu[a] + shapes.mu[b])
         count = shape_point_count(kind_a)
         fa = wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -278,13 +314,13 @@ def warp_rigid_kernels() -> dict:
         for k in range(8):
             if k < count:
                 wa, wb = point_wrenches(k, kind_a, size_a, Xa, toward, kind_b, size_b, Xb, Xb_inv, body_a, body_b,
-                                        body_q, body_qd, bodies, ke, kd, kf, mu)
+                                        body_q, body_qd, bodies, ke, kd, kf, tc, zeta, mu)
                 fa = fa + wa
                 fb = fb + wb
         for k in range(8, 20):
             if k < count:
                 wa, wb = point_wrenches(k, kind_a, size_a, Xa, toward, kind_b, size_b, Xb, Xb_inv, body_a, body_b,
-                                        body_q, body_qd, bodies, ke, kd, kf, mu)
+                                        body_q, body_qd, bodies, ke, kd, kf, tc, zeta, mu)
                 fa = fa + wa
                 fb = fb + wb
         return fa, fb
@@ -517,7 +553,7 @@ class WarpRigidScene:
         self.shapes.body = typed(model.shapes.body, wp.int32, False)
         self.shapes.xform = typed(model.shapes.xform, wp.transform, False)
         self.shapes.params = typed(model.shapes.params, wp.vec3, False)
-        for name in ("ke", "kd", "kf", "mu"):
+        for name in ("ke", "kd", "kf", "mu", "time_constant", "damping_ratio"):
             setattr(self.shapes, name, typed(getattr(model.shapes, name), wp.float32))
         self.pairs = wp.array(collision_pairs(model).numpy(), dtype=wp.int32, device=DEVICE)
         self.gravity = wp.vec3(*np.asarray(model.gravity, dtype=np.float32).tolist())

@@ -98,6 +98,8 @@ def _kernels():
         kd: reals
         kf: reals
         mu: reals
+        time_constant: reals
+        damping_ratio: reals
         ground: wp.int32
         ground_normal: wp.vec3
 
@@ -138,13 +140,29 @@ def _kernels():
             ft = vt * (-wp.min(kf * speed, mu * fn) / speed)
         return n * fn + ft
 
+    @wp.func
+    def scaled_penalty_force(n: wp.vec3, depth: float, v: wp.vec3, inv_mass: float, ke: float, kd: float, kf: float,
+                             time_constant: float, damping_ratio: float, mu: float):
+        k = ke
+        c = kd
+        f = kf
+        if time_constant > 0.0 and inv_mass > 0.0:
+            rate = 1.0 / time_constant
+            m = 1.0 / inv_mass
+            k = k + m * rate * rate
+            c = c + 2.0 * damping_ratio * m * rate
+            f = f + m * rate
+        return penalty_force(n, depth, v, k, c, f, mu)
+
     @wp.kernel
     def ground_contact(q: vec3s, qd: vec3s, particles: Particles, contact: Contact, f: vec3s):
         i = wp.tid()
         n = contact.ground_normal
         depth = wp.dot(n, q[i]) - particles.radius[i]
         if depth < 0.0:
-            fc = penalty_force(n, depth, qd[i], contact.ke[0], contact.kd[0], contact.kf[0], contact.mu[0])
+            fc = scaled_penalty_force(n, depth, qd[i], particles.inv_mass[i], contact.ke[0], contact.kd[0],
+                                      contact.kf[0], contact.time_constant[0], contact.damping_ratio[0],
+                                      contact.mu[0])
             wp.atomic_add(f, i, fc)
 
     @wp.kernel
@@ -318,7 +336,7 @@ class WarpScene:
             setattr(self.tets, name, reals(getattr(m.tets, name)))
 
         self.contact = K["Contact"]()
-        for name in ("ke", "kd", "kf", "mu"):
+        for name in ("ke", "kd", "kf", "mu", "time_constant", "damping_ratio"):
             setattr(self.contact, name, reals(getattr(m.contact, name)))
         self.contact.ground = int(m.contact.ground)
         self.contact.ground_normal = wp.vec3(*np.asarray(m.contact.ground_normal, dtype=np.float32).tolist())
@@ -498,8 +516,8 @@ def check_gradient_equivalence(model, dt: float, steps: int) -> float:
               "edges": scene.edges, "tets": scene.tets, "contact": scene.contact}
     for group, w_struct in groups.items():
         sk_struct = getattr(model, group)
-        for name in ("mass", "inv_mass", "radius", "rest_length", "ke", "kd", "kf", "mu", "area", "k_mu",
-                     "k_lambda", "k_damp", "rest_angle", "volume"):
+        for name in ("mass", "inv_mass", "radius", "rest_length", "ke", "kd", "kf", "mu", "time_constant",
+                     "damping_ratio", "area", "k_mu", "k_lambda", "k_damp", "rest_angle", "volume"):
             sk_arr = getattr(sk_struct, name, None)
             w_arr = getattr(w_struct, name, None)
             if sk_arr is not None and w_arr is not None and sk_arr.grad is not None and len(w_arr):

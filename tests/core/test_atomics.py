@@ -132,3 +132,32 @@ def say(x: sk.array(dtype=float)):
 def test_printf_prints_from_kernels(capfd):
     sk.launch(say, 1, inputs=[sk.full(1, 1.5)])
     assert "thread 0 sees 1.50" in capfd.readouterr().out
+
+
+@sk.kernel
+def add_composites(m: sk.array(dtype=sk.mat33), t: sk.array(dtype=sk.transform), q: sk.array(dtype=sk.quat),
+                   old: sk.array(dtype=sk.vec3), v: sk.array(dtype=sk.vec3)):
+    i = sk.tid()
+    c = float(i % 4)
+    sk.atomic_add(m, i % 2, sk.mat33(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, c))
+    sk.atomic_add(t, 0, sk.transform(sk.vec3(1.0, c, 2.0), sk.quat(3.0, 4.0, c, 5.0)))
+    sk.atomic_add(q, 0, sk.quat(c, 1.0, 2.0, 3.0))
+    old[i] = sk.atomic_add(v, 0, sk.vec3(1.0, 1.0, 1.0))
+
+
+def test_composite_atomic_adds_are_exact_per_component_and_return_old_values(threads):
+    # Matrices, transforms and quaternions accumulate component by component (one plain
+    # add per component on one thread, atomics when split); each component returns its old value.
+    n = 40_000
+    m, t, q = sk.zeros(2, dtype=sk.mat33), sk.zeros(1, dtype=sk.transform), sk.zeros(1, dtype=sk.quat)
+    old, v = sk.zeros(n, dtype=sk.vec3), sk.zeros(1, dtype=sk.vec3)
+    sk.launch(add_composites, n, inputs=[m, t, q, old, v])
+    c_sum = sum(float(i % 4) for i in range(n))
+    for slot in (0, 1):
+        expect = [k * (n // 2) for k in (1, 2, 3, 4, 5, 6, 7, 8)] + [sum(float(i % 4) for i in range(slot, n, 2))]
+        assert m.numpy()[slot].ravel().tolist() == expect
+    assert t.numpy()[0].tolist() == [n, c_sum, 2 * n, 3 * n, 4 * n, c_sum, 5 * n]
+    assert q.numpy()[0].tolist() == [c_sum, n, 2 * n, 3 * n]
+    seen = old.numpy()
+    for k in range(3):  # each component's old values: every count once
+        assert sorted(seen[:, k].tolist()) == [float(c) for c in range(n)]

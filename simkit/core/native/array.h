@@ -203,7 +203,17 @@ SK_ATOMIC_COMPOSITE(atomic_min)
 SK_ATOMIC_COMPOSITE(atomic_max)
 #undef SK_ATOMIC_COMPOSITE
 
+// The plain_adds test once per composite, not per component: one branch before straight-line
+// adds the compiler can vectorize (a vec3 add was three branches, and on one thread the
+// 100x100 cloth's spring kernel took 327 us instead of 220 us).
 template <typename T> SK_FUNC T atomic_add_any(T* p, const T& v) {
+#ifndef SK_CUDA
+    if (__builtin_expect(plain_adds.load(std::memory_order_relaxed), 1)) {
+        T cur = *p;
+        for (int i = 0; i < traits<T>::size; ++i) traits<T>::at(*p, i) += traits<T>::at(v, i);
+        return cur;
+    }
+#endif
     if constexpr (traits<T>::size == 1) return atomic_add_(p, v); else return atomic_add_v(p, v);
 }
 template <typename T> SK_FUNC T atomic_min_any(T* p, const T& v) {
