@@ -591,6 +591,7 @@ bench_sim.add_sections(section, Result, Row, fmt, interleaved)
 import bench_contention  # noqa: E402  (the simulation step with another process on the CPU)
 
 bench_contention.add_sections(section, Result, Row, fmt, interleaved)
+
 import bench_sim_kernels  # noqa: E402  (every sim kernel alone, one thread, vs its warp port)
 
 bench_sim_kernels.add_sections(section, Result, Row, fmt)
