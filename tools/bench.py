@@ -24,6 +24,9 @@ autodiff, simulation or GPU, are added the same way and show up in ``--list``):
             split over simkit's thread count, for information).
 ``warp``    the same two workloads in warp-lang on the CPU, when ``import warp``
             works; skipped with a note otherwise.
+``builder`` ``ModelBuilder`` build + finalize of 200x200 and 1000x1000 cloth grids and
+            32^3 and 64^3 soft grids: seconds, and peak memory next to the model's bytes
+            (``tools/bench_builder.py``).
 
 A new section is one function; ``Result.skipped`` explains a section that cannot run
 here (no GPU, say)::
@@ -590,6 +593,10 @@ bench_compile.add_sections(section, Result, Row, fmt)
 import bench_optim  # noqa: E402  (checkpointed rollouts: the memory target)
 
 bench_optim.add_sections(section, Result, Row, fmt)
+
+import bench_builder  # noqa: E402  (build + finalize of big grids: time and memory)
+
+bench_builder.add_sections(section, Result, Row, fmt)
 
 import bench_gpu  # noqa: E402  (the capture and GPU sections live in their own file)
 
