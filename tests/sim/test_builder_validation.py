@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
+from simkit.sim.columns import Column
 
 NAN, INF = float("nan"), float("inf")
 TET = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
@@ -31,7 +32,7 @@ def other_builder() -> sk.sim.ModelBuilder:
 
 POSE = {"pos": (0.0, 1.0, 0.0), "rot": (0.0, 0.0, 0.0, 1.0), "vel": (0.0, 0.0, 0.0)}
 MATERIAL = {"k_mu": 1e3, "k_lambda": 1e3, "k_damp": 0.0}
-CONTACT = {"ke": 1e4, "kd": 10.0, "kf": 10.0, "mu": 0.5}
+CONTACT = {"ke": 1e4, "kd": 10.0, "kf": 10.0, "mu": 0.5, "time_constant": 0.01, "damping_ratio": 1.0}
 GAINS = {"limit_lower": -1.0, "limit_upper": 1.0, "limit_ke": 1e3, "limit_kd": 1.0, "target_ke": 1.0,
          "target_kd": 0.1, "linear_ke": 1e4, "linear_kd": 1.0, "angular_ke": 1e2, "angular_kd": 0.1}
 
@@ -101,7 +102,8 @@ def _cases():
 
 
 def _lists(b: sk.sim.ModelBuilder) -> dict:
-    return {k: len(v) for k, v in vars(b).items() if isinstance(v, list)}
+    """The length of every list and column of rows the builder holds."""
+    return {k: len(v) for k, v in vars(b).items() if isinstance(v, (list, Column))}
 
 
 def test_every_add_method_has_a_valid_call_in_this_test():
