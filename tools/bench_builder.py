@@ -7,8 +7,7 @@ Run from the repository root::
 
 Each row builds one grid in a fresh builder (``add_cloth_grid``: pinned on one side, with
 triangles and bending hinges; ``add_soft_grid``: five tetrahedra per cell) and finalizes it
-on the CPU in float32: the time is build + finalize, the best of a few runs (one for the big
-grids). Memory is measured in a second, separate run under ``tracemalloc`` (it slows Python
+on the CPU in float32: the time is build + finalize, the median of ``ROUNDS`` runs. Memory is measured in a second, separate run under ``tracemalloc`` (it slows Python
 down, so it is not timed): the peak of the Python and numpy allocations made while building
 and finalizing, next to the bytes of the finalized model's arrays. A grid whose time,
 extrapolated linearly in its element count from the smaller grid, would exceed
@@ -20,6 +19,7 @@ This is a tool for people, not a test: timings never live in tests.
 import argparse
 import gc
 import os
+import statistics
 import sys
 import time
 import tracemalloc
@@ -27,6 +27,7 @@ import tracemalloc
 import simkit as sk
 
 MAX_SECONDS = 60.0
+ROUNDS = 3
 TARGET_SECONDS = 3.0  # build + finalize of the big grids (issue 17)
 CLOTH_SIZES = (200, 1000)  # cells per side
 SOFT_SIZES = (32, 64)
@@ -58,13 +59,13 @@ def model_bytes(model) -> int:
 
 
 def measure(build, n: int, rounds: int) -> tuple[float, int, int, int]:
-    """(best seconds of build + finalize, tracemalloc peak bytes, model bytes, particles)."""
-    best = float("inf")
+    """(median seconds of build + finalize, tracemalloc peak bytes, model bytes, particles)."""
+    seconds = []
     for _ in range(rounds):
         gc.collect()
         t0 = time.perf_counter()
         model = build(n)
-        best = min(best, time.perf_counter() - t0)
+        seconds.append(time.perf_counter() - t0)
         size, particles = model_bytes(model), model.particle_count
         del model
     gc.collect()
@@ -75,7 +76,7 @@ def measure(build, n: int, rounds: int) -> tuple[float, int, int, int]:
     finally:
         tracemalloc.stop()
     del model
-    return best, peak, size, particles
+    return statistics.median(seconds), peak, size, particles
 
 
 def builder_rows(Row, fmt, quick: bool = False) -> list:
@@ -91,7 +92,9 @@ def builder_rows(Row, fmt, quick: bool = False) -> list:
                 rows.append(Row(f"{label}: build + finalize", f"skipped (~{estimate:.0f} s estimated)",
                                 target=f"<= {target} s" if target else "(info)", met=False if target else None))
                 continue
-            seconds, peak, size, particles = measure(build, n, rounds=1 if cells(n) > 100_000 else 3)
+            # a grid estimated to take more than 10 s (the per-element builder) is timed once
+            slow = previous is not None and previous[1] * cells(n) / previous[0] > 10.0
+            seconds, peak, size, particles = measure(build, n, rounds=1 if slow else ROUNDS)
             previous = (cells(n), seconds)
             rows.append(Row(f"{label}: build + finalize ({particles} particles)", f"{fmt(seconds)} s",
                             target=f"<= {target} s" if target else "(info)",
@@ -107,7 +110,7 @@ def add_sections(section, Result, Row, fmt) -> None:
     @section("builder", "(h) ModelBuilder: build + finalize of big cloth and soft grids, CPU, float32")
     def bench_builder(ctx) -> Result:
         return Result(rows=builder_rows(Row, fmt, ctx.quick),
-                      notes=["builder: time = best of build + finalize; peak = tracemalloc peak of the Python and "
+                      notes=["builder: time = median of build + finalize; peak = tracemalloc peak of the Python and "
                              "numpy allocations while building and finalizing (a separate, untimed run); model = bytes "
                              "of the finalized model's arrays"])
 

@@ -99,7 +99,7 @@ class ModelBuilder(RigidBuilder):
         # one Column per per-element attribute: per-element calls append rows, grids and
         # meshes add numpy blocks (no Python object per element)
         for name, shape in _COLUMNS.items():
-            setattr(self, name, Column(shape, np.int64 if name.endswith("_indices") else np.float64))
+            setattr(self, name, Column(shape, np.int32 if name.endswith("_indices") else np.float64))
         # one {kind: (start, count)} per world, in the order add_builder made them
         self.world_ranges: list = []
         self._init_rigid(rigid_contact_ke, rigid_contact_kd, rigid_contact_kf, rigid_contact_mu,
@@ -292,12 +292,19 @@ class ModelBuilder(RigidBuilder):
 
     def _add_particles(self, where: str, q: np.ndarray, qd: np.ndarray, mass: np.ndarray, radius: float) -> None:
         """Append particles at the (computed) positions ``q``, refusing any that is not finite."""
+        self._check_room(where, len(q))
         for name, values in (("position", q), ("mass", mass)):
             bad = np.flatnonzero(~np.isfinite(values.reshape(len(q), -1)).all(axis=1))
             if len(bad):
                 raise ValueError(f"{where}: particle {bad[0]} gets a non-finite {name} "
                                  f"({values[bad[0]].tolist()}); the sizes given place it out of range")
         self._extend(len(q), particle_q=q, particle_qd=qd, particle_mass=mass, particle_radius=radius)
+
+    def _check_room(self, where: str, count: int) -> None:
+        """Particle indices are int32 in a model: refuse to number more than 2^31 - 1 particles."""
+        if self.particle_count + count > np.iinfo(np.int32).max:
+            raise ValueError(f"{where}: {count} more particles would make {self.particle_count + count}, more than "
+                             f"a model can index ({np.iinfo(np.int32).max})")
 
     def _extend(self, count: int, **blocks: Any) -> None:
         """Append ``count`` rows to each named column: an array of rows this builder computed
@@ -427,7 +434,6 @@ class ModelBuilder(RigidBuilder):
             return self._tet_body(world, tets, vel, density, k_mu, k_lambda, k_damp, radius, pinned, where)
 
     def _tet_body(self, world, tets, vel, density, k_mu, k_lambda, k_damp, radius, pinned, where) -> int:
-        tets = np.asarray(tets, dtype=np.int64)
         start = self.particle_count
         pose, volume = G.tet_rest_poses(world, tets)
         # Each tetrahedron's mass is split equally between its four corners (summed in tet order).
@@ -519,6 +525,7 @@ class ModelBuilder(RigidBuilder):
 
     def _append_particles(self, other: "ModelBuilder", X: np.ndarray | None, offset: int) -> None:
         """The particles and elements of ``other``, placed by ``X``, their indices shifted by ``offset``."""
+        self._check_room("add_builder", other.particle_count)
         q, qd = other.particle_q.values(), other.particle_qd.values()
         if X is not None and len(q):
             q, qd = X[:3] + G.quat_rotate(X[3:], q), G.quat_rotate(X[3:], qd)

@@ -62,7 +62,7 @@ def _blocks(points, indices, width: int):
     """``(rows, corners)`` per block of elements: ``rows`` the block's slice, ``corners`` its
     ``width`` corner vectors (component triples)."""
     p = np.asarray(points, dtype=np.float64).reshape(-1, 3)
-    idx = np.asarray(indices, dtype=np.int64).reshape(-1, width)
+    idx = np.asarray(indices).reshape(-1, width)
     comps = [np.ascontiguousarray(p[:, c]) for c in range(3)]
     for start in range(0, len(idx), _BLOCK):
         rows = slice(start, start + _BLOCK)
@@ -171,8 +171,9 @@ def dihedral_angle(o0, o1, v0, v1) -> float:
 def grid_triangles(dim_x: int, dim_y: int, start: int = 0) -> np.ndarray:
     """Two counter-clockwise triangles per cell of a (dim_x+1) x (dim_y+1) vertex grid
     (x fastest), cell by cell in the same order, the diagonal alternating so the sheet has
-    no preferred shear direction: (dim_x * dim_y * 2) x 3 vertex indices."""
-    tris = np.empty((dim_y, dim_x, 2, 3), dtype=np.int64)
+    no preferred shear direction: (dim_x * dim_y * 2) x 3 int32 vertex indices (the model's
+    index type)."""
+    tris = np.empty((dim_y, dim_x, 2, 3), dtype=np.int32)
     rows = max(1, _BLOCK // dim_x)
     for y0 in range(0, dim_y, rows):
         y, x = np.arange(y0, min(y0 + rows, dim_y))[:, None], np.arange(dim_x)[None, :]
@@ -215,7 +216,7 @@ def bending_edges(tris) -> np.ndarray:
 
 def grid_bending_edges(dim_x: int, dim_y: int, start: int = 0) -> np.ndarray:
     """``bending_edges(grid_triangles(dim_x, dim_y, start))``, without sorting: the hinges of
-    a cloth grid in the same order and orientation, from its structure.
+    a cloth grid in the same order and orientation, from its structure (int32).
 
     Walking the cells in order, a cell's triangles complete the hinge of its diagonal, of
     its bottom edge (the top of the cell below, y > 0) and of its left edge (the right of
@@ -223,7 +224,7 @@ def grid_bending_edges(dim_x: int, dim_y: int, start: int = 0) -> np.ndarray:
     left, diagonal in an odd one, as its triangles' half-edges meet them."""
     # one diagonal per cell, a bottom edge per cell above the first row, a left edge per cell
     # right of the first column
-    hinges = np.empty((dim_x * dim_y + dim_x * (dim_y - 1) + (dim_x - 1) * dim_y, 4), dtype=np.int64)
+    hinges = np.empty((dim_x * dim_y + dim_x * (dim_y - 1) + (dim_x - 1) * dim_y, 4), dtype=np.int32)
     rows, done = max(1, _BLOCK // dim_x), 0
     for y0 in range(0, dim_y, rows):
         y, x = np.arange(y0, min(y0 + rows, dim_y))[:, None], np.arange(dim_x)[None, :]
@@ -235,7 +236,7 @@ def grid_bending_edges(dim_x: int, dim_y: int, start: int = 0) -> np.ndarray:
         bottom = (np.where(even, a - dim_x, a - dim_x - 1), np.where(even, c, d), b, a)
         diagonal = (np.where(even, b, a), np.where(even, d, c), np.where(even, c, b), np.where(even, a, d))
         left = (np.where(even, d - 1, a - 1), np.where(even, c, b), a, d)
-        block = np.empty(a.shape + (3, 4), dtype=np.int64)
+        block = np.empty(a.shape + (3, 4), dtype=np.int32)
         valid = np.empty(a.shape + (3,), dtype=bool)
         has_left = np.broadcast_to(x > 0, a.shape)
         for k in range(4):
@@ -272,11 +273,12 @@ _CELL_TETS = (np.array([_positive(t) for t in ((0, 1, 2, 4), (3, 2, 1, 7), (5, 4
 
 def grid_tets(nx: int, ny: int, nz: int) -> np.ndarray:
     """Five positively oriented tetrahedra per hexahedral cell, cell by cell (x fastest, then
-    y, then z); neighbouring cells mirror the split so that shared faces match."""
+    y, then z), as int32 vertex indices; neighbouring cells mirror the split so that shared
+    faces match."""
     z, y, x = np.meshgrid(np.arange(nz), np.arange(ny), np.arange(nx), indexing="ij")
     base = ((z * (ny + 1) + y) * (nx + 1) + x).reshape(-1, 1, 1)
     c = np.arange(8)
     corner = (c & 1) + ((c >> 1) & 1) * (nx + 1) + ((c >> 2) & 1) * (nx + 1) * (ny + 1)
     odd = ((x + y + z) % 2).reshape(-1)
     tets = base + np.where(odd[:, None, None] == 1, corner[_CELL_TETS[1]], corner[_CELL_TETS[0]])
-    return tets.reshape(-1, 4).astype(np.int64)
+    return tets.reshape(-1, 4).astype(np.int32)
