@@ -262,16 +262,22 @@ class ModelBuilder(RigidBuilder):
     def _cloth_grid(self, origin, q, v, dim_x, dim_y, cell_x, cell_y, mass, fix_left, fix_right, fix_top,
                     fix_bottom, k_mu, k_lambda, k_damp, edge_ke, edge_kd, radius) -> int:
         y, x = np.meshgrid(np.arange(dim_y + 1), np.arange(dim_x + 1), indexing="ij")
-        local = np.stack([x * cell_x, y * cell_y, np.zeros(x.shape)], axis=-1).reshape(-1, 3)
         pinned = ((fix_left & (x == 0)) | (fix_right & (x == dim_x)) | (fix_bottom & (y == 0)) |
                   (fix_top & (y == dim_y))).reshape(-1)
-        p = origin + G.quat_rotate(q, local)
+        with np.errstate(over="ignore", invalid="ignore"):       # what overflows is refused below
+            local = np.stack([x * cell_x, y * cell_y, np.zeros(x.shape)], axis=-1).reshape(-1, 3)
+            p = origin + G.quat_rotate(q, local)
+        mass = np.where(pinned, 0.0, mass)
         start = self.particle_count
+        self._check_particles("add_cloth_grid", p, mass, start)
         tris = G.grid_triangles(dim_x, dim_y)
-        pose, area = self._triangle_poses("add_cloth_grid", p, tris, start)
         edges = G.grid_bending_edges(dim_x, dim_y)
-        rest = G.dihedral_angles(p, edges)
-        self._add_particles("add_cloth_grid", p, v, np.where(pinned, 0.0, mass), radius)
+        with np.errstate(over="ignore", invalid="ignore"):
+            pose, area = G.triangle_rest_poses(p, tris)
+            rest = G.dihedral_angles(p, edges)
+        self._check_triangles("add_cloth_grid", tris, pose, area, start)
+        self._check_finite("add_cloth_grid", "hinge", edges, rest, start)
+        self._add_particles(p, v, mass, radius)
         tris += start
         edges += start
         self._extend(len(tris), tri_indices=tris, tri_pose=pose, tri_area=area, tri_k_mu=k_mu,
@@ -279,25 +285,37 @@ class ModelBuilder(RigidBuilder):
         self._extend(len(edges), edge_indices=edges, edge_rest=rest, edge_ke=edge_ke, edge_kd=edge_kd)
         return start
 
-    @staticmethod
-    def _triangle_poses(where: str, p: np.ndarray, tris: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray]:
-        """The rest poses and areas of triangles ``tris`` over the points ``p`` (to be numbered
-        from ``start``); a degenerate one is refused."""
-        pose, area = G.triangle_rest_poses(p, tris)
+    @classmethod
+    def _check_triangles(cls, where: str, tris: np.ndarray, pose: np.ndarray, area: np.ndarray, start: int) -> None:
+        """Refuse the first degenerate triangle (numbered from ``start``), and non-finite rest shapes."""
         bad = np.flatnonzero(~(area >= 1e-12))
         if len(bad):
             i, j, k = (int(t) + start for t in tris[bad[0]])
             raise ValueError(f"{where}: triangle ({i}, {j}, {k}) is degenerate (rest area {area[bad[0]]:.3g})")
-        return pose, area
+        cls._check_finite(where, "triangle", tris, pose, start)
+        cls._check_finite(where, "triangle", tris, area, start)
 
-    def _add_particles(self, where: str, q: np.ndarray, qd: np.ndarray, mass: np.ndarray, radius: float) -> None:
-        """Append particles at the (computed) positions ``q``, refusing any that is not finite."""
+    @staticmethod
+    def _check_finite(where: str, what: str, elements: np.ndarray, values: np.ndarray, start: int) -> None:
+        """Refuse the first element (numbered from ``start``) whose computed rest values are not finite."""
+        bad = np.flatnonzero(~np.isfinite(values.reshape(len(values), -1)).all(axis=1))
+        if len(bad):
+            corners = tuple(int(i) + start for i in elements[bad[0]])
+            raise ValueError(f"{where}: {what} {corners} gets a non-finite rest shape "
+                             f"({values[bad[0]].tolist()}); its corners are too far apart for float64")
+
+    def _check_particles(self, where: str, q: np.ndarray, mass: np.ndarray, start: int) -> None:
+        """Refuse more particles than a model can index, and the first (numbered from ``start``)
+        whose computed position or mass is not finite."""
         self._check_room(where, len(q))
         for name, values in (("position", q), ("mass", mass)):
             bad = np.flatnonzero(~np.isfinite(values.reshape(len(q), -1)).all(axis=1))
             if len(bad):
-                raise ValueError(f"{where}: particle {bad[0]} gets a non-finite {name} "
+                raise ValueError(f"{where}: particle {bad[0] + start} gets a non-finite {name} "
                                  f"({values[bad[0]].tolist()}); the sizes given place it out of range")
+
+    def _add_particles(self, q: np.ndarray, qd: np.ndarray, mass: np.ndarray, radius: float) -> None:
+        """Append particles (their values checked)."""
         self._extend(len(q), particle_q=q, particle_qd=qd, particle_mass=mass, particle_radius=radius)
 
     def _check_room(self, where: str, count: int) -> None:
@@ -311,7 +329,10 @@ class ModelBuilder(RigidBuilder):
         (kept, not copied), or one value for all of them (kept as a broadcast)."""
         for name, block in blocks.items():
             column = getattr(self, name)
-            column.extend(np.broadcast_to(np.asarray(block, dtype=column.dtype), (count,) + column.shape), copy=False)
+            block = np.asarray(block, dtype=column.dtype)
+            if block.shape != (count,) + column.shape:
+                block = np.broadcast_to(block, (count,) + column.shape)
+            column.extend(block, copy=False)
 
     # -- soft bodies ------------------------------------------------------------------
     def add_tetrahedron(self, i: int, j: int, k: int, l: int, k_mu: float = 1.0e3, k_lambda: float = 1.0e3,
@@ -370,7 +391,8 @@ class ModelBuilder(RigidBuilder):
             pinned |= local[:, 1] <= 0.0
         if fix_top:
             pinned |= local[:, 1] >= dims[1] * cells[1] - 1e-12
-        world = origin + G.quat_rotate(q, local)
+        with np.errstate(over="ignore", invalid="ignore"):       # what overflows is refused in _tet_body
+            world = origin + G.quat_rotate(q, local)
         return self._add_tet_body(world, G.grid_tets(*dims), v, density, k_mu, k_lambda, k_damp, radius, pinned,
                                   "add_soft_grid")
 
@@ -402,7 +424,9 @@ class ModelBuilder(RigidBuilder):
             raise ValueError(f"add_soft_mesh: tet_indices reference vertex {int(tets.max())}, but there are "
                              f"{len(verts)} vertices")
         origin, q, v = V.vec3(pos, "add_soft_mesh: pos"), V.quat(rot, "add_soft_mesh: rot"), V.vec3(vel, "add_soft_mesh: vel")
-        world = origin + G.quat_rotate(q, verts * V.positive(scale, "add_soft_mesh: scale"))
+        scale = V.positive(scale, "add_soft_mesh: scale")
+        with np.errstate(over="ignore", invalid="ignore"):       # what overflows is refused in _tet_body
+            world = origin + G.quat_rotate(q, verts * scale)
         density = V.positive(density, "add_soft_mesh: density")
         k_mu, k_lambda, k_damp, radius = self._check_tet_materials("add_soft_mesh", k_mu, k_lambda, k_damp, radius)
         return self._add_tet_body(world, tets, v, density, k_mu, k_lambda, k_damp, radius,
@@ -435,18 +459,22 @@ class ModelBuilder(RigidBuilder):
 
     def _tet_body(self, world, tets, vel, density, k_mu, k_lambda, k_damp, radius, pinned, where) -> int:
         start = self.particle_count
-        pose, volume = G.tet_rest_poses(world, tets)
-        # Each tetrahedron's mass is split equally between its four corners (summed in tet order).
-        share = np.repeat(density * np.abs(volume) / 4.0, 4)
-        mass = np.bincount(tets.reshape(-1), weights=share, minlength=len(world))
+        self._check_particles(where, world, np.zeros(len(world)), start)
+        with np.errstate(over="ignore", invalid="ignore"):       # what overflows is refused below
+            pose, volume = G.tet_rest_poses(world, tets)
+            # Each tetrahedron's mass is split equally between its four corners (summed in tet order).
+            share = np.repeat(density * np.abs(volume) / 4.0, 4)
+        mass = np.where(pinned, 0.0, np.bincount(tets.reshape(-1), weights=share, minlength=len(world)))
         self._check_tets(where, tets, volume, start)
+        self._check_particles(where, world, mass, start)
         # an inverted rest orientation is fixed by swapping the last two corners
         flip = np.flatnonzero(volume < 0.0)
         if len(flip):
             tets = tets.copy()
             tets[flip, 2], tets[flip, 3] = tets[flip, 3], tets[flip, 2].copy()
             pose[flip], volume[flip] = G.tet_rest_poses(world, tets[flip])
-        self._add_particles(where, world, vel, np.where(pinned, 0.0, mass), radius)
+        self._check_finite(where, "tetrahedron", tets, pose, start)
+        self._add_particles(world, vel, mass, radius)
         self._extend(len(tets), tet_indices=tets + start, tet_pose=pose, tet_volume=volume, tet_k_mu=k_mu,
                      tet_k_lambda=k_lambda, tet_k_damp=k_damp)
         return start

@@ -103,7 +103,8 @@ class Column:
         return self._writeable(b) if write else self._blocks[b], i - (self._ends[b - 1] if b else 0)
 
     def __getitem__(self, i: int) -> Any:
-        store, k = self._locate(i)
+        # a row of several numbers is a view that may be written into, as the rows of a list were
+        store, k = self._locate(i, write=bool(self.shape))
         return store[k]
 
     def __setitem__(self, i: int, value: Any) -> None:

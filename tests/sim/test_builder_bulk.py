@@ -13,6 +13,7 @@ import pytest
 
 import simkit as sk
 from simkit.sim import geometry as G
+from simkit.sim.columns import Column
 
 POS, VEL = (0.3, 1.0, -0.2), (0.1, 0.0, -0.3)
 ROT = (0.1, 0.3, -0.2, 0.9)  # not normalized: the builder normalizes it
@@ -149,8 +150,16 @@ CLOTH_CASES = [
 ]
 
 
+@pytest.fixture(params=["one block", "blocks of 5"])
+def blocks(request, monkeypatch):
+    """The geometry works through elements in blocks: also run with blocks of 5 elements, so
+    that small grids cross block borders."""
+    if request.param == "blocks of 5":
+        monkeypatch.setattr(G, "_BLOCK", 5)
+
+
 @pytest.mark.parametrize("case", CLOTH_CASES, ids=lambda c: f"{c['dim_x']}x{c['dim_y']}")
-def test_a_cloth_grid_is_what_its_particles_triangles_and_hinges_added_one_by_one_are(case):
+def test_a_cloth_grid_is_what_its_particles_triangles_and_hinges_added_one_by_one_are(case, blocks):
     new, ref = sk.sim.ModelBuilder(), sk.sim.ModelBuilder()
     assert new.add_cloth_grid(POS, ROT, VEL, **case) == ref_cloth_grid(ref, POS, ROT, VEL, **case) == 0
     assert_same_model(new, ref)
@@ -186,7 +195,7 @@ def soft_args(c):
 
 
 @pytest.mark.parametrize("case", SOFT_CASES, ids=lambda c: f"{c['nx']}x{c['ny']}x{c['nz']}")
-def test_a_soft_grid_is_what_its_particles_and_tetrahedra_added_one_by_one_are(case):
+def test_a_soft_grid_is_what_its_particles_and_tetrahedra_added_one_by_one_are(case, blocks):
     material = dict(k_mu=1e4, k_lambda=2e4, k_damp=0.1)
     new, ref = sk.sim.ModelBuilder(), sk.sim.ModelBuilder()
     new.add_particle((0.0, 3.0, 0.0), (0.0, 0.0, 0.0), 1.0)
@@ -197,7 +206,7 @@ def test_a_soft_grid_is_what_its_particles_and_tetrahedra_added_one_by_one_are(c
     assert_same_model(new, ref, dtype=sk.float32)
 
 
-def test_a_soft_mesh_with_inverted_tetrahedra_is_what_they_added_one_by_one_are():
+def test_a_soft_mesh_with_inverted_tetrahedra_is_what_they_added_one_by_one_are(blocks):
     rng = np.random.default_rng(3)
     verts = rng.normal(size=(12, 3))
     tets = np.array([rng.permutation(12)[:4] for _ in range(20)])   # about half of them inverted
@@ -272,3 +281,131 @@ def test_many_worlds_of_grids_give_the_model_of_the_same_builders_added_one_worl
         if name != "particle_world":
             assert new_m[name].tobytes() == ref_m[name].tobytes(), name
     assert new_m["particle_world"].tolist() == sum(([w] * 16 for w in range(5)), [])
+
+
+# -- the hinges of any triangle mesh ------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bending_edges_of_a_mesh_pair_its_triangles_in_walking_order(seed):
+    # random triangles over few vertices: edges with one, two, three or more triangles
+    rng = np.random.default_rng(seed)
+    tris = [tuple(int(v) for v in rng.permutation(7)[:3]) for _ in range(40)]
+    assert G.bending_edges(tris).tolist() == [list(e) for e in ref_bending_edges(tris)]
+
+
+@pytest.mark.parametrize("dims", [(1, 1), (2, 1), (1, 3), (6, 5), (9, 4)])
+def test_the_hinges_of_a_grid_are_those_found_in_its_triangles(dims):
+    tris = G.grid_triangles(*dims, start=3)
+    assert G.grid_bending_edges(*dims, start=3).tolist() == [list(e) for e in ref_bending_edges(tris.tolist())]
+
+
+# -- bulk adds refuse what their elements would refuse ------------------------------------
+
+def lengths(b):
+    return {k: len(v) for k, v in vars(b).items() if isinstance(v, (list, Column))}
+
+
+def test_a_cloth_grid_with_degenerate_triangles_is_refused_and_leaves_the_builder_as_it_was():
+    b = sk.sim.ModelBuilder()
+    b.add_particle((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 1.0)
+    before = lengths(b)
+    with pytest.raises(ValueError, match=r"add_cloth_grid: triangle \(1, 2, 6\) is degenerate \(rest area 5e-15\)"):
+        b.add_cloth_grid((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0), 3, 3, 1e-7, 1e-7, 0.01)
+    assert lengths(b) == before
+
+
+def test_a_cloth_grid_placed_out_of_the_float_range_is_refused_naming_the_particle():
+    b = sk.sim.ModelBuilder()
+    with pytest.raises(ValueError, match=r"add_cloth_grid: particle 1 gets a non-finite position"):
+        b.add_cloth_grid((1e308, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0), 2, 2, 1e308, 1.0, 0.01)
+    assert b.particle_count == 0 and b.tri_count == 0
+
+
+def test_a_soft_grid_whose_masses_overflow_is_refused_naming_the_particle():
+    b = sk.sim.ModelBuilder()
+    with pytest.raises(ValueError, match=r"add_soft_grid: particle 0 gets a non-finite mass"):
+        b.add_soft_grid((0, 0, 0), (0, 0, 0, 1), (0, 0, 0), 2, 2, 2, 1e200, 1e200, 1e200, 1.0, 1e3, 1e3, 0.0)
+    assert b.particle_count == 0 and b.tet_count == 0
+
+
+def test_a_soft_mesh_with_a_repeated_corner_is_refused_and_leaves_the_builder_as_it_was():
+    b = sk.sim.ModelBuilder()
+    b.add_particle((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 1.0)
+    verts = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    before = lengths(b)
+    with pytest.raises(ValueError, match=r"add_soft_mesh: add_tetrahedron: particle indices must differ, "
+                                         r"got \(1, 2, 3, 2\)"):
+        b.add_soft_mesh((0, 0, 0), (0, 0, 0, 1), 1.0, (0, 0, 0), verts, [[0, 1, 2, 3], [0, 1, 2, 1]], 100.0, 1e3,
+                        1e3, 0.0)
+    assert lengths(b) == before
+
+
+# -- storage ------------------------------------------------------------------------------
+
+def test_a_column_keeps_rows_and_blocks_in_the_order_they_were_added():
+    c = Column((2,))
+    c.append((1.0, 2.0))
+    c.extend(np.array([[3.0, 4.0], [5.0, 6.0]]))
+    c.append(np.array([7.0, 8.0]))
+    c.extend(np.broadcast_to(np.array([9.0, 9.5]), (2, 2)), copy=False)
+    assert len(c) == 6
+    assert [list(c[i]) for i in range(6)] == [[1, 2], [3, 4], [5, 6], [7, 8], [9, 9.5], [9, 9.5]]
+    assert list(c[-1]) == [9.0, 9.5]
+    assert c.array().tolist() == [[1, 2], [3, 4], [5, 6], [7, 8], [9, 9.5], [9, 9.5]]
+    with pytest.raises(IndexError, match="row 6 is out of range"):
+        c[6]
+
+
+def test_writing_a_row_of_a_broadcast_block_writes_that_row_only():
+    c = Column()
+    c.extend(np.arange(3.0))
+    c.extend(np.broadcast_to(np.float64(0.5), (4,)), copy=False)
+    c[4] = 2.0
+    assert c.array().tolist() == [0.0, 1.0, 2.0, 0.5, 2.0, 0.5, 0.5]
+
+
+def test_truncating_a_column_drops_the_rows_after_it_whatever_their_blocks():
+    c = Column()
+    c.extend(np.arange(3.0))
+    c.append(3.0)
+    c.extend(np.arange(4.0, 8.0))
+    c.truncate(5)
+    assert c.array().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    c.truncate(2)
+    c.append(9.0)
+    assert c.array().tolist() == [0.0, 1.0, 9.0]
+
+
+def test_writing_into_a_world_leaves_the_builder_it_was_copied_from_alone():
+    other = sk.sim.ModelBuilder()
+    other.add_cloth_grid((0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 1.0), VEL, 2, 2, 0.1, 0.1, 0.01)
+    scene = sk.sim.ModelBuilder()
+    scene.add_builder(other)
+    scene.add_builder(other)
+    scene.tri_k_mu[1] = 5.0                      # a broadcast block, shared when copied
+    scene.particle_mass[0] = 7.0                 # an array block
+    scene.particle_q[9][1] = 3.0                 # a row of the second world, in place
+    assert other.tri_k_mu.array().tolist() == [1e3] * 8
+    assert other.particle_mass.array().tolist() == [0.01] * 9
+    assert other.particle_q[0].tolist() == [0.0, 1.0, 0.0]
+    assert scene.tri_k_mu.array().tolist() == [1e3, 5.0] + [1e3] * 14
+    assert scene.particle_q.array()[[0, 9], 1].tolist() == [1.0, 3.0]
+
+
+def test_a_big_grid_is_stored_in_a_few_blocks_and_finalized_within_a_few_times_its_model_size():
+    # no Python object per element, and memory bounded by the model's size (the per-element
+    # builder peaked at about 8 times it)
+    import tracemalloc
+
+    b = sk.sim.ModelBuilder()
+    tracemalloc.start()
+    try:
+        b.add_cloth_grid((0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 1.0), VEL, 200, 200, 0.01, 0.01, 0.01)
+        model = b.finalize(dtype=sk.float32)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    size = sum(a.nbytes for a in model_arrays(model).values())
+    assert peak < 3.5 * size, f"peak {peak / 2**20:.1f} MiB for a model of {size / 2**20:.1f} MiB"
+    assert all(len(getattr(b, name)._rows) == 0 and len(getattr(b, name)._blocks) == 1 for name in
+               ("particle_q", "tri_pose", "edge_rest"))
