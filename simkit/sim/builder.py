@@ -77,6 +77,12 @@ class ModelBuilder(RigidBuilder):
         b = ModelBuilder(contact_time_constant=0.02, contact_damping_ratio=0.3)  # bouncier
         b = ModelBuilder(contact_ke=1e4, contact_kd=10.0)                          # fixed gains
 
+    Grids, meshes and worlds are computed over whole arrays and kept as arrays: the per-element
+    attributes (``particle_q``, ``particle_mass``, ``tri_indices``, ``tri_pose``, ...) are
+    :class:`~simkit.sim.columns.Column` objects, with ``len``, ``c[i]``, ``c[i] = row`` and
+    ``c.array()``; the per-element methods (``add_particle``, ``add_spring``, ...) append one
+    row each.
+
     Rigid bodies, shapes and joints: see :class:`~simkit.sim.builder_rigid.RigidBuilder`.
     """
 
