@@ -275,7 +275,7 @@ class ModelBuilder(RigidBuilder):
             p = origin + G.quat_rotate(q, local)
         mass = np.where(pinned, 0.0, mass)
         start = self.particle_count
-        self._check_particles("add_cloth_grid", p, mass, start)
+        self._check_particles("add_cloth_grid", start, p, mass)
         tris = G.grid_triangles(dim_x, dim_y)
         edges = G.grid_bending_edges(dim_x, dim_y)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -310,11 +310,13 @@ class ModelBuilder(RigidBuilder):
             raise ValueError(f"{where}: {what} {corners} gets a non-finite rest shape "
                              f"({values[bad[0]].tolist()}); its corners are too far apart for float64")
 
-    def _check_particles(self, where: str, q: np.ndarray, mass: np.ndarray, start: int) -> None:
+    def _check_particles(self, where: str, start: int, q: np.ndarray, mass: np.ndarray | None = None) -> None:
         """Refuse more particles than a model can index, and the first (numbered from ``start``)
-        whose computed position or mass is not finite."""
+        whose computed position (or mass, when given) is not finite."""
         self._check_room(where, len(q))
         for name, values in (("position", q), ("mass", mass)):
+            if values is None:
+                continue
             bad = np.flatnonzero(~np.isfinite(values.reshape(len(q), -1)).all(axis=1))
             if len(bad):
                 raise ValueError(f"{where}: particle {bad[0] + start} gets a non-finite {name} "
@@ -465,14 +467,14 @@ class ModelBuilder(RigidBuilder):
 
     def _tet_body(self, world, tets, vel, density, k_mu, k_lambda, k_damp, radius, pinned, where) -> int:
         start = self.particle_count
-        self._check_particles(where, world, np.zeros(len(world)), start)
+        self._check_particles(where, start, world)
         with np.errstate(over="ignore", invalid="ignore"):       # what overflows is refused below
             pose, volume = G.tet_rest_poses(world, tets)
             # Each tetrahedron's mass is split equally between its four corners (summed in tet order).
             share = np.repeat(density * np.abs(volume) / 4.0, 4)
         mass = np.where(pinned, 0.0, np.bincount(tets.reshape(-1), weights=share, minlength=len(world)))
         self._check_tets(where, tets, volume, start)
-        self._check_particles(where, world, mass, start)
+        self._check_particles(where, start, world, mass)
         # an inverted rest orientation is fixed by swapping the last two corners
         flip = np.flatnonzero(volume < 0.0)
         if len(flip):
@@ -563,12 +565,14 @@ class ModelBuilder(RigidBuilder):
         q, qd = other.particle_q.values(), other.particle_qd.values()
         if X is not None and len(q):
             q, qd = X[:3] + G.quat_rotate(X[3:], q), G.quat_rotate(X[3:], qd)
-        self.particle_q.extend(q)
-        self.particle_qd.extend(qd)
+        self.particle_q.extend(q, copy=X is None)
+        self.particle_qd.extend(qd, copy=X is None)
         for name in _COLUMNS:
-            if name not in ("particle_q", "particle_qd"):
-                block = getattr(other, name).values()
-                getattr(self, name).extend(block + offset if name.endswith("_indices") else block)
+            block = getattr(other, name).values()
+            if name.endswith("_indices"):
+                getattr(self, name).extend(block + offset, copy=False)
+            elif name not in ("particle_q", "particle_qd"):
+                getattr(self, name).extend(block)
 
     # -- finalize -----------------------------------------------------------------------
     def finalize(self, device: str | None = None, requires_grad: bool = False, dtype: Any = T.float32) -> Model:
