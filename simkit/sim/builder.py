@@ -281,8 +281,8 @@ class ModelBuilder(RigidBuilder):
         with np.errstate(over="ignore", invalid="ignore"):
             pose, area = G.triangle_rest_poses(p, tris)
             rest = G.dihedral_angles(p, edges)
-        self._check_triangles("add_cloth_grid", tris, pose, area, start)
-        self._check_finite("add_cloth_grid", "hinge", edges, rest, start)
+        V.triangle_shapes("add_cloth_grid", tris, pose, area, start)
+        V.finite_rows("add_cloth_grid", "hinge", edges, rest, start)
         self._add_particles(p, v, mass, radius)
         tris += start
         edges += start
@@ -290,25 +290,6 @@ class ModelBuilder(RigidBuilder):
                      tri_k_lambda=k_lambda, tri_k_damp=k_damp)
         self._extend(len(edges), edge_indices=edges, edge_rest=rest, edge_ke=edge_ke, edge_kd=edge_kd)
         return start
-
-    @classmethod
-    def _check_triangles(cls, where: str, tris: np.ndarray, pose: np.ndarray, area: np.ndarray, start: int) -> None:
-        """Refuse the first degenerate triangle (numbered from ``start``), and non-finite rest shapes."""
-        bad = np.flatnonzero(~(area >= 1e-12))
-        if len(bad):
-            i, j, k = (int(t) + start for t in tris[bad[0]])
-            raise ValueError(f"{where}: triangle ({i}, {j}, {k}) is degenerate (rest area {area[bad[0]]:.3g})")
-        cls._check_finite(where, "triangle", tris, pose, start)
-        cls._check_finite(where, "triangle", tris, area, start)
-
-    @staticmethod
-    def _check_finite(where: str, what: str, elements: np.ndarray, values: np.ndarray, start: int) -> None:
-        """Refuse the first element (numbered from ``start``) whose computed rest values are not finite."""
-        bad = np.flatnonzero(~np.isfinite(values.reshape(len(values), -1)).all(axis=1))
-        if len(bad):
-            corners = tuple(int(i) + start for i in elements[bad[0]])
-            raise ValueError(f"{where}: {what} {corners} gets a non-finite rest shape "
-                             f"({values[bad[0]].tolist()}); its corners are too far apart for float64")
 
     def _check_particles(self, where: str, start: int, q: np.ndarray, mass: np.ndarray | None = None) -> None:
         """Refuse more particles than a model can index, and the first (numbered from ``start``)
@@ -473,7 +454,7 @@ class ModelBuilder(RigidBuilder):
             # Each tetrahedron's mass is split equally between its four corners (summed in tet order).
             share = np.repeat(density * np.abs(volume) / 4.0, 4)
         mass = np.where(pinned, 0.0, np.bincount(tets.reshape(-1), weights=share, minlength=len(world)))
-        self._check_tets(where, tets, volume, start)
+        V.tet_volumes(where, tets, volume, start)
         self._check_particles(where, start, world, mass)
         # an inverted rest orientation is fixed by swapping the last two corners
         flip = np.flatnonzero(volume < 0.0)
@@ -481,24 +462,11 @@ class ModelBuilder(RigidBuilder):
             tets = tets.copy()
             tets[flip, 2], tets[flip, 3] = tets[flip, 3], tets[flip, 2].copy()
             pose[flip], volume[flip] = G.tet_rest_poses(world, tets[flip])
-        self._check_finite(where, "tetrahedron", tets, pose, start)
+        V.finite_rows(where, "tetrahedron", tets, pose, start)
         self._add_particles(world, vel, mass, radius)
         self._extend(len(tets), tet_indices=tets + start, tet_pose=pose, tet_volume=volume, tet_k_mu=k_mu,
                      tet_k_lambda=k_lambda, tet_k_damp=k_damp)
         return start
-
-    @staticmethod
-    def _check_tets(where: str, tets: np.ndarray, volume: np.ndarray, start: int) -> None:
-        """Refuse the first tetrahedron (in order) with a repeated corner or no volume."""
-        s = np.sort(tets, axis=1)
-        repeated = (s[:, 1:] == s[:, :-1]).any(axis=1)
-        bad = np.flatnonzero(repeated | ~(np.abs(volume) >= 1e-15))
-        if len(bad):
-            t = tuple(int(i) + start for i in tets[bad[0]])
-            if repeated[bad[0]]:
-                raise ValueError(f"{where}: add_tetrahedron: particle indices must differ, got {t}")
-            raise ValueError(f"{where}: add_tetrahedron: tetrahedron {t} is degenerate "
-                             f"(rest volume {volume[bad[0]]:.3g})")
 
     # -- worlds ---------------------------------------------------------------------------
     def add_builder(self, other: "ModelBuilder", xform: Any = None, world: int | None = None) -> int:
