@@ -29,6 +29,9 @@ autodiff, simulation or GPU, are added the same way and show up in ``--list``):
 ``kernels`` every sim kernel (springs, triangles, bending, tets, contact, joints,
             integration) alone, forward and adjoint, simkit on one thread next to
             its warp port (tools/bench_sim_kernels.py).
+``builder`` ``ModelBuilder`` build + finalize of 200x200 and 1000x1000 cloth grids and
+            32^3 and 64^3 soft grids: seconds, and peak memory next to the model's bytes
+            (``tools/bench_builder.py``).
 
 A new section is one function; ``Result.skipped`` explains a section that cannot run
 here (no GPU, say)::
@@ -603,6 +606,10 @@ bench_compile.add_sections(section, Result, Row, fmt)
 import bench_optim  # noqa: E402  (checkpointed rollouts: the memory target)
 
 bench_optim.add_sections(section, Result, Row, fmt)
+
+import bench_builder  # noqa: E402  (build + finalize of big grids: time and memory)
+
+bench_builder.add_sections(section, Result, Row, fmt)
 
 import bench_gpu  # noqa: E402  (the capture and GPU sections live in their own file)
 

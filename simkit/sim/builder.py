@@ -31,10 +31,20 @@ from ..core import types as T
 from . import geometry as G
 from . import validate as V
 from .builder_rigid import RigidBuilder
+from .columns import Column
 from .contact_material import PARTICLE_PENALTY, contact_material
 from .model import Model
 
 _AXES = {"x": 0, "y": 1, "z": 2}
+
+# The per-element attributes of particles and their elements, and the shape of one row.
+_COLUMNS = {"particle_q": (3,), "particle_qd": (3,), "particle_mass": (), "particle_radius": (),
+            "spring_indices": (2,), "spring_rest": (), "spring_ke": (), "spring_kd": (),
+            "tri_indices": (3,), "tri_pose": (2, 2), "tri_area": (), "tri_k_mu": (), "tri_k_lambda": (),
+            "tri_k_damp": (),
+            "edge_indices": (4,), "edge_rest": (), "edge_ke": (), "edge_kd": (),
+            "tet_indices": (4,), "tet_pose": (3, 3), "tet_volume": (), "tet_k_mu": (), "tet_k_lambda": (),
+            "tet_k_damp": ()}
 
 
 class ModelBuilder(RigidBuilder):
@@ -67,6 +77,12 @@ class ModelBuilder(RigidBuilder):
         b = ModelBuilder(contact_time_constant=0.02, contact_damping_ratio=0.3)  # bouncier
         b = ModelBuilder(contact_ke=1e4, contact_kd=10.0)                          # fixed gains
 
+    Grids, meshes and worlds are computed over whole arrays and kept as arrays: the per-element
+    attributes (``particle_q``, ``particle_mass``, ``tri_indices``, ``tri_pose``, ...) are
+    :class:`~simkit.sim.columns.Column` objects, with ``len``, ``c[i]``, ``c[i] = row`` and
+    ``c.array()``; the per-element methods (``add_particle``, ``add_spring``, ...) append one
+    row each.
+
     Rigid bodies, shapes and joints: see :class:`~simkit.sim.builder_rigid.RigidBuilder`.
     """
 
@@ -86,30 +102,10 @@ class ModelBuilder(RigidBuilder):
         self.contact = dict(contact_material("ModelBuilder", "contact_", contact_ke, contact_kd, contact_kf,
                                              contact_time_constant, contact_damping_ratio, PARTICLE_PENALTY),
                             mu=V.nonneg(contact_mu, "ModelBuilder: contact_mu"))
-        self.particle_q: list = []
-        self.particle_qd: list = []
-        self.particle_mass: list = []
-        self.particle_radius: list = []
-        self.spring_indices: list = []
-        self.spring_rest: list = []
-        self.spring_ke: list = []
-        self.spring_kd: list = []
-        self.tri_indices: list = []
-        self.tri_pose: list = []
-        self.tri_area: list = []
-        self.tri_k_mu: list = []
-        self.tri_k_lambda: list = []
-        self.tri_k_damp: list = []
-        self.edge_indices: list = []
-        self.edge_rest: list = []
-        self.edge_ke: list = []
-        self.edge_kd: list = []
-        self.tet_indices: list = []
-        self.tet_pose: list = []
-        self.tet_volume: list = []
-        self.tet_k_mu: list = []
-        self.tet_k_lambda: list = []
-        self.tet_k_damp: list = []
+        # one Column per per-element attribute: per-element calls append rows, grids and
+        # meshes add numpy blocks (no Python object per element)
+        for name, shape in _COLUMNS.items():
+            setattr(self, name, Column(shape, np.int32 if name.endswith("_indices") else np.float64))
         # one {kind: (start, count)} per world, in the order add_builder made them
         self.world_ranges: list = []
         self._init_rigid(rigid_contact_ke, rigid_contact_kd, rigid_contact_kf, rigid_contact_mu,
@@ -261,28 +257,71 @@ class ModelBuilder(RigidBuilder):
         dim_x, dim_y = V.count(dim_x, "add_cloth_grid: dim_x"), V.count(dim_y, "add_cloth_grid: dim_y")
         cell_x, cell_y = V.positive(cell_x, "add_cloth_grid: cell_x"), V.positive(cell_y, "add_cloth_grid: cell_y")
         origin, q, v = V.vec3(pos, "add_cloth_grid: pos"), V.quat(rot, "add_cloth_grid: rot"), V.vec3(vel, "add_cloth_grid: vel")
-        for name, value in (("mass", mass), ("k_mu", k_mu), ("k_lambda", k_lambda), ("k_damp", k_damp),
-                            ("edge_ke", edge_ke), ("edge_kd", edge_kd), ("radius", radius)):
-            V.nonneg(value, f"add_cloth_grid: {name}")
+        mass, k_mu, k_lambda, k_damp, edge_ke, edge_kd, radius = (
+            V.nonneg(value, f"add_cloth_grid: {name}") for name, value in (
+                ("mass", mass), ("k_mu", k_mu), ("k_lambda", k_lambda), ("k_damp", k_damp), ("edge_ke", edge_ke),
+                ("edge_kd", edge_kd), ("radius", radius)))
         with self._all_or_nothing():
             return self._cloth_grid(origin, q, v, dim_x, dim_y, cell_x, cell_y, mass, fix_left, fix_right, fix_top,
                                     fix_bottom, k_mu, k_lambda, k_damp, edge_ke, edge_kd, radius)
 
     def _cloth_grid(self, origin, q, v, dim_x, dim_y, cell_x, cell_y, mass, fix_left, fix_right, fix_top,
                     fix_bottom, k_mu, k_lambda, k_damp, edge_ke, edge_kd, radius) -> int:
+        y, x = np.meshgrid(np.arange(dim_y + 1), np.arange(dim_x + 1), indexing="ij")
+        pinned = ((fix_left & (x == 0)) | (fix_right & (x == dim_x)) | (fix_bottom & (y == 0)) |
+                  (fix_top & (y == dim_y))).reshape(-1)
+        with np.errstate(over="ignore", invalid="ignore"):       # what overflows is refused below
+            local = np.stack([x * cell_x, y * cell_y, np.zeros(x.shape)], axis=-1).reshape(-1, 3)
+            p = origin + G.quat_rotate(q, local)
+        mass = np.where(pinned, 0.0, mass)
         start = self.particle_count
-        for y in range(dim_y + 1):
-            for x in range(dim_x + 1):
-                pinned = (fix_left and x == 0) or (fix_right and x == dim_x) or \
-                         (fix_bottom and y == 0) or (fix_top and y == dim_y)
-                p = origin + G.quat_rotate(q, np.array([x * cell_x, y * cell_y, 0.0]))
-                self.add_particle(p, v, 0.0 if pinned else mass, radius)
-        tris = G.grid_triangles(dim_x, dim_y, start)
-        for i, j, k in tris:
-            self.add_triangle(i, j, k, k_mu, k_lambda, k_damp)
-        for o0, o1, v0, v1 in G.bending_edges(tris):
-            self.add_edge(o0, o1, v0, v1, edge_ke, edge_kd)
+        self._check_particles("add_cloth_grid", start, p, mass)
+        tris = G.grid_triangles(dim_x, dim_y)
+        edges = G.grid_bending_edges(dim_x, dim_y)
+        with np.errstate(over="ignore", invalid="ignore"):
+            pose, area = G.triangle_rest_poses(p, tris)
+            rest = G.dihedral_angles(p, edges)
+        V.triangle_shapes("add_cloth_grid", tris, pose, area, start)
+        V.finite_rows("add_cloth_grid", "hinge", edges, rest, start)
+        self._add_particles(p, v, mass, radius)
+        tris += start
+        edges += start
+        self._extend(len(tris), tri_indices=tris, tri_pose=pose, tri_area=area, tri_k_mu=k_mu,
+                     tri_k_lambda=k_lambda, tri_k_damp=k_damp)
+        self._extend(len(edges), edge_indices=edges, edge_rest=rest, edge_ke=edge_ke, edge_kd=edge_kd)
         return start
+
+    def _check_particles(self, where: str, start: int, q: np.ndarray, mass: np.ndarray | None = None) -> None:
+        """Refuse more particles than a model can index, and the first (numbered from ``start``)
+        whose computed position (or mass, when given) is not finite."""
+        self._check_room(where, len(q))
+        for name, values in (("position", q), ("mass", mass)):
+            if values is None:
+                continue
+            bad = np.flatnonzero(~np.isfinite(values.reshape(len(q), -1)).all(axis=1))
+            if len(bad):
+                raise ValueError(f"{where}: particle {bad[0] + start} gets a non-finite {name} "
+                                 f"({values[bad[0]].tolist()}); the sizes given place it out of range")
+
+    def _add_particles(self, q: np.ndarray, qd: np.ndarray, mass: np.ndarray, radius: float) -> None:
+        """Append particles (their values checked)."""
+        self._extend(len(q), particle_q=q, particle_qd=qd, particle_mass=mass, particle_radius=radius)
+
+    def _check_room(self, where: str, count: int) -> None:
+        """Particle indices are int32 in a model: refuse to number more than 2^31 - 1 particles."""
+        if self.particle_count + count > np.iinfo(np.int32).max:
+            raise ValueError(f"{where}: {count} more particles would make {self.particle_count + count}, more than "
+                             f"a model can index ({np.iinfo(np.int32).max})")
+
+    def _extend(self, count: int, **blocks: Any) -> None:
+        """Append ``count`` rows to each named column: an array of rows this builder computed
+        (kept, not copied), or one value for all of them (kept as a broadcast)."""
+        for name, block in blocks.items():
+            column = getattr(self, name)
+            block = np.asarray(block, dtype=column.dtype)
+            if block.shape != (count,) + column.shape:
+                block = np.broadcast_to(block, (count,) + column.shape)
+            column.extend(block, copy=False)
 
     # -- soft bodies ------------------------------------------------------------------
     def add_tetrahedron(self, i: int, j: int, k: int, l: int, k_mu: float = 1.0e3, k_lambda: float = 1.0e3,
@@ -329,8 +368,8 @@ class ModelBuilder(RigidBuilder):
         dims = [V.count(d, f"add_soft_grid: dim_{a}") for d, a in zip((dim_x, dim_y, dim_z), "xyz")]
         cells = [V.positive(c, f"add_soft_grid: cell_{a}") for c, a in zip((cell_x, cell_y, cell_z), "xyz")]
         origin, q, v = V.vec3(pos, "add_soft_grid: pos"), V.quat(rot, "add_soft_grid: rot"), V.vec3(vel, "add_soft_grid: vel")
-        V.positive(density, "add_soft_grid: density")
-        self._check_tet_materials("add_soft_grid", k_mu, k_lambda, k_damp, radius)
+        density = V.positive(density, "add_soft_grid: density")
+        k_mu, k_lambda, k_damp, radius = self._check_tet_materials("add_soft_grid", k_mu, k_lambda, k_damp, radius)
         local = G.grid_points(*dims, *cells)
         pinned = np.zeros(len(local), dtype=bool)
         if fix_left:
@@ -341,7 +380,8 @@ class ModelBuilder(RigidBuilder):
             pinned |= local[:, 1] <= 0.0
         if fix_top:
             pinned |= local[:, 1] >= dims[1] * cells[1] - 1e-12
-        world = origin + G.quat_rotate(q, local)
+        with np.errstate(over="ignore", invalid="ignore"):       # what overflows is refused in _tet_body
+            world = origin + G.quat_rotate(q, local)
         return self._add_tet_body(world, G.grid_tets(*dims), v, density, k_mu, k_lambda, k_damp, radius, pinned,
                                   "add_soft_grid")
 
@@ -373,27 +413,33 @@ class ModelBuilder(RigidBuilder):
             raise ValueError(f"add_soft_mesh: tet_indices reference vertex {int(tets.max())}, but there are "
                              f"{len(verts)} vertices")
         origin, q, v = V.vec3(pos, "add_soft_mesh: pos"), V.quat(rot, "add_soft_mesh: rot"), V.vec3(vel, "add_soft_mesh: vel")
-        world = origin + G.quat_rotate(q, verts * V.positive(scale, "add_soft_mesh: scale"))
-        V.positive(density, "add_soft_mesh: density")
-        self._check_tet_materials("add_soft_mesh", k_mu, k_lambda, k_damp, radius)
+        scale = V.positive(scale, "add_soft_mesh: scale")
+        with np.errstate(over="ignore", invalid="ignore"):       # what overflows is refused in _tet_body
+            world = origin + G.quat_rotate(q, verts * scale)
+        density = V.positive(density, "add_soft_mesh: density")
+        k_mu, k_lambda, k_damp, radius = self._check_tet_materials("add_soft_mesh", k_mu, k_lambda, k_damp, radius)
         return self._add_tet_body(world, tets, v, density, k_mu, k_lambda, k_damp, radius,
                                   np.zeros(len(verts), dtype=bool), "add_soft_mesh")
 
     @staticmethod
-    def _check_tet_materials(where: str, k_mu, k_lambda, k_damp, radius) -> None:
-        for name, value in (("k_mu", k_mu), ("k_lambda", k_lambda), ("k_damp", k_damp), ("radius", radius)):
-            V.nonneg(value, f"{where}: {name}")
+    def _check_tet_materials(where: str, k_mu, k_lambda, k_damp, radius) -> tuple:
+        return tuple(V.nonneg(value, f"{where}: {name}") for name, value in (
+            ("k_mu", k_mu), ("k_lambda", k_lambda), ("k_damp", k_damp), ("radius", radius)))
 
     @contextlib.contextmanager
     def _all_or_nothing(self) -> Iterator[None]:
         """Undo every append made inside the block when it raises: a refused composite add
         (a grid or mesh with a bad element) leaves the builder as it was."""
-        lengths = {k: len(v) for k, v in vars(self).items() if isinstance(v, list)}
+        lengths = {k: len(v) for k, v in vars(self).items() if isinstance(v, (list, Column))}
         try:
             yield
         except BaseException:
             for k, n in lengths.items():
-                del getattr(self, k)[n:]
+                column = getattr(self, k)
+                if isinstance(column, Column):
+                    column.truncate(n)
+                else:
+                    del column[n:]
             raise
 
     def _add_tet_body(self, world, tets, vel, density, k_mu, k_lambda, k_damp, radius, pinned, where) -> int:
@@ -401,20 +447,25 @@ class ModelBuilder(RigidBuilder):
             return self._tet_body(world, tets, vel, density, k_mu, k_lambda, k_damp, radius, pinned, where)
 
     def _tet_body(self, world, tets, vel, density, k_mu, k_lambda, k_damp, radius, pinned, where) -> int:
-        # Each tetrahedron's mass is split equally between its four corners.
-        mass = np.zeros(len(world))
-        for t in tets:
-            _pose, vol = G.tet_rest_pose(*world[t])
-            mass[t] += density * abs(vol) / 4.0
         start = self.particle_count
-        for p, m, pin in zip(world, mass, pinned):
-            self.add_particle(p, vel, 0.0 if pin else m, radius)
-        for t in tets:
-            i, j, k, l = (int(x) + start for x in t)
-            try:
-                self.add_tetrahedron(i, j, k, l, k_mu, k_lambda, k_damp)
-            except ValueError as e:
-                raise ValueError(f"{where}: {e}") from None
+        self._check_particles(where, start, world)
+        with np.errstate(over="ignore", invalid="ignore"):       # what overflows is refused below
+            pose, volume = G.tet_rest_poses(world, tets)
+            # Each tetrahedron's mass is split equally between its four corners (summed in tet order).
+            share = np.repeat(density * np.abs(volume) / 4.0, 4)
+        mass = np.where(pinned, 0.0, np.bincount(tets.reshape(-1), weights=share, minlength=len(world)))
+        V.tet_volumes(where, tets, volume, start)
+        self._check_particles(where, start, world, mass)
+        # an inverted rest orientation is fixed by swapping the last two corners
+        flip = np.flatnonzero(volume < 0.0)
+        if len(flip):
+            tets = tets.copy()
+            tets[flip, 2], tets[flip, 3] = tets[flip, 3], tets[flip, 2].copy()
+            pose[flip], volume[flip] = G.tet_rest_poses(world, tets[flip])
+        V.finite_rows(where, "tetrahedron", tets, pose, start)
+        self._add_particles(world, vel, mass, radius)
+        self._extend(len(tets), tet_indices=tets + start, tet_pose=pose, tet_volume=volume, tet_k_mu=k_mu,
+                     tet_k_lambda=k_lambda, tet_k_damp=k_damp)
         return start
 
     # -- worlds ---------------------------------------------------------------------------
@@ -478,21 +529,18 @@ class ModelBuilder(RigidBuilder):
 
     def _append_particles(self, other: "ModelBuilder", X: np.ndarray | None, offset: int) -> None:
         """The particles and elements of ``other``, placed by ``X``, their indices shifted by ``offset``."""
-        if other.particle_count:
-            q, qd = np.asarray(other.particle_q), np.asarray(other.particle_qd)
-            if X is not None:
-                q, qd = X[:3] + G.quat_rotate(X[3:], q), G.quat_rotate(X[3:], qd)
-            self.particle_q.extend(np.array(q, dtype=np.float64))
-            self.particle_qd.extend(np.array(qd, dtype=np.float64))
-        self.particle_mass.extend(other.particle_mass)
-        self.particle_radius.extend(other.particle_radius)
-        for name in ("spring", "tri", "edge", "tet"):
-            indices = getattr(other, f"{name}_indices")
-            getattr(self, f"{name}_indices").extend(tuple(int(i) + offset for i in row) for row in indices)
-        for name in ("spring_rest", "spring_ke", "spring_kd", "tri_pose", "tri_area", "tri_k_mu", "tri_k_lambda",
-                     "tri_k_damp", "edge_rest", "edge_ke", "edge_kd", "tet_pose", "tet_volume", "tet_k_mu",
-                     "tet_k_lambda", "tet_k_damp"):
-            getattr(self, name).extend(getattr(other, name))
+        self._check_room("add_builder", other.particle_count)
+        q, qd = other.particle_q.values(), other.particle_qd.values()
+        if X is not None and len(q):
+            q, qd = X[:3] + G.quat_rotate(X[3:], q), G.quat_rotate(X[3:], qd)
+        self.particle_q.extend(q, copy=X is None)
+        self.particle_qd.extend(qd, copy=X is None)
+        for name in _COLUMNS:
+            block = getattr(other, name).values()
+            if name.endswith("_indices"):
+                getattr(self, name).extend(block + offset, copy=False)
+            elif name not in ("particle_q", "particle_qd"):
+                getattr(self, name).extend(block)
 
     # -- finalize -----------------------------------------------------------------------
     def finalize(self, device: str | None = None, requires_grad: bool = False, dtype: Any = T.float32) -> Model:
@@ -512,8 +560,10 @@ class ModelBuilder(RigidBuilder):
         up = np.zeros(3)
         up[_AXES[self.up_axis]] = 1.0
         data = {k: v for k, v in vars(self).items() if isinstance(v, list)}
-        # the add_* methods check every number; this catches lists filled in directly
-        V.finite_arrays({k: v for k, v in data.items() if k != "world_ranges"}, "finalize")
+        data.update({name: getattr(self, name).values() for name in _COLUMNS})
+        # the add_* methods check every number; this catches rows written in directly
+        V.finite_arrays({k: v for k, v in data.items() if k != "world_ranges" and not k.endswith("_indices")},
+                        "finalize")
         data.update(self._rigid_data())
         data.update(gravity=up * self.gravity, up_vector=up, up_axis=self.up_axis, ground=self.ground,
                     particle_contact=self.particle_contact, contact=dict(self.contact))

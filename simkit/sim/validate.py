@@ -119,3 +119,38 @@ def index(value: Any, count: int, name: str, things: str, where: str, allow_worl
         world = " (or -1 for the world)" if allow_world else ""
         raise ValueError(f"{where}: {name}={value} is out of range: the builder has {count} {things}{world}")
     return int(value)
+
+
+# -- the elements a grid or mesh computes (numbered from ``start``, the first new particle) --
+
+def finite_rows(where: str, what: str, elements: np.ndarray, values: np.ndarray, start: int) -> None:
+    """Every row of ``values`` (computed rest shapes, one per element) is finite; the error
+    names the first element that is not by its corners."""
+    bad = np.flatnonzero(~np.isfinite(values.reshape(len(values), -1)).all(axis=1))
+    if len(bad):
+        corners = tuple(int(i) + start for i in elements[bad[0]])
+        raise ValueError(f"{where}: {what} {corners} gets a non-finite rest shape ({values[bad[0]].tolist()}); "
+                         "its corners are too far apart for float64")
+
+
+def triangle_shapes(where: str, tris: np.ndarray, pose: np.ndarray, area: np.ndarray, start: int) -> None:
+    """No triangle is degenerate (rest area below 1e-12) and every rest shape is finite."""
+    bad = np.flatnonzero(~(area >= 1e-12))
+    if len(bad):
+        i, j, k = (int(t) + start for t in tris[bad[0]])
+        raise ValueError(f"{where}: triangle ({i}, {j}, {k}) is degenerate (rest area {area[bad[0]]:.3g})")
+    finite_rows(where, "triangle", tris, pose, start)
+    finite_rows(where, "triangle", tris, area, start)
+
+
+def tet_volumes(where: str, tets: np.ndarray, volume: np.ndarray, start: int) -> None:
+    """No tetrahedron repeats a corner or has no volume (below 1e-15); the error names the
+    first, as ``add_tetrahedron`` would have."""
+    s = np.sort(tets, axis=1)
+    repeated = (s[:, 1:] == s[:, :-1]).any(axis=1)
+    bad = np.flatnonzero(repeated | ~(np.abs(volume) >= 1e-15))
+    if len(bad):
+        t = tuple(int(i) + start for i in tets[bad[0]])
+        if repeated[bad[0]]:
+            raise ValueError(f"{where}: add_tetrahedron: particle indices must differ, got {t}")
+        raise ValueError(f"{where}: add_tetrahedron: tetrahedron {t} is degenerate (rest volume {volume[bad[0]]:.3g})")

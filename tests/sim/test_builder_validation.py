@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
+from simkit.sim.columns import Column
 
 NAN, INF = float("nan"), float("inf")
 TET = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
@@ -101,7 +102,8 @@ def _cases():
 
 
 def _lists(b: sk.sim.ModelBuilder) -> dict:
-    return {k: len(v) for k, v in vars(b).items() if isinstance(v, list)}
+    """The length of every list and column of rows the builder holds."""
+    return {k: len(v) for k, v in vars(b).items() if isinstance(v, (list, Column))}
 
 
 def test_every_add_method_has_a_valid_call_in_this_test():
