@@ -66,6 +66,17 @@ def two_writes(a: F32, b: F32):
     b[i] = b[i] + a[i]
 
 
+@sk.func
+def weighted(w: F32, x: F32, i: int) -> float:
+    return w[i] * x[i]
+
+
+@sk.kernel
+def weighted_plus_one(w: F32, x: F32, out: F32):
+    i = sk.tid()
+    out[i] = weighted(w, x, i) + 1.0
+
+
 N = 1003  # not a multiple of any vector width: the vector loop's remainder runs too
 
 
@@ -99,6 +110,25 @@ def test_cpu_entry_of_a_1d_kernel_has_a_dense_and_a_strided_loop():
 def test_dense_check_covers_struct_array_fields():
     assert "sk::dense(args.s.ke) && sk::dense(args.s.rest) && sk::dense(args.x) && sk::dense(args.f)" in \
         spring_force.source()
+
+
+def test_function_taking_arrays_runs_as_its_kernel_does():
+    src = weighted_plus_one.source()
+    assert "template <bool Dense>\nstatic SK_FUNC float weighted_" in src and "<Dense>(w, x, i_" in src
+    # its adjoint is called out of line: the kernel's backward keeps the strided loop alone
+    assert "_forward<true>(a, i);" in src and "_backward<true>" not in src
+    w0, x0 = rng_values(N, seed=24), rng_values(N, seed=25)
+    results = []
+    for w, x, out in zip(dense_and_strided(w0, requires_grad=True), dense_and_strided(x0, requires_grad=True),
+                         dense_and_strided(np.zeros(N, np.float32), requires_grad=True)):
+        with sk.Tape() as tape:
+            sk.launch(weighted_plus_one, N, inputs=[w, x], outputs=[out])
+        tape.backward(grads={out: np.ones(N, np.float32)})
+        results.append([out.numpy().copy(), w.grad.numpy().copy(), x.grad.numpy().copy()])
+    for dense, strided in zip(*results):
+        np.testing.assert_array_equal(dense, strided)
+    np.testing.assert_allclose(results[0][0], w0 * x0 + 1.0, rtol=1e-6)
+    np.testing.assert_allclose(results[0][1], x0, rtol=1e-6)
 
 
 def test_kernel_with_a_2d_thread_index_keeps_the_strided_loop_alone():
