@@ -22,6 +22,8 @@ autodiff, simulation or GPU, are added the same way and show up in ``--list``):
             preallocated temporary) and next to the machine's copy bandwidth
             (``np.copyto`` of 40 MB, bytes read + written over time; also the same copy
             split over simkit's thread count, for information).
+``saxpy_add`` the same saxpy on one thread and on the default thread count, each
+            next to numpy's ``np.add(y, x, out=y)`` (the same bytes moved).
 ``warp``    the same two workloads in warp-lang on the CPU, when ``import warp``
             works; skipped with a note otherwise.
 ``contention`` the simulation step with one CPU-bound competitor process running
@@ -379,6 +381,43 @@ def bench_saxpy(ctx: Context) -> Result:
                      "simkit_GB/s / copy_GB/s (12 B/element for saxpy, 8 B/element for the copy).")
     res.notes.append(f"saxpy: numpy runs on one thread, simkit on {sk.get_threads()}; the issue's copy-bandwidth target "
                      "is against the single-thread np.copyto, the threaded copy row shows the all-core ceiling.")
+    return res
+
+
+SAXPY_VS_ADD_1T = 0.9  # numpy np.add(y, x, out=y) time / simkit saxpy time on one thread >= 0.9
+SAXPY_VS_ADD = 1.0     # ... with the default thread count >= 1.0
+
+
+@section("saxpy_add", "(b2) saxpy 10M float32 on 1 and the default threads vs numpy np.add(y, x, out=y)")
+def bench_saxpy_add(ctx: Context) -> Result:
+    res = Result()
+    run = sk_saxpy_fixture(ctx)
+    rng = np.random.default_rng(2)
+    x = rng.random(SAXPY_N, dtype=np.float32)
+    y = rng.random(SAXPY_N, dtype=np.float32)
+    add = np.add
+
+    def np_add(n):
+        for _ in range(n):
+            add(y, x, out=y)
+    rounds = ctx.reps(41, 5)
+    default = sk.get_threads()
+    counts = [1] + ([default] if default > 1 else [])
+    try:
+        for threads, target in zip(counts, (SAXPY_VS_ADD_1T, SAXPY_VS_ADD)):
+            sk.set_threads(threads)
+            st = interleaved({"simkit": run, "np.add": np_add}, rounds=rounds, ops=1, warmup=2)
+            t_sk, t_np = st["simkit"].median, st["np.add"].median
+            res.rows.append(ratio_row(f"saxpy, {threads} thread(s), vs np.add(y, x, out=y) [ms]", t_sk * 1e3,
+                                      t_np * 1e3, "ms", t_np / t_sk, ">=", target, "numpy np.add"))
+            res.spread.append((f"simkit saxpy, {threads} thread(s)", st["simkit"], 1e3, "ms"))
+            res.spread.append((f"np.add, beside {threads} thread(s)", st["np.add"], 1e3, "ms"))
+    finally:
+        sk.set_threads(default)
+    res.notes.append(f"saxpy_add: median of {rounds} interleaved rounds per thread count; ratio = numpy_time / "
+                     "simkit_time. np.add moves the same 12 B/element (read x, read y, write y) on one thread.")
+    if default == 1:
+        res.notes.append("saxpy_add: the default thread count is 1 here, so there is no default-threads row.")
     return res
 
 

@@ -71,9 +71,9 @@ class AccessMixin:
         self.note_access(arr, write=False, shared=None if owned else self.gathers)
         out = self.new_var(arr.type.dtype)
         ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
-        fwd = self.bounds_check(len(idx)) + f"$o0 = sk::at($a0, {ix});"
+        fwd = self.bounds_check(len(idx)) + f"$o0 = sk::at<Dense>($a0, {ix});"
         accum = "accum_grad_owned" if owned else "accum_grad"
-        self.emit([out], [arr, *idx], fwd, f"sk::{accum}(sk::grad_ptr($a0, {ix}), $adj_o0);")
+        self.emit([out], [arr, *idx], fwd, f"sk::{accum}(sk::grad_ptr<Dense>($a0, {ix}), $adj_o0);")
         return out
 
     def store(self, arr, idx, value, node):
@@ -83,10 +83,10 @@ class AccessMixin:
         value = self.convert(value, arr.type.dtype, node)
         ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
         v = f"$a{len(idx) + 1}"
-        fwd = self.bounds_check(len(idx)) + f"sk::at($a0, {ix}) = {v};"
+        fwd = self.bounds_check(len(idx)) + f"sk::at<Dense>($a0, {ix}) = {v};"
         owned = self.owned_index(idx)
         take = "take_grad" if owned else "take_grad_shared"
-        adj = f"sk::{take}(sk::grad_ptr($a0, {ix}), $adj_a{len(idx) + 1});"
+        adj = f"sk::{take}(sk::grad_ptr<Dense>($a0, {ix}), $adj_a{len(idx) + 1});"
         self.emit([], [arr, *idx, value], fwd, adj, replay=False)
         self.note_store(arr, value if owned and isinstance(value, ir.Var) else None)
 
@@ -117,14 +117,14 @@ class AccessMixin:
         check = self.bounds_check(len(idx))
         out = self.new_var(dt) if want_result else None
         assign = "$o0 = " if out is not None else ""
-        fwd = check + f"{assign}sk::{fn}(&sk::at($a0, {ix}), {operand});"
+        fwd = check + f"{assign}sk::{fn}(&sk::at<Dense>($a0, {ix}), {operand});"
         if name == "atomic_add":
-            adj = f"if (auto* g = sk::grad_ptr($a0, {ix})) {adj_v} += *g;"
+            adj = f"if (auto* g = sk::grad_ptr<Dense>($a0, {ix})) {adj_v} += *g;"
         elif name == "atomic_sub":
-            adj = f"if (auto* g = sk::grad_ptr($a0, {ix})) {adj_v} -= *g;"
+            adj = f"if (auto* g = sk::grad_ptr<Dense>($a0, {ix})) {adj_v} -= *g;"
         else:
-            adj = f"sk::take_grad_if_won(sk::grad_ptr($a0, {ix}), sk::at($a0, {ix}), {v}, {adj_v});"
-        replay_fwd = (check + f"$o0 = sk::at($a0, {ix});") if out is not None else None
+            adj = f"sk::take_grad_if_won(sk::grad_ptr<Dense>($a0, {ix}), sk::at<Dense>($a0, {ix}), {v}, {adj_v});"
+        replay_fwd = (check + f"$o0 = sk::at<Dense>($a0, {ix});") if out is not None else None
         self.emit([out] if out is not None else [], [arr, *idx, value], fwd, adj, replay=False, replay_fwd=replay_fwd)
         return out
 

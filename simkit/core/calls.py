@@ -156,7 +156,7 @@ class CallMixin:
         self.tid_dims = n
         outs = [self.new_var(T.int32) for _ in range(n)]
         for k, o in enumerate(outs):
-            self.emit([o], [], f"$o0 = sk::tid(args.launch, _idx, {k});")
+            self.emit([o], [], f"$o0 = sk::tid<Dense>(args.launch, _idx, {k});")
             self.tid_component[o.id] = k
         return outs[0] if n == 1 else Py(tuple(outs))
 
@@ -296,11 +296,13 @@ class CallMixin:
         diff = [k for k, t in enumerate(spec.param_types) if getattr(t, "_sk_kind", "") != "array"]
         adj_ins = "".join(f", $adj_a{k}" for k in diff)
         adj_outs = "".join(f", $adj_o{k}" for k in range(len(outs)))
+        # A function taking arrays is a template over their layout: it runs as its caller does.
+        name = spec.cname + ("<Dense>" if any(ir.holds_arrays(t) for t in spec.param_types) else "")
         if len(outs) == 1:
-            fwd = f"$o0 = {spec.cname}({ins});"
+            fwd = f"$o0 = {name}({ins});"
         else:
-            fwd = f"{spec.cname}({ins}{''.join(f', $o{k}' for k in range(len(outs)))});"
-        adj = f"adj_{spec.cname}({ins}{adj_ins}{adj_outs});"
+            fwd = f"{name}({ins}{''.join(f', $o{k}' for k in range(len(outs)))});"
+        adj = f"adj_{name}({ins}{adj_ins}{adj_outs});"
         self.emit(outs, args, fwd.replace("(, ", "("), adj.replace("(, ", "("))
         if len(outs) == 1:
             return outs[0]

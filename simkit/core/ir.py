@@ -182,3 +182,14 @@ def op_count(block: Block, adjoint: bool = False) -> int:
 def work_estimate(f: FunctionIR, adjoint: bool = False) -> int:
     """:func:`op_count` of a body plus that of every function it calls (each counted once)."""
     return op_count(f.body, adjoint) + sum(work_estimate(spec.ir, adjoint) for spec in f.funcs)
+
+
+def holds_arrays(t) -> bool:
+    """Whether a value of type ``t`` is or contains an array (a struct field, at any depth).
+
+    A function taking one is generated as a template over the array layout (``Dense``,
+    see codegen.kernel_source): its array accesses index densely in the kernel's dense loop."""
+    kind = getattr(t, "_sk_kind", "")
+    if kind == "array":
+        return True
+    return kind == "struct" and any(holds_arrays(f) for f in t._sk_fields.values())

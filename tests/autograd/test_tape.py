@@ -485,9 +485,9 @@ def test_elements_read_by_many_threads_accumulate_exactly_under_threads():
 
 def test_only_loads_indexed_by_the_whole_thread_index_skip_the_atomic():
     src = shared_and_owned.source()
-    assert "accum_grad_owned(sk::grad_ptr(w, i_" in src
-    assert "sk::accum_grad(sk::grad_ptr(x, 0)" in src
-    assert "sk::accum_grad(sk::grad_ptr(x, _" in src  # x[i // 2]: shared by two threads
+    assert "accum_grad_owned(sk::grad_ptr<Dense>(w, i_" in src
+    assert "sk::accum_grad(sk::grad_ptr<Dense>(x, 0)" in src
+    assert "sk::accum_grad(sk::grad_ptr<Dense>(x, _" in src  # x[i // 2]: shared by two threads
 
 
 @sk.struct

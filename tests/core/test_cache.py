@@ -146,7 +146,7 @@ def test_keep_source_leaves_the_generated_cpp_next_to_the_module(tmp_path, monke
 def test_generated_source_mirrors_the_python_lines():
     src = kept.source()
     assert "// test_cache.py:" in src
-    assert "sk::at(a, 0) = 42.0f;" in src
+    assert "sk::at<Dense>(a, 0) = 42.0f;" in src
 
 
 def test_kernel_without_a_source_file_gets_a_clear_error():

@@ -91,17 +91,53 @@ SK_FUNC void report_error(error_t* e, int code, int line) {
 
 template <typename T> SK_FUNC T* offset_(T* base, int64_t bytes) { return (T*)((char*)base + bytes); }
 
-template <typename T> SK_FUNC T& at(const array_t<T, 1>& a, int64_t i) { return *offset_(a.data, i * a.strides[0]); }
-template <typename T> SK_FUNC T& at(const array_t<T, 2>& a, int64_t i, int64_t j) { return *offset_(a.data, i * a.strides[0] + j * a.strides[1]); }
-template <typename T> SK_FUNC T& at(const array_t<T, 3>& a, int64_t i, int64_t j, int64_t k) { return *offset_(a.data, i * a.strides[0] + j * a.strides[1] + k * a.strides[2]); }
-template <typename T> SK_FUNC T& at(const array_t<T, 4>& a, int64_t i, int64_t j, int64_t k, int64_t l) { return *offset_(a.data, i * a.strides[0] + j * a.strides[1] + k * a.strides[2] + l * a.strides[3]); }
+// Element access. Dense = false: any layout, through the byte strides (numpy views,
+// transposes, slices with steps). Dense = true: the generated entry checked that every
+// array of the launch is row-major without gaps (sk::dense), so the innermost axis has a
+// compile-time element stride: the C++ compiler sees unit-stride accesses and vectorizes.
+template <bool Dense = false, typename T> SK_FUNC T& at(const array_t<T, 1>& a, int64_t i) {
+    if constexpr (Dense) return a.data[i];
+    else return *offset_(a.data, i * a.strides[0]);
+}
+template <bool Dense = false, typename T> SK_FUNC T& at(const array_t<T, 2>& a, int64_t i, int64_t j) {
+    if constexpr (Dense) return a.data[i * a.shape[1] + j];
+    else return *offset_(a.data, i * a.strides[0] + j * a.strides[1]);
+}
+template <bool Dense = false, typename T> SK_FUNC T& at(const array_t<T, 3>& a, int64_t i, int64_t j, int64_t k) {
+    if constexpr (Dense) return a.data[(i * a.shape[1] + j) * a.shape[2] + k];
+    else return *offset_(a.data, i * a.strides[0] + j * a.strides[1] + k * a.strides[2]);
+}
+template <bool Dense = false, typename T> SK_FUNC T& at(const array_t<T, 4>& a, int64_t i, int64_t j, int64_t k, int64_t l) {
+    if constexpr (Dense) return a.data[((i * a.shape[1] + j) * a.shape[2] + k) * a.shape[3] + l];
+    else return *offset_(a.data, i * a.strides[0] + j * a.strides[1] + k * a.strides[2] + l * a.strides[3]);
+}
+
+// Whether `a` is row-major without gaps, so that at<true> finds the same elements as
+// at<false>. An axis of extent 1 is only ever indexed at 0, so its stride does not matter
+// (numpy gives such axes arbitrary strides); an empty array is never indexed. Elements
+// whose C++ size differs from the stride numpy gives them are never dense.
+template <typename T, int D> SK_FUNC bool dense(const array_t<T, D>& a) {
+    int64_t expect = int64_t(sizeof(T));
+    for (int d = D - 1; d >= 0; --d) {
+        if (a.shape[d] == 0) return true;
+        if (a.shape[d] > 1 && a.strides[d] != expect) return false;
+        expect *= a.shape[d];
+    }
+    return true;
+}
+
+// The thread index of a kernel instantiated Dense: the entry runs it only on 1-D grids.
+template <bool Dense> SK_FUNC int32_t tid(const launch_t& L, int64_t idx, int k) {
+    if constexpr (Dense) return int32_t(idx);
+    else return tid(L, idx, k);
+}
 
 // The gradient buffer shares the data's strides (grads are allocated alike).
-template <typename T, int D, typename... I> SK_FUNC T* grad_ptr(const array_t<T, D>& a, I... idx) {
+template <bool Dense = false, typename T, int D, typename... I> SK_FUNC T* grad_ptr(const array_t<T, D>& a, I... idx) {
     if (!a.grad) return nullptr;
     array_t<T, D> g = a;
     g.data = a.grad;
-    return &at(g, idx...);
+    return &at<Dense>(g, idx...);
 }
 
 // ---------------------------------------------------------------------------

@@ -31,6 +31,8 @@ typedef unsigned long long uint64_t;
 // their adjoints are SK_USER_FUNC, g++'s choice (codegen.INLINE_STATEMENTS says why).
 #define SK_FUNC inline __attribute__((always_inline))
 #define SK_USER_FUNC inline
+// A kernel entry's dense loop (codegen.cpu_entry): optimized apart from its strided loop.
+#define SK_NOINLINE __attribute__((noinline))
 // Hidden: kernels reach their error record without a GOT load (a `while` loop checks it
 // every iteration); Python reaches it through sk_get_error.
 #define SK_GLOBAL_ATTR __attribute__((visibility("hidden")))
