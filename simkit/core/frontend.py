@@ -166,36 +166,6 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
             add = {(n, p + (field,)) if field else (n, p) for n, p in self.origins[src.id]}
             self.origins.setdefault(dst.id, set()).update(add)
 
-    def note_access(self, arr, write: bool, shared: set | None = None):
-        """Record which parameter arrays ``arr`` may be; ``shared``: also into this of
-        gathers/adds/stores (see ir.FunctionIR)."""
-        origins = self.origins.get(arr.id, ())
-        if not origins:
-            self.untracked = True
-        (self.writes if write else self.reads).update(origins)
-        if shared is not None:
-            shared.update(origins)
-
-    def owned_index(self, idx) -> bool:
-        """Indexed by the whole thread index: the element belongs to this thread alone."""
-        return len(idx) == self.tid_dims and all(self.tid_component.get(getattr(v, "id", None)) == k
-                                                 for k, v in enumerate(idx))
-
-    def note_tid_index(self, arr, idx) -> None:
-        """Record the axes of a parameter array that every thread indexes by its own thread
-        index (``i = sk.tid(); a[i]`` outside any branch or loop): a launch over more
-        threads than such an axis holds is out of bounds for certain (launch.py refuses it)."""
-        if not self.is_kernel or self.block is not self.top_block:
-            return
-        origins = self.origins.get(arr.id, ())
-        if len(origins) != 1:
-            return
-        (name, path), = origins
-        for axis, v in enumerate(idx):
-            k = self.tid_component.get(getattr(v, "id", None))
-            if k is not None:
-                self.tid_indexed.setdefault((name, path, axis, k), self.line)
-
     # -- entry ----------------------------------------------------------------
     def run(self) -> ir.FunctionIR:
         params = []

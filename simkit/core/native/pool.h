@@ -5,10 +5,12 @@
 // chunk is done, not when every worker has checked in. So a worker the OS has not
 // scheduled (another process has its core) never stalls a launch: the caller runs its
 // chunks instead. What can still stall one is a worker preempted in the middle of a chunk.
-// The pool watches for the signs of a busy machine: the caller waited long for a worker's
-// chunk after running out of chunks to claim, or a worker that was spinning for work found
-// every chunk taken (it was spinning without a core). Then it runs launches on the calling
-// thread alone for a while, its workers asleep, and tries them again later.
+// The pool watches for the signs of a busy machine: the calling thread got much less CPU
+// time than wall time while it ran its chunks (more threads want the cores than there
+// are), it waited long for a worker's chunk after running out of chunks to claim, or a
+// worker that was spinning for work found every chunk taken (it was spinning without a
+// core). Then it runs launches on the calling thread alone for a while, its workers
+// asleep, and tries them again later.
 #pragma once
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 
 #ifdef __linux__
 #include <sched.h>
+#include <time.h>
 #endif
 #if defined(__SSE__) || defined(__x86_64__)
 #include <xmmintrin.h>
@@ -80,19 +83,30 @@ int usable_cores() {
 
 using Clock = std::chrono::steady_clock;
 
+// CPU time the calling thread has run, in nanoseconds (0 where the system cannot tell).
+inline int64_t thread_cpu_ns() {
+#ifdef __linux__
+    timespec t;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0) return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;
+#endif
+    return 0;
+}
+
 // Workers spin for a while after a dispatch before they sleep: on a virtual machine waking
 // a sleeping thread takes ~100 us, and a simulation step's launches follow each other
 // within microseconds. They do not spin while the pool runs launches alone (the machine is
 // busy: spinning would take a core from a thread with work), nor when the pool has more
 // threads than the process has cores.
 constexpr auto SPIN_FOR = std::chrono::microseconds(300);
-// After a stalled dispatch the pool runs alone for this long, doubling on each further
-// stall up to the maximum; it halves back only after TRUST_AFTER dispatches in a row that
-// did not stall (a busy machine comes and goes: trusting the workers again too soon costs
-// a stall, milliseconds, each time).
+// After two stalled dispatches in a row (one alone can be a hiccup: a page fault storm,
+// the hypervisor) the pool runs alone for this long, doubling on each further stall up to
+// the maximum; it halves back only after TRUST_AFTER dispatches in a row that did not
+// stall (a busy machine comes and goes: trusting the workers again too soon costs a
+// stall, milliseconds, each time).
 constexpr auto ALONE_FIRST = std::chrono::milliseconds(20);
 constexpr auto ALONE_MAX = std::chrono::milliseconds(1000);
 constexpr int TRUST_AFTER = 64;
+constexpr auto MISSED_AFTER = std::chrono::microseconds(50);
 
 class Pool {
   public:
@@ -126,6 +140,7 @@ class Pool {
         count_.store(count, std::memory_order_relaxed);
         done_.store(0, std::memory_order_relaxed);
         const uint64_t gen = generation_.load(std::memory_order_relaxed) + 1;
+        started_.store(Clock::now(), std::memory_order_relaxed);
         ticket_.store(gen << 32, std::memory_order_release);
         generation_.store(gen);  // seq_cst, as the sleepers_ load below: no wakeup is lost
         if (sleepers_.load() > 0) {
@@ -133,13 +148,15 @@ class Pool {
             wake_.notify_all();
         }
         const auto start = Clock::now();
+        const int64_t cpu_start = thread_cpu_ns();
         const int64_t mine = claim(gen);
+        const int64_t cpu = thread_cpu_ns() - cpu_start;
         const auto claimed_all = Clock::now();
         for (int spins = 0; done_.load(std::memory_order_acquire) != count; ++spins) {
             if (spins < 4096) cpu_relax();
             else std::this_thread::yield();
         }
-        judge(start, claimed_all, Clock::now(), mine, count);
+        judge(start, claimed_all, Clock::now(), cpu, mine, count);
     }
 
   private:
@@ -166,17 +183,21 @@ class Pool {
         }
     }
 
-    // A dispatch stalled when the caller, out of chunks to claim, waited for a worker's
-    // chunk much longer than its own chunks took (that worker lost its core mid-chunk), or
-    // when a worker spinning for work missed a dispatch.
-    void judge(Clock::time_point start, Clock::time_point claimed_all, Clock::time_point end, int64_t mine,
-               int64_t count) {
-        bool stalled = missed_.exchange(false, std::memory_order_relaxed);
+    // A dispatch stalled when the caller ran its chunks with under 3/4 of a core (more
+    // threads want the cores than there are), when, out of chunks to claim, it waited for a
+    // worker's chunk much longer than its own chunks took (that worker lost its core
+    // mid-chunk), or when a worker spinning for work missed a dispatch.
+    void judge(Clock::time_point start, Clock::time_point claimed_all, Clock::time_point end, int64_t cpu_ns,
+               int64_t mine, int64_t count) {
+        const int64_t wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(claimed_all - start).count();
+        bool stalled = missed_.exchange(false, std::memory_order_relaxed) ||
+                       (cpu_ns > 0 && wall_ns > 20000 && 4 * cpu_ns < 3 * wall_ns);
         if (!stalled && mine == count) return;  // the workers ran nothing: nothing to learn
         const auto own = (claimed_all - start) / std::max<int64_t>(mine, 1);
         stalled = stalled || end - claimed_all > 4 * own + std::chrono::microseconds(50);
         using D = Clock::duration;
-        if (stalled) {
+        strikes_ = stalled ? strikes_ + 1 : 0;
+        if (strikes_ >= 2) {
             alone_for_ = alone_for_.count() ? std::min(2 * alone_for_, D(ALONE_MAX)) : D(ALONE_FIRST);
             alone_until_.store(end + alone_for_, std::memory_order_relaxed);
             clean_ = 0;
@@ -193,7 +214,10 @@ class Pool {
             const uint64_t now = wait_for_work(seen, spun);
             if (quit_.load()) return;
             seen = now;
-            if (claim(now) == 0 && spun) missed_.store(true, std::memory_order_relaxed);
+            // Spinning, it should have seen the dispatch within microseconds: finding every
+            // chunk taken long after it began means this thread had no core.
+            if (claim(now) == 0 && spun && Clock::now() - started_.load(std::memory_order_relaxed) > MISSED_AFTER)
+                missed_.store(true, std::memory_order_relaxed);
         }
     }
 
@@ -244,7 +268,9 @@ class Pool {
     // Written by the calling thread after a dispatch, read by workers deciding to spin: a
     // stale read only makes one worker spin or sleep once more.
     std::atomic<Clock::time_point> alone_until_{Clock::time_point{}};
+    std::atomic<Clock::time_point> started_{Clock::time_point{}};  // when the last dispatch began
     Clock::duration alone_for_{0};
+    int strikes_ = 0;  // stalled dispatches in a row
     int clean_ = 0;  // dispatches in a row that did not stall
 };
 
