@@ -33,8 +33,12 @@ def get_threads() -> int:
     return int(compiler.runtime().sk_get_threads())
 
 
-def set_threads(n: int) -> None:
+def set_threads(n: int, *, adaptive: bool = True) -> None:
     """Let CPU launches split over ``n`` threads (the calling thread and ``n - 1`` workers).
+
+    ``adaptive=False`` keeps the pool splitting launches even when the machine is busy
+    (by default it then runs them on the calling thread alone for a while): for measuring
+    the split itself, or tests of how launches split.
 
     Example::
 
@@ -42,7 +46,11 @@ def set_threads(n: int) -> None:
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"sk.set_threads(n): n must be an int >= 1, got {n!r}")
-    compiler.runtime().sk_set_threads(n)
+    if not isinstance(adaptive, bool):
+        raise TypeError(f"sk.set_threads(adaptive=...): expected True or False, got {adaptive!r}")
+    runtime = compiler.runtime()
+    runtime.sk_set_threads(n)
+    runtime.sk_set_adaptive(int(adaptive))
 
 
 def launch_counts() -> dict:

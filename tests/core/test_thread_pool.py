@@ -36,7 +36,7 @@ def test_a_heavier_kernel_splits_from_a_smaller_grid():
 
 def test_a_grid_just_above_a_heavy_kernels_grain_runs_split():
     before = sk.get_threads()
-    sk.set_threads(2)
+    sk.set_threads(2, adaptive=False)
     try:
         n = L.grain_of(heavy.build_ir(), False)
         x, y = sk.zeros(n, dtype=sk.float32), sk.zeros(n, dtype=sk.float32)
@@ -60,6 +60,13 @@ def test_a_pool_resized_between_launches_runs_every_element_exactly_once():
             assert np.array_equal(hist.numpy(), np.ones(n))
     finally:
         sk.set_threads(before)
+
+
+def test_set_threads_refuses_a_non_bool_adaptive_flag():
+    before = sk.get_threads()
+    with pytest.raises(TypeError, match=r"adaptive=...\): expected True or False, got 'no'"):
+        sk.set_threads(2, adaptive="no")
+    assert sk.get_threads() == before
 
 
 @pytest.mark.parametrize("bad", [0, -2, 1.5, True, "4"])

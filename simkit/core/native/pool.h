@@ -115,6 +115,16 @@ class Pool {
 
     int size() const { return int(threads_.size()) + 1; }
 
+    // Whether the pool goes alone on a busy machine (off: it always splits, for tests that
+    // check how launches split and for measurements of the split itself).
+    void set_adaptive(bool on) {
+        if (on == adaptive_) return;
+        adaptive_ = on;
+        alone_until_.store(Clock::time_point{}, std::memory_order_relaxed);
+        alone_for_ = Clock::duration(0);
+        strikes_ = clean_ = 0;
+    }
+
     void resize(int workers) {
         stop();
         quit_ = false;
@@ -190,6 +200,7 @@ class Pool {
     void judge(Clock::time_point start, Clock::time_point claimed_all, Clock::time_point end, int64_t cpu_ns,
                int64_t mine, int64_t count) {
         const int64_t wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(claimed_all - start).count();
+        if (!adaptive_) return;
         bool stalled = missed_.exchange(false, std::memory_order_relaxed) ||
                        (cpu_ns > 0 && wall_ns > 20000 && 4 * cpu_ns < 3 * wall_ns);
         if (!stalled && mine == count) return;  // the workers ran nothing: nothing to learn
@@ -265,6 +276,7 @@ class Pool {
     std::atomic<bool> quit_{false};
     std::atomic<bool> missed_{false};  // a spinning worker found a dispatch's chunks all taken
     bool spin_ = true;
+    bool adaptive_ = true;
     // Written by the calling thread after a dispatch, read by workers deciding to spin: a
     // stale read only makes one worker spin or sleep once more.
     std::atomic<Clock::time_point> alone_until_{Clock::time_point{}};

@@ -368,6 +368,11 @@ SK_EXPORT int64_t sk_replay(const replay_job_t* jobs, int64_t count) {
 
 SK_EXPORT int sk_get_threads() { return pool()->size(); }
 
+SK_EXPORT void sk_set_adaptive(int on) {
+    std::lock_guard<std::mutex> guard(launching);
+    pool()->set_adaptive(on != 0);
+}
+
 // Launches run so far by each Path, into out[0..3].
 SK_EXPORT void sk_launch_counts(int64_t* out) {
     std::lock_guard<std::mutex> guard(launching);
