@@ -18,7 +18,7 @@ from . import types as T
 from .exprs import _MATH_BUILTINS, Py, Retype, Undefined, type_str
 
 
-def _firm_float(a) -> bool:
+def firm_float(a) -> bool:
     """A value of a definite float type (not a literal's, nor a literal-initialised local's)."""
     t = getattr(a, "type", None)
     s = getattr(t, "_sk_scalar", None)
@@ -66,7 +66,7 @@ class CallMixin:
         if not (isinstance(out.type, T.ScalarType) and out.type.is_float):
             return
         weak = [getattr(a, "weak_origin", None) for a in args]
-        if any(weak) and all(w is not None or not _firm_float(a) for a, w in zip(args, weak)):
+        if any(weak) and all(w is not None or not firm_float(a) for a, w in zip(args, weak)):
             out.weak_origin = next(w for w in weak if w)
 
     def retype_literal_locals(self, name, args, types):

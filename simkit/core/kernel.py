@@ -29,7 +29,7 @@ from . import codegen, compiler, frontend
 from . import types as T
 from .config import config
 from .errors import CompileError
-from .calls import _firm_float
+from .calls import firm_float
 from .exprs import Retype
 
 log = logging.getLogger("simkit")
@@ -244,7 +244,7 @@ class Function:
             builder.error(f"{self.name}() takes {len(self.arg_types)} argument(s), got {len(args)}", node)
         # A literal (or a local initialised from one) passed for an unannotated parameter takes the
         # float type of the call's other float arguments: inner(0.5, x64) is inner(float64, float64).
-        firm = next((a.type._sk_scalar for a in args if _firm_float(a)), None)
+        firm = next((a.type._sk_scalar for a in args if firm_float(a)), None)
         # without one, a bare literal follows a literal-initialised local (already retyped or not)
         peer = firm or next((a.type for a in args if getattr(a, "weak_origin", None) is not None
                              and isinstance(a.type, T.ScalarType) and a.type.is_float), None)
