@@ -79,7 +79,7 @@ def add_sections(section, Result, Row, fmt, interleaved) -> None:
         return Row(metric, f"{fmt(a * 1e3)} ms", f"{fmt(b * 1e3)} ms ({ref_name})", f"{r:.2f}x", f"<= {target}",
                    r <= target)
 
-    @section("contention", "(f) one other CPU-bound process running: simulation step, default threads vs one "
+    @section("contention", "(e2) one other CPU-bound process running: simulation step, default threads vs one "
                            "thread and vs warp")
     def bench_contention(ctx) -> Result:
         res = Result()

@@ -30,6 +30,7 @@ from simkit.kernels.shapes import BOX_CORNER_ROUNDING, MAX_PLANE_POINTS, collisi
 from simkit.kernels.structs import JOINT_FIXED, JOINT_PRISMATIC, JOINT_REVOLUTE, SHAPE_BOX, SHAPE_CAPSULE
 
 from bench_sim_warp import DEVICE, load_scene, warp_module  # one warp initialisation for every port
+from bench_sim_warp import _kernels as particle_kernels
 
 @functools.cache
 def warp_rigid_kernels() -> dict:
@@ -90,30 +91,8 @@ def warp_rigid_kernels() -> dict:
     def wrench_at(X: wp.transform, com: wp.vec3, p: wp.vec3, force: wp.vec3):
         return make_spatial(wp.cross(p - wp.transform_point(X, com), force), force)
 
-    @wp.func
-    def penalty_force(n: wp.vec3, depth: float, v: wp.vec3, ke: float, kd: float, kf: float, mu: float):
-        vn = wp.dot(n, v)
-        fn = wp.max(-ke * depth - kd * vn, 0.0)
-        vt = v - n * vn
-        speed = wp.length(vt)
-        ft = vt * 0.0
-        if speed > 0.0:
-            ft = vt * (-wp.min(kf * speed, mu * fn) / speed)
-        return n * fn + ft
-
-    @wp.func
-    def scaled_penalty_force(n: wp.vec3, depth: float, v: wp.vec3, inv_mass: float, ke: float, kd: float, kf: float,
-                             time_constant: float, damping_ratio: float, mu: float):
-        k = ke
-        c = kd
-        f = kf
-        if time_constant > 0.0 and inv_mass > 0.0:
-            rate = 1.0 / time_constant
-            m = 1.0 / inv_mass
-            k = k + m * rate * rate
-            c = c + 2.0 * damping_ratio * m * rate
-            f = f + m * rate
-        return penalty_force(n, depth, v, k, c, f, mu)
+    # the particle port's contact law, shared (simkit's kernels share it too: kernels/contact.py)
+    scaled_penalty_force = particle_kernels()["scaled_penalty_force"]
 
     @wp.func
     def world_inverse_inertia(X: wp.transform, bodies: Bodies, b: int):

@@ -241,7 +241,7 @@ def kernel_ratios(rounds: int, scenes=None, dt: float = 1e-4) -> tuple:
 def add_sections(section, Result, Row, fmt) -> None:
     """Register the ``kernels`` section with bench.py's registry."""
 
-    @section("kernels", "(k) every sim kernel alone, forward and adjoint, one thread, vs its warp port")
+    @section("kernels", "(e3) every sim kernel alone, forward and adjoint, one thread, vs its warp port")
     def bench_kernels(ctx) -> Result:
         res = Result()
         rows, res.notes = kernel_ratios(ctx.reps(9, 2))

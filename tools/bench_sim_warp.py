@@ -276,7 +276,7 @@ def _kernels():
     return {"Particles": Particles, "Springs": Springs, "Triangles": Triangles, "Edges": Edges, "Tets": Tets,
             "Contact": Contact, "integrate_particles": integrate_particles, "eval_springs": eval_springs,
             "ground_contact": ground_contact, "eval_triangles": eval_triangles, "eval_bending": eval_bending,
-            "eval_tets": eval_tets}
+            "eval_tets": eval_tets, "penalty_force": penalty_force, "scaled_penalty_force": scaled_penalty_force}
 
 
 class WarpScene:
