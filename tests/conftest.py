@@ -18,6 +18,9 @@ During the test the device is the default (``sk.set_device``): arrays made witho
 itself, not the host side of the CUDA path, says ``@pytest.mark.not_on_fake_driver("why")``.
 """
 
+import subprocess
+import sys
+
 import pytest
 
 
@@ -73,3 +76,14 @@ def device(request, monkeypatch):
         sk.set_device("cuda:0")
         yield "cuda:0"
         sk.synchronize()  # a kernel error still pending belongs to this test
+
+
+@pytest.fixture
+def busy_machine():
+    """Another CPU-bound process runs for the test, as on a machine users share (a busy loop
+    that ends by itself after two minutes, and is killed when the test ends)."""
+    code = "import time\nend = time.monotonic() + 120\nwhile time.monotonic() < end:\n    pass\n"
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    yield
+    proc.kill()
+    proc.wait()

@@ -100,16 +100,6 @@ def test_the_default_pool_has_one_thread_per_core_the_process_may_use():
     assert out.strip() == "1"
 
 
-@pytest.fixture
-def busy_machine():
-    """Another CPU-bound process runs for the test (a busy loop that ends by itself)."""
-    code = "import time\nend = time.monotonic() + 120\nwhile time.monotonic() < end:\n    pass\n"
-    proc = subprocess.Popen([sys.executable, "-c", code])
-    yield
-    proc.kill()
-    proc.wait()
-
-
 @sk.kernel
 def bin_counts(index: sk.array(dtype=int), bins: sk.array(dtype=sk.int64)):
     bins[index[sk.tid()]] += 1

@@ -366,19 +366,6 @@ def height_f32(q: sk.array(dtype=sk.vec3), loss: sk.array(dtype=sk.float32)):
     sk.atomic_add(loss, 0, q[sk.tid()][1])
 
 
-@pytest.fixture
-def busy_machine():
-    """Another CPU-bound process runs for the test (a busy loop that ends by itself)."""
-    import subprocess
-    import sys
-
-    code = "import time\nend = time.monotonic() + 120\nwhile time.monotonic() < end:\n    pass\n"
-    proc = subprocess.Popen([sys.executable, "-c", code])
-    yield
-    proc.kill()
-    proc.wait()
-
-
 @pytest.mark.parametrize("integrator", [sk.sim.SemiImplicitEuler, sk.sim.XPBD], ids=["semi-implicit", "xpbd"])
 def test_float32_cloth_gradients_are_bit_identical_run_to_run_on_a_busy_machine(integrator, busy_machine):
     # float32, the thread pool splitting or running alone as the load comes and goes: the
