@@ -167,7 +167,11 @@ class AccessMixin:
                 self.error(f"{type_str(t)} takes one index", node)
             self.static_bounds(idx[0], t._sk_shape[0], node)
             out = self.new_var(t._sk_scalar)
-            self.emit([out], [base, idx[0]], "$o0 = $a0[$a1];", "$adj_a0[$a1] += $adj_o0;")
+            if isinstance(idx[0], ir.Const):
+                self.emit([out], [base, idx[0]], "$o0 = $a0[$a1];", "$adj_a0[$a1] += $adj_o0;")
+            else:
+                self.emit([out], [base, idx[0]], "$o0 = sk::component($a0, $a1);",
+                          "sk::add_component($adj_a0, $a1, $adj_o0);")
             return out
         if kind == "mat":
             r, c = t._sk_shape
@@ -180,8 +184,8 @@ class AccessMixin:
             if len(idx) == 1:
                 self.static_bounds(idx[0], r, node)
                 out = self.new_var(T.vector(c, t._sk_scalar))
-                self.emit([out], [base, idx[0]], f"for (int k = 0; k < {c}; ++k) $o0[k] = $a0[$a1][k];",
-                          f"for (int k = 0; k < {c}; ++k) $adj_a0[$a1][k] += $adj_o0[k];")
+                self.emit([out], [base, idx[0]], f"SK_UNROLL for (int k = 0; k < {c}; ++k) $o0[k] = $a0[$a1][k];",
+                          f"SK_UNROLL for (int k = 0; k < {c}; ++k) $adj_a0[$a1][k] += $adj_o0[k];")
                 return out
         self.error(f"{type_str(t)} cannot be indexed like this", node)
 
@@ -197,8 +201,13 @@ class AccessMixin:
         if kind in ("vec", "quat") and len(idx) == 1:
             self.static_bounds(idx[0], t._sk_shape[0], node)
             value = self.convert(value, t._sk_scalar, node)
-            self.emit([out], [base, idx[0], value], "$o0 = $a0; $o0[$a1] = $a2;",
-                      "$adj_a2 += $adj_o0[$a1]; $adj_o0[$a1] = 0; $adj_a0 += $adj_o0; $adj_o0 = {};")
+            if isinstance(idx[0], ir.Const):
+                self.emit([out], [base, idx[0], value], "$o0 = $a0; $o0[$a1] = $a2;",
+                          "$adj_a2 += $adj_o0[$a1]; $adj_o0[$a1] = 0; $adj_a0 += $adj_o0; $adj_o0 = {};")
+            else:
+                self.emit([out], [base, idx[0], value], "$o0 = $a0; sk::set_component($o0, $a1, $a2);",
+                          "$adj_a2 += sk::component($adj_o0, $a1); sk::set_component($adj_o0, $a1, 0); "
+                          "$adj_a0 += $adj_o0; $adj_o0 = {};")
             return out
         if kind == "mat" and len(idx) == 2:
             self.static_bounds(idx[0], t._sk_shape[0], node)

@@ -114,15 +114,15 @@ _("log10", "x: F", "F", "return m::log10(x);", "adj_x += adj_ret / (x * F(2.3025
 _("pow", "x: F, y: F", "F", "return m::pow(x, y);",
   "adj_x += adj_ret * y * m::pow(x, y - F(1)); if (x > F(0)) adj_y += adj_ret * m::log(x) * m::pow(x, y);")
 _("abs", "x: S", "S", "return abs_(x);", "adj_x += x < S(0) ? -adj_ret : adj_ret;")
-_("abs", "x: vec(N,S)", "vec(N,S)", "vec_t<N, S> r; for (int i = 0; i < N; ++i) r[i] = abs_(x[i]); return r;",
-  "for (int i = 0; i < N; ++i) adj_x[i] += x[i] < S(0) ? -adj_ret[i] : adj_ret[i];")
+_("abs", "x: vec(N,S)", "vec(N,S)", "vec_t<N, S> r; SK_UNROLL for (int i = 0; i < N; ++i) r[i] = abs_(x[i]); return r;",
+  "SK_UNROLL for (int i = 0; i < N; ++i) adj_x[i] += x[i] < S(0) ? -adj_ret[i] : adj_ret[i];")
 _("sign", "x: S", "S", "return sign_(x);", None)
 _("min", "a: S, b: S", "S", "return min_(a, b);", "if (a <= b) adj_a += adj_ret; else adj_b += adj_ret;")
 _("max", "a: S, b: S", "S", "return max_(a, b);", "if (a >= b) adj_a += adj_ret; else adj_b += adj_ret;")
-_("min", "a: vec(N,S), b: vec(N,S)", "vec(N,S)", "vec_t<N, S> r; for (int i = 0; i < N; ++i) r[i] = min_(a[i], b[i]); return r;",
-  "for (int i = 0; i < N; ++i) { if (a[i] <= b[i]) adj_a[i] += adj_ret[i]; else adj_b[i] += adj_ret[i]; }")
-_("max", "a: vec(N,S), b: vec(N,S)", "vec(N,S)", "vec_t<N, S> r; for (int i = 0; i < N; ++i) r[i] = max_(a[i], b[i]); return r;",
-  "for (int i = 0; i < N; ++i) { if (a[i] >= b[i]) adj_a[i] += adj_ret[i]; else adj_b[i] += adj_ret[i]; }")
+_("min", "a: vec(N,S), b: vec(N,S)", "vec(N,S)", "vec_t<N, S> r; SK_UNROLL for (int i = 0; i < N; ++i) r[i] = min_(a[i], b[i]); return r;",
+  "SK_UNROLL for (int i = 0; i < N; ++i) { if (a[i] <= b[i]) adj_a[i] += adj_ret[i]; else adj_b[i] += adj_ret[i]; }")
+_("max", "a: vec(N,S), b: vec(N,S)", "vec(N,S)", "vec_t<N, S> r; SK_UNROLL for (int i = 0; i < N; ++i) r[i] = max_(a[i], b[i]); return r;",
+  "SK_UNROLL for (int i = 0; i < N; ++i) { if (a[i] >= b[i]) adj_a[i] += adj_ret[i]; else adj_b[i] += adj_ret[i]; }")
 _("clamp", "x: S, lo: S, hi: S", "S", "return min_(max_(x, lo), hi);",
   "if (x < lo) adj_lo += adj_ret; else if (x > hi) adj_hi += adj_ret; else adj_x += adj_ret;")
 _("floor", "x: F", "F", "return m::floor(x);", None)
@@ -162,10 +162,10 @@ _("div", "q: quat(F), s: F", "quat(F)", "return q * (F(1) / s);",
   "adj_q += adj_ret * (F(1) / s); adj_s -= inner_(q, adj_ret) / (s * s);")
 _("floordiv", "a: S, b: S", "S", "return floordiv_(a, b);", None)
 _("mod", "a: S, b: S", "S", "return mod_(a, b);", "adj_a += adj_ret; adj_b -= floordiv_(a, b) * adj_ret;")
-_("cw_mul", "a: vec(N,S), b: vec(N,S)", "vec(N,S)", "vec_t<N, S> r; for (int i = 0; i < N; ++i) r[i] = a[i] * b[i]; return r;",
-  "for (int i = 0; i < N; ++i) { adj_a[i] += b[i] * adj_ret[i]; adj_b[i] += a[i] * adj_ret[i]; }")
-_("cw_div", "a: vec(N,F), b: vec(N,F)", "vec(N,F)", "vec_t<N, F> r; for (int i = 0; i < N; ++i) r[i] = a[i] / b[i]; return r;",
-  "for (int i = 0; i < N; ++i) { adj_a[i] += adj_ret[i] / b[i]; adj_b[i] -= adj_ret[i] * a[i] / (b[i] * b[i]); }")
+_("cw_mul", "a: vec(N,S), b: vec(N,S)", "vec(N,S)", "vec_t<N, S> r; SK_UNROLL for (int i = 0; i < N; ++i) r[i] = a[i] * b[i]; return r;",
+  "SK_UNROLL for (int i = 0; i < N; ++i) { adj_a[i] += b[i] * adj_ret[i]; adj_b[i] += a[i] * adj_ret[i]; }")
+_("cw_div", "a: vec(N,F), b: vec(N,F)", "vec(N,F)", "vec_t<N, F> r; SK_UNROLL for (int i = 0; i < N; ++i) r[i] = a[i] / b[i]; return r;",
+  "SK_UNROLL for (int i = 0; i < N; ++i) { adj_a[i] += adj_ret[i] / b[i]; adj_b[i] -= adj_ret[i] * a[i] / (b[i] * b[i]); }")
 # Bitwise operators on integers (and &, |, ^ on bools). Shift counts outside [0, bit width)
 # are defined, unlike in C++: << gives 0, >> gives the sign fill (0, or -1 for a negative a).
 for _op, _c in (("bit_and", "&"), ("bit_or", "|"), ("bit_xor", "^")):
@@ -199,10 +199,10 @@ _("transpose", "a: mat(R,C,F)", "mat(C,R,F)", "return transpose_(a);", "adj_a +=
 _("determinant", "a: mat(N,N,F)", "F", "return det_(a);", "adj_a += cofactor_(a) * adj_ret;")
 _("inverse", "a: mat(N,N,F)", "mat(N,N,F)", "return inverse_(a);",
   "mat_t<N, N, F> t = transpose_(inverse_(a)); adj_a -= matmat(matmat(t, adj_ret), t);")
-_("trace", "a: mat(N,N,F)", "F", "F r = F(0); for (int i = 0; i < N; ++i) r += a[i][i]; return r;",
-  "for (int i = 0; i < N; ++i) adj_a[i][i] += adj_ret;")
-_("diag", "v: vec(N,F)", "mat(N,N,F)", "mat_t<N, N, F> r = {}; for (int i = 0; i < N; ++i) r[i][i] = v[i]; return r;",
-  "for (int i = 0; i < N; ++i) adj_v[i] += adj_ret[i][i];")
+_("trace", "a: mat(N,N,F)", "F", "F r = F(0); SK_UNROLL for (int i = 0; i < N; ++i) r += a[i][i]; return r;",
+  "SK_UNROLL for (int i = 0; i < N; ++i) adj_a[i][i] += adj_ret;")
+_("diag", "v: vec(N,F)", "mat(N,N,F)", "mat_t<N, N, F> r = {}; SK_UNROLL for (int i = 0; i < N; ++i) r[i][i] = v[i]; return r;",
+  "SK_UNROLL for (int i = 0; i < N; ++i) adj_v[i] += adj_ret[i][i];")
 
 # ---------------------------------------------------------------------------
 # Quaternions (x, y, z, w) and transforms (p, q)
@@ -210,7 +210,7 @@ _("diag", "v: vec(N,F)", "mat(N,N,F)", "mat_t<N, N, F> r = {}; for (int i = 0; i
 _("quat_from_axis_angle", "axis: vec(3,F), angle: F", "quat(F)",
   "F s = m::sin(angle * F(0.5)); return quat_t<F>{{axis[0] * s, axis[1] * s, axis[2] * s, m::cos(angle * F(0.5))}};",
   "F s = m::sin(angle * F(0.5)), c = m::cos(angle * F(0.5));"
-  " for (int i = 0; i < 3; ++i) adj_axis[i] += adj_ret[i] * s;"
+  " SK_UNROLL for (int i = 0; i < 3; ++i) adj_axis[i] += adj_ret[i] * s;"
   " adj_angle += F(0.5) * (c * (axis[0] * adj_ret[0] + axis[1] * adj_ret[1] + axis[2] * adj_ret[2]) - s * adj_ret[3]);")
 _("quat_rotate", "q: quat(F), v: vec(3,F)", "vec(3,F)", "return qrotate(q, v);",
   "adj_qrotate_(q, v, adj_q, adj_v, adj_ret);")
@@ -219,8 +219,8 @@ _("quat_rotate_inv", "q: quat(F), v: vec(3,F)", "vec(3,F)", "return qrotate(qcon
 _("quat_inverse", "q: quat(F)", "quat(F)", "return qconj(q) * (F(1) / inner_(q, q));",
   "F n = inner_(q, q); adj_q += qconj(adj_ret) * (F(1) / n) - q * (F(2) * inner_(qconj(q), adj_ret) / (n * n));")
 _("quat_to_matrix", "q: quat(F)", "mat(3,3,F)",
-  "mat_t<3, 3, F> r; for (int j = 0; j < 3; ++j) { vec_t<3, F> e = {}; e[j] = F(1); vec_t<3, F> c = qrotate(q, e); for (int i = 0; i < 3; ++i) r[i][j] = c[i]; } return r;",
-  "for (int j = 0; j < 3; ++j) { vec_t<3, F> e = {}; e[j] = F(1); vec_t<3, F> a = {{adj_ret[0][j], adj_ret[1][j], adj_ret[2][j]}}; vec_t<3, F> adj_e = {}; adj_qrotate_(q, e, adj_q, adj_e, a); }")
+  "mat_t<3, 3, F> r; SK_UNROLL for (int j = 0; j < 3; ++j) { vec_t<3, F> e = {}; e[j] = F(1); vec_t<3, F> c = qrotate(q, e); SK_UNROLL for (int i = 0; i < 3; ++i) r[i][j] = c[i]; } return r;",
+  "SK_UNROLL for (int j = 0; j < 3; ++j) { vec_t<3, F> e = {}; e[j] = F(1); vec_t<3, F> a = {{adj_ret[0][j], adj_ret[1][j], adj_ret[2][j]}}; vec_t<3, F> adj_e = {}; adj_qrotate_(q, e, adj_q, adj_e, a); }")
 _("transform_point", "t: transform(F), p: vec(3,F)", "vec(3,F)", "return qrotate(t.q, p) + t.p;",
   "adj_t.p += adj_ret; adj_qrotate_(t.q, p, adj_t.q, adj_p, adj_ret);")
 _("transform_vector", "t: transform(F), v: vec(3,F)", "vec(3,F)", "return qrotate(t.q, v);",
@@ -245,7 +245,7 @@ _("where", "cond: B, a: V, b: V", "V", "return cond ? a : b;",
 # Helpers the table bodies use, emitted once ahead of the table functions.
 _PRELUDE = r"""
 template <typename V> SK_FUNC bool inner_eq_(const V& a, const V& b) {
-    for (int i = 0; i < traits<V>::size; ++i) if (!(traits<V>::at(a, i) == traits<V>::at(b, i))) return false;
+    SK_UNROLL for (int i = 0; i < traits<V>::size; ++i) if (!(traits<V>::at(a, i) == traits<V>::at(b, i))) return false;
     return true;
 }
 // Adjoint of qrotate(q, v) = v + 2 w (u x v) + 2 u x (u x v), u = q.xyz.
@@ -255,7 +255,7 @@ template <typename F> SK_FUNC void adj_qrotate_(const quat_t<F>& q, const vec_t<
     adj_v += qrotate(qconj(q), a);
     adj_q[3] += F(2) * dot_(t0, a);
     vec_t<3, F> au = cross_(v, a) * (F(2) * q[3]) + cross_(t0, a) * F(2) + cross_(v, cross_(a, u)) * F(2);
-    for (int i = 0; i < 3; ++i) adj_q[i] += au[i];
+    SK_UNROLL for (int i = 0; i < 3; ++i) adj_q[i] += au[i];
 }
 """
 

@@ -230,7 +230,7 @@ template <typename T> SK_FUNC T atomic_max_(T* p, T v) { return atomic_minmax_(p
 #define SK_ATOMIC_COMPOSITE(name)                                                           \
     template <typename V> SK_FUNC V name##_v(V* p, const V& v) {                           \
         V old;                                                                              \
-        for (int i = 0; i < traits<V>::size; ++i)                                          \
+        SK_UNROLL for (int i = 0; i < traits<V>::size; ++i)                                          \
             traits<V>::at(old, i) = name##_(&traits<V>::at(*p, i), traits<V>::at(v, i));   \
         return old;                                                                         \
     }
@@ -246,7 +246,7 @@ template <typename T> SK_FUNC T atomic_add_any(T* p, const T& v) {
 #ifndef SK_CUDA
     if (__builtin_expect(plain_adds.load(std::memory_order_relaxed), 1)) {
         T cur = *p;
-        for (int i = 0; i < traits<T>::size; ++i) traits<T>::at(*p, i) += traits<T>::at(v, i);
+        SK_UNROLL for (int i = 0; i < traits<T>::size; ++i) traits<T>::at(*p, i) += traits<T>::at(v, i);
         return cur;
     }
 #endif
@@ -283,7 +283,7 @@ template <typename T> SK_FUNC void take_grad(T* g, T& adj) {
 // The same at an element other threads may store to: exactly one of them takes it.
 template <typename T> SK_FUNC void take_grad_shared(T* g, T& adj) {
     if (!g) return;
-    for (int i = 0; i < traits<T>::size; ++i)
+    SK_UNROLL for (int i = 0; i < traits<T>::size; ++i)
         traits<T>::at(adj, i) += atomic_exchange_(&traits<T>::at(*g, i), typename traits<T>::scalar(0));
 }
 // Adjoint of atomic_min/atomic_max: per component, the contender equal to the final value
@@ -291,7 +291,7 @@ template <typename T> SK_FUNC void take_grad_shared(T* g, T& adj) {
 // no contender won, the gradient stays with the element's earlier value.
 template <typename T> SK_FUNC void take_grad_if_won(T* g, const T& final_value, const T& v, T& adj) {
     if (!g) return;
-    for (int i = 0; i < traits<T>::size; ++i)
+    SK_UNROLL for (int i = 0; i < traits<T>::size; ++i)
         if (traits<T>::at(final_value, i) == traits<T>::at(v, i))
             traits<T>::at(adj, i) += atomic_exchange_(&traits<T>::at(*g, i), typename traits<T>::scalar(0));
 }

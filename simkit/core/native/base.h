@@ -8,6 +8,7 @@
 #define SK_FUNC __device__ inline
 #define SK_USER_FUNC __device__ inline
 #define SK_GLOBAL_ATTR __device__
+#define SK_UNROLL _Pragma("unroll")
 #if defined(__CUDACC_RTC__)
 // NVRTC: no standard headers at all. The CUDA math API (sinf, pow, ...), the
 // atomics, __threadfence and device printf are built in; the fixed-width integer
@@ -31,6 +32,10 @@ typedef unsigned long long uint64_t;
 // their adjoints are SK_USER_FUNC, g++'s choice (codegen.INLINE_STATEMENTS says why).
 #define SK_FUNC inline __attribute__((always_inline))
 #define SK_USER_FUNC inline
+// Loops over a vector's or matrix's components unroll before anything else looks at
+// them: every component access then has a constant index, so the composite lives in
+// registers rather than on the stack.
+#define SK_UNROLL _Pragma("GCC unroll 16")
 // A kernel entry's dense loop (codegen.cpu_entry): optimized apart from its strided loop.
 #define SK_NOINLINE __attribute__((noinline))
 // Hidden: kernels reach their error record without a GOT load (a `while` loop checks it

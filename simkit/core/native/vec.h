@@ -63,11 +63,28 @@ template <typename T> struct traits<transform_t<T>> {
     SK_FUNC static const T& at(const transform_t<T>& v, int i) { return i < 3 ? v.p.c[i] : v.q.c[i - 3]; }
 };
 
+// Component i of a vector or quaternion, i known only at run time: one select per
+// component rather than an indexed load, so the composite stays in registers (indexing
+// it would put it on the stack, and reading back the scalars just stored there as one
+// vector stalls the CPU's store forwarding). An index out of range reads component 0 and
+// writes nothing: it never reaches memory outside the composite.
+template <typename V> SK_FUNC typename traits<V>::scalar component(const V& v, int i) {
+    typename traits<V>::scalar r = traits<V>::at(v, 0);
+    SK_UNROLL for (int k = 1; k < traits<V>::size; ++k) if (k == i) r = traits<V>::at(v, k);
+    return r;
+}
+template <typename V, typename S> SK_FUNC void set_component(V& v, int i, S x) {
+    SK_UNROLL for (int k = 0; k < traits<V>::size; ++k) if (k == i) traits<V>::at(v, k) = typename traits<V>::scalar(x);
+}
+template <typename V, typename S> SK_FUNC void add_component(V& v, int i, S x) {
+    SK_UNROLL for (int k = 0; k < traits<V>::size; ++k) if (k == i) traits<V>::at(v, k) += typename traits<V>::scalar(x);
+}
+
 // construct<V>(a, b, ...): fill V's components in order from scalars and composites.
 template <typename V> SK_FUNC void fill_(V&, int) {}
 template <typename V, typename A, typename... Rest>
 SK_FUNC void fill_(V& v, int k, const A& a, const Rest&... rest) {
-    for (int i = 0; i < traits<A>::size; ++i)
+    SK_UNROLL for (int i = 0; i < traits<A>::size; ++i)
         traits<V>::at(v, k + i) = typename traits<V>::scalar(traits<A>::at(a, i));
     fill_(v, k + traits<A>::size, rest...);
 }
@@ -79,7 +96,7 @@ template <typename V, typename... A> SK_FUNC V construct(const A&... a) {
 template <typename V> SK_FUNC void adj_fill_(const V&, int) {}
 template <typename V, typename A, typename... Rest>
 SK_FUNC void adj_fill_(const V& adj_v, int k, A& adj_a, Rest&... rest) {
-    for (int i = 0; i < traits<A>::size; ++i)
+    SK_UNROLL for (int i = 0; i < traits<A>::size; ++i)
         traits<A>::at(adj_a, i) += typename traits<A>::scalar(traits<V>::at(adj_v, k + i));
     adj_fill_(adj_v, k + traits<A>::size, rest...);
 }
@@ -90,81 +107,81 @@ template <typename V, typename... A> SK_FUNC void adj_construct(const V& adj_v, 
 // splat<V>(s): every component equal to s.
 template <typename V, typename S> SK_FUNC V splat(S s) {
     V v;
-    for (int i = 0; i < traits<V>::size; ++i) traits<V>::at(v, i) = typename traits<V>::scalar(s);
+    SK_UNROLL for (int i = 0; i < traits<V>::size; ++i) traits<V>::at(v, i) = typename traits<V>::scalar(s);
     return v;
 }
 template <typename V, typename S> SK_FUNC void adj_splat(S, S& adj_s, const V& adj_v) {
-    for (int i = 0; i < traits<V>::size; ++i) adj_s += S(traits<V>::at(adj_v, i));
+    SK_UNROLL for (int i = 0; i < traits<V>::size; ++i) adj_s += S(traits<V>::at(adj_v, i));
 }
 // Component-wise conversion between composites of the same shape and another scalar.
 template <typename To, typename From> SK_FUNC To convert(const From& x) {
     To r;
-    for (int i = 0; i < traits<To>::size; ++i) traits<To>::at(r, i) = typename traits<To>::scalar(traits<From>::at(x, i));
+    SK_UNROLL for (int i = 0; i < traits<To>::size; ++i) traits<To>::at(r, i) = typename traits<To>::scalar(traits<From>::at(x, i));
     return r;
 }
 template <typename To, typename From> SK_FUNC void adj_convert(const From&, From& adj_x, const To& adj_r) {
-    for (int i = 0; i < traits<To>::size; ++i) traits<From>::at(adj_x, i) += typename traits<From>::scalar(traits<To>::at(adj_r, i));
+    SK_UNROLL for (int i = 0; i < traits<To>::size; ++i) traits<From>::at(adj_x, i) += typename traits<From>::scalar(traits<To>::at(adj_r, i));
 }
 
 // Element-wise arithmetic on any composite (vectors, matrices, quats) through traits.
 #define SK_EW_BINARY(op)                                                                   \
     template <int N, typename T> SK_FUNC vec_t<N, T> operator op(const vec_t<N, T>& a, const vec_t<N, T>& b) { \
-        vec_t<N, T> r; for (int i = 0; i < N; ++i) r.c[i] = a.c[i] op b.c[i]; return r; }                      \
+        vec_t<N, T> r; SK_UNROLL for (int i = 0; i < N; ++i) r.c[i] = a.c[i] op b.c[i]; return r; }                      \
     template <int R, int C, typename T> SK_FUNC mat_t<R, C, T> operator op(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) { \
-        mat_t<R, C, T> r; for (int i = 0; i < R; ++i) for (int j = 0; j < C; ++j) r.c[i][j] = a.c[i][j] op b.c[i][j]; return r; } \
+        mat_t<R, C, T> r; SK_UNROLL for (int i = 0; i < R; ++i) SK_UNROLL for (int j = 0; j < C; ++j) r.c[i][j] = a.c[i][j] op b.c[i][j]; return r; } \
     template <typename T> SK_FUNC quat_t<T> operator op(const quat_t<T>& a, const quat_t<T>& b) {             \
-        quat_t<T> r; for (int i = 0; i < 4; ++i) r.c[i] = a.c[i] op b.c[i]; return r; }                        \
+        quat_t<T> r; SK_UNROLL for (int i = 0; i < 4; ++i) r.c[i] = a.c[i] op b.c[i]; return r; }                        \
     template <typename T> SK_FUNC transform_t<T> operator op(const transform_t<T>& a, const transform_t<T>& b) { \
         transform_t<T> r; r.p = a.p op b.p; r.q = a.q op b.q; return r; }
 SK_EW_BINARY(+)
 SK_EW_BINARY(-)
 #undef SK_EW_BINARY
 
-template <int N, typename T> SK_FUNC vec_t<N, T>& operator+=(vec_t<N, T>& a, const vec_t<N, T>& b) { for (int i = 0; i < N; ++i) a.c[i] += b.c[i]; return a; }
-template <int N, typename T> SK_FUNC vec_t<N, T>& operator-=(vec_t<N, T>& a, const vec_t<N, T>& b) { for (int i = 0; i < N; ++i) a.c[i] -= b.c[i]; return a; }
-template <int R, int C, typename T> SK_FUNC mat_t<R, C, T>& operator+=(mat_t<R, C, T>& a, const mat_t<R, C, T>& b) { for (int i = 0; i < R; ++i) for (int j = 0; j < C; ++j) a.c[i][j] += b.c[i][j]; return a; }
-template <int R, int C, typename T> SK_FUNC mat_t<R, C, T>& operator-=(mat_t<R, C, T>& a, const mat_t<R, C, T>& b) { for (int i = 0; i < R; ++i) for (int j = 0; j < C; ++j) a.c[i][j] -= b.c[i][j]; return a; }
-template <typename T> SK_FUNC quat_t<T>& operator+=(quat_t<T>& a, const quat_t<T>& b) { for (int i = 0; i < 4; ++i) a.c[i] += b.c[i]; return a; }
-template <typename T> SK_FUNC quat_t<T>& operator-=(quat_t<T>& a, const quat_t<T>& b) { for (int i = 0; i < 4; ++i) a.c[i] -= b.c[i]; return a; }
+template <int N, typename T> SK_FUNC vec_t<N, T>& operator+=(vec_t<N, T>& a, const vec_t<N, T>& b) { SK_UNROLL for (int i = 0; i < N; ++i) a.c[i] += b.c[i]; return a; }
+template <int N, typename T> SK_FUNC vec_t<N, T>& operator-=(vec_t<N, T>& a, const vec_t<N, T>& b) { SK_UNROLL for (int i = 0; i < N; ++i) a.c[i] -= b.c[i]; return a; }
+template <int R, int C, typename T> SK_FUNC mat_t<R, C, T>& operator+=(mat_t<R, C, T>& a, const mat_t<R, C, T>& b) { SK_UNROLL for (int i = 0; i < R; ++i) SK_UNROLL for (int j = 0; j < C; ++j) a.c[i][j] += b.c[i][j]; return a; }
+template <int R, int C, typename T> SK_FUNC mat_t<R, C, T>& operator-=(mat_t<R, C, T>& a, const mat_t<R, C, T>& b) { SK_UNROLL for (int i = 0; i < R; ++i) SK_UNROLL for (int j = 0; j < C; ++j) a.c[i][j] -= b.c[i][j]; return a; }
+template <typename T> SK_FUNC quat_t<T>& operator+=(quat_t<T>& a, const quat_t<T>& b) { SK_UNROLL for (int i = 0; i < 4; ++i) a.c[i] += b.c[i]; return a; }
+template <typename T> SK_FUNC quat_t<T>& operator-=(quat_t<T>& a, const quat_t<T>& b) { SK_UNROLL for (int i = 0; i < 4; ++i) a.c[i] -= b.c[i]; return a; }
 template <typename T> SK_FUNC transform_t<T>& operator+=(transform_t<T>& a, const transform_t<T>& b) { a.p += b.p; a.q += b.q; return a; }
 template <typename T> SK_FUNC transform_t<T>& operator-=(transform_t<T>& a, const transform_t<T>& b) { a.p -= b.p; a.q -= b.q; return a; }
 
-template <int N, typename T> SK_FUNC vec_t<N, T> operator-(const vec_t<N, T>& a) { vec_t<N, T> r; for (int i = 0; i < N; ++i) r.c[i] = -a.c[i]; return r; }
-template <int R, int C, typename T> SK_FUNC mat_t<R, C, T> operator-(const mat_t<R, C, T>& a) { mat_t<R, C, T> r; for (int i = 0; i < R; ++i) for (int j = 0; j < C; ++j) r.c[i][j] = -a.c[i][j]; return r; }
-template <typename T> SK_FUNC quat_t<T> operator-(const quat_t<T>& a) { quat_t<T> r; for (int i = 0; i < 4; ++i) r.c[i] = -a.c[i]; return r; }
+template <int N, typename T> SK_FUNC vec_t<N, T> operator-(const vec_t<N, T>& a) { vec_t<N, T> r; SK_UNROLL for (int i = 0; i < N; ++i) r.c[i] = -a.c[i]; return r; }
+template <int R, int C, typename T> SK_FUNC mat_t<R, C, T> operator-(const mat_t<R, C, T>& a) { mat_t<R, C, T> r; SK_UNROLL for (int i = 0; i < R; ++i) SK_UNROLL for (int j = 0; j < C; ++j) r.c[i][j] = -a.c[i][j]; return r; }
+template <typename T> SK_FUNC quat_t<T> operator-(const quat_t<T>& a) { quat_t<T> r; SK_UNROLL for (int i = 0; i < 4; ++i) r.c[i] = -a.c[i]; return r; }
 
 // Scalar scaling of any composite.
-template <int N, typename T> SK_FUNC vec_t<N, T> operator*(const vec_t<N, T>& a, T s) { vec_t<N, T> r; for (int i = 0; i < N; ++i) r.c[i] = a.c[i] * s; return r; }
+template <int N, typename T> SK_FUNC vec_t<N, T> operator*(const vec_t<N, T>& a, T s) { vec_t<N, T> r; SK_UNROLL for (int i = 0; i < N; ++i) r.c[i] = a.c[i] * s; return r; }
 template <int N, typename T> SK_FUNC vec_t<N, T> operator*(T s, const vec_t<N, T>& a) { return a * s; }
-template <int R, int C, typename T> SK_FUNC mat_t<R, C, T> operator*(const mat_t<R, C, T>& a, T s) { mat_t<R, C, T> r; for (int i = 0; i < R; ++i) for (int j = 0; j < C; ++j) r.c[i][j] = a.c[i][j] * s; return r; }
+template <int R, int C, typename T> SK_FUNC mat_t<R, C, T> operator*(const mat_t<R, C, T>& a, T s) { mat_t<R, C, T> r; SK_UNROLL for (int i = 0; i < R; ++i) SK_UNROLL for (int j = 0; j < C; ++j) r.c[i][j] = a.c[i][j] * s; return r; }
 template <int R, int C, typename T> SK_FUNC mat_t<R, C, T> operator*(T s, const mat_t<R, C, T>& a) { return a * s; }
-template <typename T> SK_FUNC quat_t<T> operator*(const quat_t<T>& a, T s) { quat_t<T> r; for (int i = 0; i < 4; ++i) r.c[i] = a.c[i] * s; return r; }
+template <typename T> SK_FUNC quat_t<T> operator*(const quat_t<T>& a, T s) { quat_t<T> r; SK_UNROLL for (int i = 0; i < 4; ++i) r.c[i] = a.c[i] * s; return r; }
 template <typename T> SK_FUNC quat_t<T> operator*(T s, const quat_t<T>& a) { return a * s; }
 
 // Matrix products.
 template <int R, int C, typename T> SK_FUNC vec_t<R, T> matvec(const mat_t<R, C, T>& a, const vec_t<C, T>& v) {
     vec_t<R, T> r = {};
-    for (int i = 0; i < R; ++i) for (int j = 0; j < C; ++j) r.c[i] += a.c[i][j] * v.c[j];
+    SK_UNROLL for (int i = 0; i < R; ++i) SK_UNROLL for (int j = 0; j < C; ++j) r.c[i] += a.c[i][j] * v.c[j];
     return r;
 }
 template <int R, int K, int C, typename T> SK_FUNC mat_t<R, C, T> matmat(const mat_t<R, K, T>& a, const mat_t<K, C, T>& b) {
     mat_t<R, C, T> r = {};
-    for (int i = 0; i < R; ++i) for (int k = 0; k < K; ++k) for (int j = 0; j < C; ++j) r.c[i][j] += a.c[i][k] * b.c[k][j];
+    SK_UNROLL for (int i = 0; i < R; ++i) SK_UNROLL for (int k = 0; k < K; ++k) SK_UNROLL for (int j = 0; j < C; ++j) r.c[i][j] += a.c[i][k] * b.c[k][j];
     return r;
 }
 template <int R, int C, typename T> SK_FUNC mat_t<C, R, T> transpose_(const mat_t<R, C, T>& a) {
     mat_t<C, R, T> r;
-    for (int i = 0; i < R; ++i) for (int j = 0; j < C; ++j) r.c[j][i] = a.c[i][j];
+    SK_UNROLL for (int i = 0; i < R; ++i) SK_UNROLL for (int j = 0; j < C; ++j) r.c[j][i] = a.c[i][j];
     return r;
 }
 template <int R, int C, typename T> SK_FUNC mat_t<R, C, T> outer_(const vec_t<R, T>& a, const vec_t<C, T>& b) {
     mat_t<R, C, T> r;
-    for (int i = 0; i < R; ++i) for (int j = 0; j < C; ++j) r.c[i][j] = a.c[i] * b.c[j];
+    SK_UNROLL for (int i = 0; i < R; ++i) SK_UNROLL for (int j = 0; j < C; ++j) r.c[i][j] = a.c[i] * b.c[j];
     return r;
 }
 template <int N, typename T> SK_FUNC T dot_(const vec_t<N, T>& a, const vec_t<N, T>& b) {
     T r = T(0);
-    for (int i = 0; i < N; ++i) r += a.c[i] * b.c[i];
+    SK_UNROLL for (int i = 0; i < N; ++i) r += a.c[i] * b.c[i];
     return r;
 }
 template <typename T> SK_FUNC vec_t<3, T> cross_(const vec_t<3, T>& a, const vec_t<3, T>& b) {
