@@ -130,14 +130,14 @@ def warp_rigid_kernels() -> dict:
 
     @wp.func
     def shape_distance(kind: int, p: wp.vec3, size: wp.vec3):
-        dist = wp.length(p) - size[0]
-        n = wp.normalize(p)
         if kind == BOX:
             dist, n = box_distance(p, size)
-        elif kind == CAPSULE:
-            axis_point = p * 0.0
-            axis_point[1] = wp.clamp(p[1], -size[1], size[1])
-            d = p - axis_point
+        else:
+            d = p
+            if kind == CAPSULE:
+                axis_point = p * 0.0
+                axis_point[1] = wp.clamp(p[1], -size[1], size[1])
+                d = p - axis_point
             dist = wp.length(d) - size[0]
             n = wp.normalize(d)
         return dist, n

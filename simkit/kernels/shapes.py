@@ -48,15 +48,18 @@ def box_distance(p, h):
 def shape_distance(kind, p, size):
     """Signed distance of point ``p`` (in the shape's frame) to a shape of ``kind`` and
     ``size`` (its ``params``), and the outward normal in the shape's frame."""
-    # the sphere is the default: a box or capsule overrides it
-    dist = sk.length(p) - size[0]
-    n = sk.normalize(p)
+    # A sphere and a capsule share one formula: the distance to the center (sphere) or to
+    # the nearest point of the segment (capsule), less the radius. A box does not compute
+    # it at all: its sqrt and division, done and then overwritten, were a third of the
+    # rigid pair contact's time.
     if kind == SHAPE_BOX:
         dist, n = box_distance(p, size)
-    elif kind == SHAPE_CAPSULE:
-        axis_point = p * 0.0
-        axis_point[1] = sk.clamp(p[1], -size[1], size[1])
-        d = p - axis_point
+    else:
+        d = p
+        if kind == SHAPE_CAPSULE:
+            axis_point = p * 0.0
+            axis_point[1] = sk.clamp(p[1], -size[1], size[1])
+            d = p - axis_point
         dist = sk.length(d) - size[0]
         n = sk.normalize(d)
     return dist, n
