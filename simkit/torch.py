@@ -45,7 +45,7 @@ import numpy as np
 
 try:
     import torch
-except ImportError as e:  # pragma: no cover - exercised only where torch is missing
+except ImportError as e:
     raise ImportError("simkit.torch needs PyTorch, which is not installed: pip install \"simkit[torch]\" "
                       "(or pip install torch)") from e
 from torch.autograd.function import once_differentiable
