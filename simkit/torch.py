@@ -38,7 +38,6 @@ Example::
 from __future__ import annotations
 
 import functools
-import inspect
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -50,9 +49,9 @@ except ImportError as e:
                       "(or pip install torch)") from e
 from torch.autograd.function import once_differentiable
 
-from .autograd.tape import Tape
+from ._bridge import Call, Wrapped
 from .core import types as T
-from .core.array import Array, ArrayType, _dtype
+from .core.array import Array
 from .core.device import synchronize
 from .core.interop import from_torch, to_torch
 from .optim.rollout import Rollout as _SkRollout
@@ -108,132 +107,58 @@ def _torch_dtype(a: Array) -> "torch.dtype":
 # function
 # ----------------------------------------------------------------------------------
 
-class _Spec:
-    """What one call of a wrapped function needs besides its tensors: the function, its
-    bound arguments with each tensor replaced by its position among the tensors, and the
-    simkit dtype of each tensor."""
-
-    def __init__(self, name: str, fn: Callable, bound: inspect.BoundArguments, slots: list, dtypes: list,
-                 labels: list):
-        self.name = name
-        self.fn = fn
-        self.bound = bound
-        self.slots = slots      # (kind, key) of each tensor: ("arg", name), ("var", index) or ("kw", key)
-        self.dtypes = dtypes
-        self.labels = labels    # "argument 'x'" of each tensor, for messages
-
-
-def _put(bound: inspect.BoundArguments, slot: tuple, value: Any) -> None:
-    kind, key = slot
-    if kind == "arg":
-        bound.arguments[key] = value
-    elif kind == "var":
-        name, i = key
-        items = list(bound.arguments[name])
-        items[i] = value
-        bound.arguments[name] = tuple(items)
-    else:
-        name, k = key
-        bound.arguments[name] = {**bound.arguments[name], k: value}
-
-
 class _Call(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, spec: _Spec, *tensors):
+    def forward(ctx, call: Call, *tensors):
         ctx.set_materialize_grads(False)
         devices = {}
-        for label, t in zip(spec.labels, tensors):
-            devices.setdefault(_device_of(t, f"{spec.name}: {label}"), label)
+        for label, t in zip(call.labels, tensors):
+            devices.setdefault(_device_of(t, f"{call.name}: {label}"), label)
         if len(devices) > 1:
             (d0, l0), (d1, l1) = list(devices.items())[:2]
-            raise ValueError(f"{spec.name}: tensors on different devices ({l0} on {d0}, {l1} on {d1}); "
+            raise ValueError(f"{call.name}: tensors on different devices ({l0} on {d0}, {l1} on {d1}); "
                              "simkit launches need them on one")
-        device = next(iter(devices), None)
-        _torch_waits(device)
-
+        _torch_waits(next(iter(devices), None))
         inputs = []
-        for k, (t, dtype, label) in enumerate(zip(tensors, spec.dtypes, spec.labels)):
-            a = _wrap(t, dtype, f"{spec.name}: {label}")
+        for k, (t, dtype, label) in enumerate(zip(tensors, call.dtypes, call.labels)):
+            a = _wrap(t, dtype, f"{call.name}: {label}")
             if ctx.needs_input_grad[1 + k]:
                 a.requires_grad = True
             inputs.append(a)
-        bound = inspect.BoundArguments(spec.bound.signature, spec.bound.arguments.copy())
-        for slot, a in zip(spec.slots, inputs):
-            _put(bound, slot, a)
-        versions = [a._version for a in inputs]
-
-        tape = Tape()
-        with tape:
-            result = spec.fn(*bound.args, **bound.kwargs)
-
-        for a, v, label in zip(inputs, versions, spec.labels):
-            if a._version != v:
-                raise RuntimeError(f"{spec.name} wrote into its input ({label}); the inputs of a "
-                                   "simkit.torch.function are read-only: write results into arrays it allocates "
-                                   "and returns")
-        single = not isinstance(result, (tuple, list))
-        results = [result] if single else list(result)
-        in_ids = {id(a) for a in inputs}
-        out_tensors, out_arrays = [], []
-        for k, r in enumerate(results):
-            if isinstance(r, Array):
-                if id(r) in in_ids:
-                    raise ValueError(f"{spec.name} returned one of its inputs unchanged (output {k}); return a "
-                                     "new array (sk.clone(x)) so that its gradient is recorded")
-                t = to_torch(r)
-                results[k] = t
-                out_tensors.append(t)
-                out_arrays.append((k, r, r._version))
-        for _k, a, _v in out_arrays:
+        run = call.run(inputs)
+        results = list(run.results)
+        out_tensors, frozen = [], []
+        for k, a in run.outputs():
             _simkit_waits(a.device)
-
-        ctx.spec = spec
-        ctx.tape = tape
-        ctx.inputs = inputs
+            results[k] = to_torch(a)
+            out_tensors.append(results[k])
+            if not run.differentiable(a):
+                frozen.append(results[k])
+        ctx.call, ctx.run = call, run
         ctx.shapes = [tuple(t.shape) for t in tensors]
-        ctx.out_arrays = out_arrays
-        ctx.n_results = len(results)
-        ctx.mark_non_differentiable(*[results[k] for k, a, _v in out_arrays
-                                      if not (a.requires_grad and id(a) in tape.touched)])
+        ctx.mark_non_differentiable(*frozen)
         ctx.save_for_backward(*tensors, *out_tensors)  # torch then refuses backward after an in-place change
-        return results[0] if single else tuple(results)
+        return results[0] if run.single else tuple(results)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, *grad_outputs):
         ctx.saved_tensors  # noqa: B018 - raises if a saved tensor was changed in place since forward
-        spec, tape = ctx.spec, ctx.tape
+        run = ctx.run
+        run.check_outputs_unchanged(ctx.call.name)
         seeds = {}
-        for k, a, version in ctx.out_arrays:
-            if a._version != version:
-                raise RuntimeError(f"{spec.name}: output {k} was overwritten after the function returned it (the "
-                                   "function returns an array it reuses between calls?); return a new array from "
-                                   "every call")
+        for k, a in run.outputs():
             g = grad_outputs[k]
-            if g is None or not a.requires_grad or id(a) not in tape.touched:
-                continue
-            seeds[a] = g.detach().to("cpu").reshape(a._host_shape).numpy()
-        grads: list = [None] * len(ctx.inputs)
+            if g is not None and run.differentiable(a):
+                seeds[a] = g.detach().to("cpu").reshape(a._host_shape).numpy()
+        grads: list = [None] * len(run.inputs)
         if seeds:
-            wanted = [k for k, a in enumerate(ctx.inputs) if a.requires_grad]
-            for k in wanted:
-                # a new buffer each backward: torch may keep the tensor it receives as a leaf's
-                # .grad and accumulate into it, so the last one must never be written again
-                a = ctx.inputs[k]
-                a.requires_grad = False
-                a.requires_grad = True
-            tape.backward(grads=seeds)
-            _simkit_waits(ctx.inputs[0].device)
-            for k in wanted:
-                grads[k] = to_torch(ctx.inputs[k].grad).reshape(ctx.shapes[k])
+            run.backward(seeds)
+            for k, a in enumerate(run.inputs):
+                if a.requires_grad:
+                    _simkit_waits(a.device)
+                    grads[k] = to_torch(a.grad).reshape(ctx.shapes[k])
         return (None, *grads)
-
-
-def _signature(fn: Callable) -> inspect.Signature:
-    try:
-        return inspect.signature(fn, eval_str=True)
-    except Exception:  # annotations that do not evaluate: they are then not read for dtypes
-        return inspect.signature(fn)
 
 
 def function(fn: Callable | None = None, *, dtypes: Mapping[str, Any] | None = None) -> Callable:
@@ -282,48 +207,12 @@ def function(fn: Callable | None = None, *, dtypes: Mapping[str, Any] | None = N
     """
     if fn is None:
         return lambda f: function(f, dtypes=dtypes)
-    if not callable(fn):
-        raise TypeError(f"simkit.torch.function: fn must be callable, got {type(fn).__name__}")
-    name = getattr(fn, "__qualname__", getattr(fn, "__name__", type(fn).__name__))
-    signature = _signature(fn)
-    dtypes = dict(dtypes or {})
-    unknown = sorted(set(dtypes) - set(signature.parameters))
-    if unknown:
-        raise ValueError(f"simkit.torch.function({name}): dtypes names {', '.join(map(repr, unknown))}, which "
-                         f"{name} has no parameter for (parameters: {', '.join(signature.parameters) or 'none'})")
-    declared = {}
-    for p in signature.parameters.values():
-        if p.name in dtypes:
-            try:
-                declared[p.name] = _dtype(dtypes[p.name])
-            except TypeError as e:
-                raise TypeError(f"simkit.torch.function({name}): dtypes[{p.name!r}]: {e}") from None
-        elif isinstance(p.annotation, ArrayType):
-            declared[p.name] = p.annotation.dtype
+    wrapped = Wrapped(fn, dtypes, "simkit.torch.function")
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        try:
-            bound = signature.bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError(f"{name}: {e}") from None
-        tensors, slots, kinds, labels = [], [], [], []
-        for pname, value in bound.arguments.items():
-            kind = signature.parameters[pname].kind
-            if kind is inspect.Parameter.VAR_POSITIONAL:
-                entries = [(("var", (pname, i)), v, f"argument '{pname}[{i}]'") for i, v in enumerate(value)]
-            elif kind is inspect.Parameter.VAR_KEYWORD:
-                entries = [(("kw", (pname, k)), v, f"argument '{k}'") for k, v in value.items()]
-            else:
-                entries = [(("arg", pname), value, f"argument '{pname}'")]
-            for slot, v, label in entries:
-                if isinstance(v, torch.Tensor):
-                    tensors.append(v)
-                    slots.append(slot)
-                    kinds.append(declared.get(pname))
-                    labels.append(label)
-        spec = _Spec(name, fn, bound, slots, kinds, labels)
-        return _Call.apply(spec, *tensors)
+        call = wrapped.bind(args, kwargs, lambda v: isinstance(v, torch.Tensor))
+        return _Call.apply(call, *call.values)
 
     return wrapper
 

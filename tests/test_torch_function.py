@@ -216,7 +216,8 @@ def test_writing_into_an_input_is_refused():
         sk.launch(double_in_place, len(x), inputs=[x])
         return sk.clone(x)
 
-    with pytest.raises(RuntimeError, match=r"f wrote into its input \(argument 'x'\)"):
+    with pytest.raises(RuntimeError, match=r"f wrote into its input \(argument 'x'\); the inputs of a bridged "
+                                           r"function are read-only"):
         f(f64(1.0, 2.0))
 
 
