@@ -123,7 +123,7 @@ def train(iterations: int, quiet: bool) -> dict:
     """Adam on the policy's weights; returns the policy, the loss per iteration and the pieces
     of the task."""
     # a 6x32 MLP gains nothing from torch's worker threads, which would spin against simkit's
-    # own thread pool between the two libraries' calls (10x slower on 2 cores)
+    # own thread pool between the two libraries' calls (3x slower on 2 idle cores, 10x on a busy machine)
     torch.set_num_threads(1)
     torch.manual_seed(SEED)
     model, free = build_model()

@@ -327,7 +327,8 @@ class Rollout:
                 raise ValueError(f"simkit.torch.Rollout: {what} is on {t.device}, its array on {a.device}")
 
     def _run(self, tensors: Sequence) -> tuple[RolloutResult, list]:
-        self._check(tensors)
+        """Copy ``tensors`` (checked by ``__call__``) in, run forward and backward; the result and
+        the gradient of the loss with respect to each tensor."""
         _torch_waits(self.rollout.model.device)
         for k, t in enumerate(tensors):
             arrays = self._arrays(k)
