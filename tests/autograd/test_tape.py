@@ -451,9 +451,11 @@ def test_arrays_in_nested_structs_get_their_gradient():
     assert m.springs.ke.grad.numpy().tolist() == [0.0, 0.0]
 
 
-def test_torch_tensors_passed_directly_are_bit_identical_after_backward():
+def test_torch_tensors_passed_directly_are_bit_identical_after_backward(device):
     torch = pytest.importorskip("torch")
-    w = torch.tensor([0.5, -2.0, 3.0], dtype=torch.float64)
+    if device != "cpu" and not torch.cuda.is_available():
+        pytest.skip("a tensor on the GPU needs torch built with CUDA (and a real GPU)")
+    w = torch.tensor([0.5, -2.0, 3.0], dtype=torch.float64, device="cpu" if device == "cpu" else "cuda")
     before = w.clone()
     x = sk.array([1.0, 2.0, 3.0], dtype=F64, requires_grad=True)
     y = sk.zeros(3, dtype=F64)
