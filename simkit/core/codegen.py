@@ -267,10 +267,14 @@ class FunctionWriter:
 
 # The forward of a user function of at most this many statements (its callees included)
 # is always inlined, like a builtin: g++ kept small ones out of line, which made the
-# rigid broad phase 4x and the cloth bending kernel 1.3x slower. Adjoints and larger
-# functions stay the compiler's choice: forcing them into every call site made the
-# XPBD body modules compile 1.7x (small adjoints) to 6x (everything) slower.
+# rigid broad phase 4x and the cloth bending kernel 1.3x slower. So is the adjoint of one
+# of at most ADJOINT_INLINE_STATEMENTS (forward replay and reverse counted): out of line,
+# its adjoint variables live on the stack (the joints adjoint ran 0.85x warp's; inlined,
+# 1.1x). Larger functions stay the compiler's choice: forcing them into every call site
+# made the XPBD body modules compile 1.7x (all small adjoints) to 6x (everything) slower;
+# adjoints up to 32 statements cost six sim kernel modules 1% more compile time (64: 13%).
 INLINE_STATEMENTS = 64
+ADJOINT_INLINE_STATEMENTS = 32
 
 
 def param_decl(v: ir.Var) -> str:
@@ -315,7 +319,8 @@ def function_source(f: ir.FunctionIR, grad=None) -> str:
     fwd = w.assemble(sig, False, [], epi)
     adj_params = [f"{ctype(v.type)}& {w.adj_name(v)}" for v in f.params if getattr(v.type, "_sk_kind", "") != "array"]
     adj_rets = [f"const {ctype(t)}& adj_ret{k}" for k, t in enumerate(rets)]
-    sig = f"{tmpl}static SK_USER_FUNC void adj_{f.cname}({', '.join(params + adj_params + adj_rets)})"
+    adj_attr = "SK_FUNC" if ir.work_estimate(f, True) <= ADJOINT_INLINE_STATEMENTS else "SK_USER_FUNC"
+    sig = f"{tmpl}static {adj_attr} void adj_{f.cname}({', '.join(params + adj_params + adj_rets)})"
     if grad is not None:
         adj = "\n".join([sig + " {", *custom_adjoint(f, w, grad), "}"])
     else:

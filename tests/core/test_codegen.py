@@ -37,4 +37,11 @@ def test_small_user_functions_are_always_inlined_and_large_ones_left_to_the_comp
     src = uses_both.source()
     assert "static SK_FUNC float small_" in src
     assert "static SK_USER_FUNC float large_" in src
-    assert "static SK_USER_FUNC void adj_small_" in src  # adjoints stay the compiler's choice
+
+
+def test_adjoints_of_small_user_functions_are_always_inlined_and_large_ones_left_to_the_compiler():
+    sizes = {f: ir.work_estimate(f.spec_for_types([sk.float32]).ir, True) for f in (small, large)}
+    assert sizes[small] <= codegen.ADJOINT_INLINE_STATEMENTS < sizes[large]
+    src = uses_both.source()
+    assert "static SK_FUNC void adj_small_" in src
+    assert "static SK_USER_FUNC void adj_large_" in src
