@@ -183,6 +183,22 @@ def test_private_float_sums_come_out_the_same_on_every_run(four_threads):
     assert np.allclose(runs[0], want, atol=1e-3)
 
 
+def test_private_copies_start_from_zero_in_every_launch_whatever_the_one_before_left(four_threads):
+    # The copies are cleared as they are summed and reused by the next launch: a launch with
+    # larger, smaller or differently laid out copies must still start each of them at zero.
+    rng = np.random.default_rng(3)
+    for size in (1000, 10, 5000, 300, 1000, 7):
+        index = sk.from_numpy(rng.integers(0, size, N).astype(np.int32))
+        a, b = sk.zeros(size, dtype=sk.int64), sk.zeros(size, dtype=sk.int64)
+        assert ran("private", lambda: sk.launch(scatter_twice, N, inputs=[index, a, b]))
+        assert np.array_equal(a.numpy(), np.bincount(index.numpy(), minlength=size))
+        weights = np.bincount(index.numpy(), weights=np.arange(N), minlength=size).astype(np.int64)
+        assert np.array_equal(b.numpy(), weights)
+        one = sk.zeros(size, dtype=sk.int64)
+        assert ran("private", lambda: sk.launch(scatter_twice, N, inputs=[index, one, one]))
+        assert np.array_equal(one.numpy(), np.bincount(index.numpy(), minlength=size) + weights)
+
+
 def test_the_same_array_through_two_parameters_shares_one_private_copy(four_threads):
     index = sk.from_numpy((np.arange(N) % 10).astype(np.int32))
     both = sk.zeros(10, dtype=sk.int64)

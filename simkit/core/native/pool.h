@@ -57,14 +57,18 @@ inline void cpu_relax() {
 // The work of one chunk of a dispatch.
 typedef void (*chunk_fn)(void* ctx, int64_t chunk);
 
-// A growable 64-byte-aligned scratch block (private accumulator copies).
+// A growable 64-byte-aligned scratch block (private accumulator copies). `zero`: how many
+// bytes from its start are known to be zero (a launch's copies are zeroed as they are
+// summed, so the next launch need not clear them again).
 struct Scratch {
     std::unique_ptr<char, decltype(&std::free)> data{nullptr, &std::free};
     size_t size = 0;
+    size_t zero = 0;
     char* reserve(size_t bytes) {
         if (bytes > size) {
             size = (bytes + 4095) & ~size_t(4095);
             data.reset(static_cast<char*>(std::aligned_alloc(64, size)));
+            zero = 0;
         }
         return data.get();
     }
