@@ -52,6 +52,7 @@ class FunctionWriter:
         self.dummies: dict[str, str] = {}
         self.loops: list[ir.Loop] = []
         self.params = set(v.id for v in f.params)
+        self.local_adjoints: dict = {}
         self.file = os.path.basename(f.file)
 
     # -- small helpers -----------------------------------------------------------
@@ -173,7 +174,56 @@ class FunctionWriter:
         return vs
 
     # -- reverse ---------------------------------------------------------------------
+    def branch_adjoints(self) -> dict:
+        """id(branch block) -> the variables whose every appearance lies in that branch of an
+        ``if`` (outside loops). Their adjoints are declared, zeroed, at the head of the
+        branch's reverse rather than at the top of the function: a thread that does not take
+        the branch (most of a contact kernel's) then does not clear them, which it had to do
+        in memory wherever they are passed to an adjoint kept out of line."""
+        paths: dict = {}
+        found: dict = {}
+
+        def see(v, path):
+            if not isinstance(v, ir.Var):
+                return
+            found[v.id] = v
+            old = paths.get(v.id, path)
+            if old is None or path is None:
+                paths[v.id] = None
+                return
+            n = 0
+            while n < min(len(old), len(path)) and old[n] == path[n]:
+                n += 1
+            paths[v.id] = old[:n]
+
+        def visit(block, path):
+            for s in block.stmts:
+                if isinstance(s, ir.Op):
+                    for v in (*s.outs, *s.args):
+                        see(v, path)
+                elif isinstance(s, ir.If):
+                    see(s.cond, path)
+                    visit(s.then, None if path is None else (*path, id(s.then)))
+                    visit(s.orelse, None if path is None else (*path, id(s.orelse)))
+                elif isinstance(s, ir.Loop):
+                    for v in (s.index, s.start, s.end, s.step, s.cond, *s.exit_flags, *(x for c in s.carried for x in c)):
+                        see(v, None)
+                    visit(s.body, None)
+                    if s.cond_block:
+                        visit(s.cond_block, None)
+
+        visit(self.f.body, ())
+        for v in (*self.f.params, *self.f.returns):
+            see(v, None)
+        out: dict = {}
+        for vid, path in paths.items():
+            if path and differentiable(found[vid].type):
+                out.setdefault(path[-1], []).append(found[vid])
+        return out
+
     def reverse(self, block: ir.Block):
+        for v in self.local_adjoints.get(id(block), ()):
+            self.put(f"{ctype(v.type)} {self.adj_name(v)} = {{}};")
         for s in reversed(block.stmts):
             if isinstance(s, ir.Op):
                 if s.adj is None:
@@ -218,11 +268,12 @@ class FunctionWriter:
     # -- whole functions ---------------------------------------------------------------
     def declarations(self, adjoint: bool) -> list[str]:
         out = []
+        local = {v.id for vs in self.local_adjoints.values() for v in vs}
         for v in self.f.vars:
             if v.id in self.params:
                 continue
             out.append(f"{ctype(v.type)} {v.cname} = {{}};")
-            if adjoint and differentiable(v.type):
+            if adjoint and differentiable(v.type) and v.id not in local:
                 out.append(f"{ctype(v.type)} {self.adj_name(v)} = {{}};")
         if adjoint:
             for loop in self.all_loops(self.f.body):
@@ -244,6 +295,7 @@ class FunctionWriter:
 
     def body(self, adjoint: bool) -> list[str]:
         self.lines, self.last_line, self.dummies = [], None, {}
+        self.local_adjoints = self.branch_adjoints() if adjoint else {}
         if not adjoint:
             self.forward(self.f.body, False, False)
             return self.lines

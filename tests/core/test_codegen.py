@@ -45,3 +45,20 @@ def test_adjoints_of_small_user_functions_are_always_inlined_and_large_ones_left
     src = uses_both.source()
     assert "static SK_FUNC void adj_small_" in src
     assert "static SK_USER_FUNC void adj_large_" in src
+
+
+@sk.kernel
+def clamp_positive(a: sk.array(dtype=float), b: sk.array(dtype=float)):
+    i = sk.tid()
+    x = a[i]
+    if x > 0.0:
+        y = sk.sin(x) * 2.0
+        b[i] = y
+
+
+def test_the_adjoint_of_a_value_living_in_one_branch_is_declared_in_that_branch():
+    # A thread that skips the branch (most threads of a contact kernel) then never clears it.
+    backward = clamp_positive.source().split("_backward(")[1]
+    top, reverse = backward.split("// reverse sweep")
+    assert "float adj_y_" not in top.split("// forward replay")[0]
+    assert "float adj_y_" in reverse.split("if (")[1]
