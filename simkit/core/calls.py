@@ -30,6 +30,10 @@ class CallMixin:
         f = self.expr(fnode)
         return isinstance(f, Py) and f.obj is pybuiltins.range
 
+    def is_reversed(self, fnode) -> bool:
+        f = self.expr(fnode)
+        return isinstance(f, Py) and f.obj is pybuiltins.reversed
+
     def call_builtin(self, name, args, node):
         types = []
         for a in args:
@@ -219,11 +223,18 @@ class CallMixin:
         return out
 
     def construct_struct(self, t, node):
-        if node.args:
-            self.error(f"struct {t.__name__}() takes field values as keywords only", node)
+        names = list(t._sk_fields)
+        if len(node.args) > len(names):
+            self.error(f"struct {t.__name__}() takes at most {len(names)} positional field value(s) "
+                       f"(fields: {', '.join(names)}), got {len(node.args)}", node)
+        given = list(zip(names, node.args)) + [(kw.arg, kw.value) for kw in node.keywords]
+        seen = set()
         v = self.default_struct(t, node)
-        for kw in node.keywords:
-            v = self.setfield(v, kw.arg, self.expr(kw.value), node)
+        for name, value in given:  # positional values fill the fields in declaration order
+            if name in seen:
+                self.error(f"struct {t.__name__}() got field '{name}' both by position and by keyword", node)
+            seen.add(name)
+            v = self.setfield(v, name, self.expr(value), node)
         return v
 
     def default_struct(self, t, node):

@@ -207,6 +207,8 @@ class ExprMixin:
         kind = getattr(base.type, "_sk_kind", "")
         idx = self.indices(node.slice, node)
         if kind == "array":
+            if len(idx) < base.type.ndim:
+                return self.view(base, idx, node)
             return self.load(base, idx, node)
         return self.extract(base, idx, node)
 
