@@ -18,12 +18,12 @@ from .core.array import (Array, ArrayType, array, clone, copy, empty, empty_like
                          from_torch, full, full_like, ones, ones_like, to_torch, zeros, zeros_like)
 from .core.config import config
 from .core.errors import CompileError, CompilerNotFoundError, KernelRuntimeError, NativeCompileError
-from .core.kernel import func, func_grad, kernel
+from .core.kernel import Kernel, func, func_grad, kernel, overload
 from .core.lang import BUILTIN_STUBS as _STUBS
 from .core.lang import constant, static
-from .core.launch import launch
+from .core.launch import launch, load_module
 from .core.capture import capture, replay
-from .core.device import get_cuda_device_count, get_device, is_cuda_available, set_device, synchronize
+from .core.device import ScopedDevice, get_cuda_device_count, get_device, is_cuda_available, set_device, synchronize
 from .core.struct import struct
 from .core.threads import get_threads, set_threads
 from .autograd.tape import Tape
