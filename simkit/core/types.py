@@ -445,3 +445,6 @@ mat22, mat33, mat44 = (matrix((n, n)) for n in (2, 3, 4))
 mat22d, mat33d, mat44d = (matrix((n, n), float64) for n in (2, 3, 4))
 quat, quatd = quat_of(float32), quat_of(float64)
 transform, transformd = transform_of(float32), transform_of(float64)
+# Spatial (6-d) vectors and matrices, angular part first (Warp's names); builtins.py has their ops.
+spatial_vector, spatial_vectord = vector(6, float32), vector(6, float64)
+spatial_matrix, spatial_matrixd = matrix((6, 6), float32), matrix((6, 6), float64)
