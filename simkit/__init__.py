@@ -20,7 +20,7 @@ from .core.config import config
 from .core.errors import CompileError, CompilerNotFoundError, KernelRuntimeError, NativeCompileError
 from .core.kernel import Kernel, func, func_grad, kernel, overload
 from .core.lang import BUILTIN_STUBS as _STUBS
-from .core.lang import constant, static
+from .core.lang import adjoint, constant, static
 from .core.launch import launch, load_module
 from .core.capture import capture, replay
 from .core.device import ScopedDevice, get_cuda_device_count, get_device, is_cuda_available, set_device, synchronize

@@ -262,6 +262,10 @@ class AccessMixin:
 
     def assign_subscript(self, target, value, s):
         base = self.expr(target.value)
+        if getattr(getattr(base, "obj", None), "_sk_adjoint", False) is True:  # sk.adjoint[x] = / += ...
+            slot = self.adjoint_slot(target.slice, s)
+            self.assign_name(slot, self.convert(value, self.vars[slot].type, s), s)
+            return
         idx = self.indices(target.slice, s)
         if isinstance(base, ir.Var) and getattr(base.type, "_sk_kind", "") == "array":
             self.store(base, idx, value, s)

@@ -201,6 +201,8 @@ class ExprMixin:
                 return out
             if isinstance(base.obj, tuple):
                 return base.obj[self.static_int(node.slice, node)]
+            if getattr(base.obj, "_sk_adjoint", False) is True:
+                return self.vars[self.adjoint_slot(node.slice, node)]
             self.error("only arrays, vectors, matrices and quaternions can be indexed", node)
         if isinstance(base, ir.Const):
             base = self.materialize(base)

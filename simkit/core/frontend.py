@@ -32,13 +32,17 @@ class _NeedReturnSlots(Exception):
         self.types = types
 
 
-def build(pyfunc, arg_types: dict, *, is_kernel: bool, name: str, cname: str) -> ir.FunctionIR:
-    """Build the IR of ``pyfunc`` for the given parameter types."""
+def build(pyfunc, arg_types: dict, *, is_kernel: bool, name: str, cname: str,
+          adjoint_of: int | None = None) -> ir.FunctionIR:
+    """Build the IR of ``pyfunc`` for the given parameter types; ``adjoint_of``: it is an
+    @sk.func_grad body whose first ``adjoint_of`` parameters are those of its function."""
     overrides: dict = {}
     ret_slots = None
     for _ in range(64):
         try:
-            return Builder(pyfunc, arg_types, is_kernel, name, cname, overrides, ret_slots).run()
+            b = Builder(pyfunc, arg_types, is_kernel, name, cname, overrides, ret_slots)
+            b.adjoint_of = adjoint_of
+            return b.run()
         except Retype as r:
             if r.key in overrides and overrides[r.key] is not r.type:
                 local, line = r.key
@@ -141,6 +145,7 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
         self.top_block = self.block  # statements here run in every thread (no branch or loop around them)
         self.tid_indexed: dict = {}  # see ir.FunctionIR.tid_indexed
         self.view_ids: set = set()  # ids of the Vars that are sub-array views (access.py, view)
+        self.adjoint_of: int | None = None  # see build()
 
     # -- helpers ------------------------------------------------------------
     def error(self, msg: str, node=None):
@@ -185,6 +190,10 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
         if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
                 and isinstance(body[0].value.value, str):
             body = body[1:]  # docstring
+        if self.uses_adjoint(body):
+            if self.adjoint_of is None:
+                self.error("sk.adjoint[...] is only available in the body of an @sk.func_grad")
+            body = self.adjoint_body(body, params[:self.adjoint_of])
         needs_ret_flag = _contains(body[:-1], ast.Return, False) or (
             body and _contains([body[-1]], ast.Return, False) and not isinstance(body[-1], ast.Return))
         if needs_ret_flag:
@@ -209,6 +218,52 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
                             self.extrema, self.forwarded)
         fir.tid_indexed = self.tid_indexed
         return fir
+
+    # -- sk.adjoint[x] (Warp-style custom adjoints) ---------------------------------
+    def is_adjoint_marker(self, node) -> bool:
+        """Whether ``node`` (a name or attribute, evaluated in the function's globals) is ``sk.adjoint``."""
+        if not isinstance(node, (ast.Name, ast.Attribute)) or (isinstance(node, ast.Name) and node.id in self.vars):
+            return False
+        env = dict(self.globals)
+        env.update(self.closure)
+        try:
+            obj = eval(compile(ast.Expression(node), self.file, "eval"), env)
+        except Exception:  # noqa: BLE001 - not a compile-time object, so not the marker
+            return False
+        return getattr(obj, "_sk_adjoint", False) is True
+
+    def uses_adjoint(self, body) -> bool:
+        return any(isinstance(n, ast.Subscript) and self.is_adjoint_marker(n.value) for s in body for n in ast.walk(s))
+
+    def adjoint_body(self, body, params) -> list:
+        """A body accumulating into ``sk.adjoint[x]``: each non-array parameter gets a zeroed
+        accumulator, and the body returns them all at its end (what @sk.func_grad expects)."""
+        if _contains(body, ast.Return, False):
+            self.error("an @sk.func_grad body that accumulates into sk.adjoint[...] returns nothing; drop the "
+                       "'return' (or return the adjoints instead of using sk.adjoint)", next(
+                           n for s in body for n in ast.walk(s) if isinstance(n, ast.Return)))
+        names = []
+        for v in params:
+            if getattr(v.type, "_sk_kind", "") == "array":
+                continue
+            acc = self.new_var(v.type, f"__adj_{v.name}")
+            self.emit([acc], [], "$o0 = {};")
+            self.vars[acc.name] = acc
+            names.append(acc.name)
+        line = body[-1].lineno if body else self.fdef.lineno
+        ret = ast.Return(value=ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Load(), lineno=line) for n in names],
+                                         ctx=ast.Load(), lineno=line), lineno=line)
+        return list(body) + [ret]
+
+    def adjoint_slot(self, index, node) -> str:
+        """The accumulator name of ``sk.adjoint[index]``: ``index`` must name a non-array parameter."""
+        name = getattr(index, "id", None)
+        slot = f"__adj_{name}"
+        if not isinstance(index, ast.Name) or slot not in self.vars:
+            params = [a.arg for a in self.fdef.args.args if f"__adj_{a.arg}" in self.vars]
+            self.error(f"sk.adjoint[...] takes a parameter of this @sk.func_grad that is not an array "
+                       f"({', '.join(params) or 'none'})", node)
+        return slot
 
     # -- binding ----------------------------------------------------------------
     def bind_flag(self, name, value: bool):

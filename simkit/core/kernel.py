@@ -343,7 +343,8 @@ class FuncSpec:
         key = fn.func.__module__ + "." + fn.func.__qualname__ + ":" + ",".join(t._sk_ctype for t in param_types)
         self.cname = f"{fn.name}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
         names = list(fn.arg_types)
-        self.ir = frontend.build(fn.func, dict(zip(names, param_types)), is_kernel=False, name=fn.name, cname=self.cname)
+        self.ir = frontend.build(fn.func, dict(zip(names, param_types)), is_kernel=False, name=fn.name, cname=self.cname,
+                                 adjoint_of=len(fn.grad_of.arg_types) if fn.grad_of is not None else None)
         self.ret_types = self.ir.ret_types
         self.grad_spec = self._custom_grad() if fn.custom_grad is not None else None
 
@@ -379,6 +380,7 @@ class Function:
         self._specs: dict[tuple, FuncSpec] = {}
         self._building = False
         self.custom_grad: Function | None = None
+        self.grad_of: Function | None = None  # set on a custom adjoint: the function it differentiates
         self.__doc__ = pyfunc.__doc__
         self.__wrapped__ = pyfunc
 
@@ -474,5 +476,6 @@ def func_grad(f: Function):
         if f._specs:
             raise RuntimeError(f"sk.func_grad({f.name}) must be declared before '{f.name}' is first compiled")
         f.custom_grad = Function(g)
+        f.custom_grad.grad_of = f
         return f.custom_grad
     return register
