@@ -219,52 +219,6 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
         fir.tid_indexed = self.tid_indexed
         return fir
 
-    # -- sk.adjoint[x] (Warp-style custom adjoints) ---------------------------------
-    def is_adjoint_marker(self, node) -> bool:
-        """Whether ``node`` (a name or attribute, evaluated in the function's globals) is ``sk.adjoint``."""
-        if not isinstance(node, (ast.Name, ast.Attribute)) or (isinstance(node, ast.Name) and node.id in self.vars):
-            return False
-        env = dict(self.globals)
-        env.update(self.closure)
-        try:
-            obj = eval(compile(ast.Expression(node), self.file, "eval"), env)
-        except Exception:  # noqa: BLE001 - not a compile-time object, so not the marker
-            return False
-        return getattr(obj, "_sk_adjoint", False) is True
-
-    def uses_adjoint(self, body) -> bool:
-        return any(isinstance(n, ast.Subscript) and self.is_adjoint_marker(n.value) for s in body for n in ast.walk(s))
-
-    def adjoint_body(self, body, params) -> list:
-        """A body accumulating into ``sk.adjoint[x]``: each non-array parameter gets a zeroed
-        accumulator, and the body returns them all at its end (what @sk.func_grad expects)."""
-        if _contains(body, ast.Return, False):
-            self.error("an @sk.func_grad body that accumulates into sk.adjoint[...] returns nothing; drop the "
-                       "'return' (or return the adjoints instead of using sk.adjoint)", next(
-                           n for s in body for n in ast.walk(s) if isinstance(n, ast.Return)))
-        names = []
-        for v in params:
-            if getattr(v.type, "_sk_kind", "") == "array":
-                continue
-            acc = self.new_var(v.type, f"__adj_{v.name}")
-            self.emit([acc], [], "$o0 = {};")
-            self.vars[acc.name] = acc
-            names.append(acc.name)
-        line = body[-1].lineno if body else self.fdef.lineno
-        ret = ast.Return(value=ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Load(), lineno=line) for n in names],
-                                         ctx=ast.Load(), lineno=line), lineno=line)
-        return list(body) + [ret]
-
-    def adjoint_slot(self, index, node) -> str:
-        """The accumulator name of ``sk.adjoint[index]``: ``index`` must name a non-array parameter."""
-        name = getattr(index, "id", None)
-        slot = f"__adj_{name}"
-        if not isinstance(index, ast.Name) or slot not in self.vars:
-            params = [a.arg for a in self.fdef.args.args if f"__adj_{a.arg}" in self.vars]
-            self.error(f"sk.adjoint[...] takes a parameter of this @sk.func_grad that is not an array "
-                       f"({', '.join(params) or 'none'})", node)
-        return slot
-
     # -- binding ----------------------------------------------------------------
     def bind_flag(self, name, value: bool):
         v = self.new_var(T.bool_, name)

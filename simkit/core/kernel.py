@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import codegen, compiler, frontend
+from . import device as D
 from . import types as T
 from .array import Array, ArrayType, GenericArrayType
 from .config import config
@@ -332,6 +333,40 @@ def overload(k: Kernel, types: Sequence | dict) -> Kernel:
     if not isinstance(k, Kernel):
         raise TypeError(f"sk.overload expects an @sk.kernel, got {type(k).__name__}")
     return k.overload(types)
+
+
+def load_module(module: Any = None, device: str | None = None) -> None:
+    """Compile (or load from the cache) every kernel of a Python module now, not at its first launch.
+
+    ``module``: a module object or its name, default the caller's; ``device``: where to
+    load them, default ``sk.get_device()``. Generic kernels load the overloads made so far.
+
+    Example::
+
+        sk.load_module()                     # this file's kernels, for the default device
+        sk.load_module("my.sim", "cuda:0")
+    """
+    from .launch import plan_for
+
+    if module is None:
+        name = sys._getframe(1).f_globals.get("__name__", "__main__")
+    elif isinstance(module, str):
+        name = module
+    elif isinstance(module, type(sys)):
+        name = module.__name__
+    else:
+        raise TypeError(f"sk.load_module(module=...) takes a module or its name, got {type(module).__name__}")
+    kernels = list(Module._registry[name].kernels) if name in Module._registry else []
+    if not kernels:
+        raise ValueError(f"sk.load_module: module {name!r} defines no kernels")
+    dev = D.require(D.state.default if device is None else device, "device")
+    for k in kernels:
+        if dev == "cpu":
+            k.loaded()
+        else:
+            from .cuda import launch as cuda_launch
+
+            cuda_launch.kernel_for(plan_for(k), dev)
 
 
 class FuncSpec:
