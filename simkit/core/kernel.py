@@ -211,7 +211,8 @@ class Kernel:
 
     @property
     def cname(self) -> str:
-        h = hashlib.sha256(f"{self.module.name}.{self.func.__qualname__}:{self.key or ''}".encode()).hexdigest()[:6]
+        ident = f"{self.module.name}.{self.func.__qualname__}" + (f":{self.key}" if self.key else "")
+        h = hashlib.sha256(ident.encode()).hexdigest()[:6]
         return f"{re.sub(r'[^0-9A-Za-z_]', '_', self.name)}_{h}_{self._index}"
 
     def overload(self, types: Sequence | dict) -> "Kernel":
