@@ -157,7 +157,7 @@ def value_type(v, peer_float=None):
 def _peer_float(values) -> T.ScalarType | None:
     """The float scalar type of the arrays and typed values among ``values`` (the first found)."""
     for v in values:
-        t = value_type(v) if not isinstance(v, (float, int)) else None
+        t = value_type(v) if type(v) not in (float, int, bool) else None  # numpy scalars do count
         s = getattr(getattr(t, "dtype", t), "_sk_scalar", None)
         if s is not None and s.is_float:
             return s

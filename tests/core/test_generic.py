@@ -30,6 +30,11 @@ def head_of(x: sk.array(dtype=Any), out: sk.array(dtype=Any)):
 
 
 @sk.kernel
+def pair_of_scalars(a: Any, b: Any):
+    c = a * b
+
+
+@sk.kernel
 def fill_rows(a: sk.array(dtype=Any, ndim=2), v: Any):
     i, j = sk.tid()
     a[i, j] = v
@@ -48,6 +53,12 @@ def test_python_float_takes_the_precision_of_the_arrays():
     x = sk.array([1.0], dtype=sk.float64)
     sk.launch(scale_into, 1, inputs=[x, 0.1, sk.zeros(1, dtype=sk.float64)])
     assert scale_into.overload([x.type(), sk.float64, x.type()]) in scale_into._instances.values()
+
+
+def test_python_float_takes_the_precision_of_a_numpy_scalar_argument():
+    k = sk.overload(fill_rows, {"a": sk.array(dtype=sk.float64, ndim=2), "v": sk.float64})
+    assert fill_rows.instance_for([np.zeros((2, 2)), 1.5]) is k  # a float64 numpy array
+    assert pair_of_scalars.instance_for([np.float64(2.0), 0.5]).arg_types["b"] is sk.float64
 
 
 def test_generic_kernel_over_vectors():
