@@ -108,6 +108,10 @@ class CallMixin:
             return self.call_func(obj, node)
         if hasattr(obj, "_sk_kernel"):
             self.error("a kernel cannot call another kernel; make the helper an @sk.func", node)
+        if obj is pybuiltins.type:
+            return self.type_of(node)
+        if getattr(obj, "_sk_type_factory", False):
+            return self.type_factory(obj, node)
         if node.keywords and not (getattr(obj, "_sk_kind", "") == "struct"):
             self.error(f"keyword arguments are not supported here ({node.keywords[0].arg}=...)", node)
         args = [self.expr(a) for a in node.args]
@@ -132,6 +136,31 @@ class CallMixin:
         if kind == "struct":
             return self.construct_struct(obj, node)
         self.error(f"cannot call {getattr(obj, '__name__', obj)!s} in a kernel", node)
+
+    def type_of(self, node):
+        """``type(x)``: the type of a value, a compile-time object (``type(dt)(0.5)``,
+        ``sk.vector(3, type(dt))``), so a generic kernel can name its instance's types."""
+        if len(node.args) != 1 or node.keywords:
+            self.error("type() takes one value", node)
+        v = self.expr(node.args[0])
+        t = getattr(v, "type", None)
+        if t is None:
+            self.error("type() takes a value, not a compile-time object", node)
+        return Py(t.default() if isinstance(t, B.Weak) else t)
+
+    def type_factory(self, fn, node):
+        """``sk.vector(3, F)``, ``sk.matrix((3, 3), F)``, ...: made at compile time from constants and types."""
+        def static(a):
+            v = self.expr(a)
+            if isinstance(v, ir.Const):
+                return v.value
+            if isinstance(v, Py):
+                return v.obj
+            self.error(f"{fn.__name__}() takes compile-time arguments (numbers and types) in a kernel", node)
+        try:
+            return Py(fn(*[static(a) for a in node.args], **{k.arg: static(k.value) for k in node.keywords}))
+        except (TypeError, ValueError) as e:
+            self.error(f"{fn.__name__}(): {e}", node)
 
     def map_callee_access(self, spec, args):
         """Arrays a called function reads or writes through its parameters count for this caller too."""

@@ -186,6 +186,8 @@ class ExprMixin:
             return out
         if kind == "array" and a == "shape":
             return Py(ShapeOf(base))
+        if kind == "array" and a == "dtype":
+            return Py(base.type.dtype)
         self.error(f"{type_str(base.type)} has no attribute '{a}'", node)
 
     def expr_Subscript(self, node):

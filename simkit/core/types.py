@@ -438,6 +438,10 @@ def ctypes_of(t: Any):
     raise TypeError(f"no C layout for {t!r}")
 
 
+# Callable inside kernels with compile-time arguments (calls.py, type_factory): sk.vector(3, type(x)).
+for _f in (vector, matrix, quat_of, transform_of):
+    _f._sk_type_factory = True
+
 vec2, vec3, vec4 = (vector(n) for n in (2, 3, 4))
 vec2d, vec3d, vec4d = (vector(n, float64) for n in (2, 3, 4))
 vec2i, vec3i, vec4i = (vector(n, int32) for n in (2, 3, 4))

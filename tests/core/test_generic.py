@@ -128,3 +128,43 @@ def test_generic_overloads_compile_to_ptx():
         fwd, bwd = sk.cuda.entry_points(k)
         ptx = sk.cuda.ptx(k)
         assert f".entry {fwd}(" in ptx and f".entry {bwd}(" in ptx
+    for k in (fall.overload([sk.array(dtype=sk.vec3d), sk.float64]), half_of.overload([sk.array(dtype=float)] * 2)):
+        fwd, bwd = sk.cuda.entry_points(k)
+        ptx = sk.cuda.ptx(k)
+        assert f".entry {fwd}(" in ptx and f".entry {bwd}(" in ptx
+
+
+@sk.kernel
+def fall(v: sk.array(dtype=Any), dt: Any):
+    i = sk.tid()
+    g = sk.vector(3, type(dt))(0.0, -9.81, 0.0)   # in the instance's precision
+    v[i] = v[i] + g * dt
+
+
+@sk.kernel
+def half_of(x: sk.array(dtype=Any), out: sk.array(dtype=Any)):
+    i = sk.tid()
+    out[i] = x[i] * x.dtype(0.5)
+
+
+def test_generic_kernel_names_its_instance_types_with_type_and_vector():
+    for V in (sk.vec3, sk.vec3d):
+        v = sk.zeros(2, dtype=V)
+        sk.launch(fall, 2, inputs=[v, 0.1])
+        want = np.float64(-9.81) * 0.1 if V is sk.vec3d else np.float32(-9.81) * np.float32(0.1)
+        assert v.numpy()[0, 1] == want
+
+
+def test_array_dtype_is_its_element_type_in_kernels():
+    out = sk.zeros(2, dtype=sk.float64)
+    sk.launch(half_of, 2, inputs=[sk.array([1.0, 3.0], dtype=sk.float64), out])
+    np.testing.assert_array_equal(out.numpy(), [0.5, 1.5])
+
+
+def test_type_factory_needs_compile_time_arguments():
+    @sk.kernel
+    def bad(n: int, out: sk.array(dtype=float)):
+        out[0] = sk.vector(n, float)(1.0)[0]
+
+    with pytest.raises(sk.CompileError, match="compile-time arguments"):
+        bad.build_ir()
