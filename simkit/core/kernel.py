@@ -198,6 +198,7 @@ class Kernel:
         self.generic = any(is_generic(t) for t in self.arg_types.values())
         self.module = Module.of(module or func.__module__)
         self._instances: dict[tuple, Kernel] = {}
+        self._dispatch: dict[tuple, Kernel] = {}  # instance_for's cache
         self._ir = {}
         self._loaded: dict[str, tuple] = {}
         self._cuda_loaded: dict[tuple, tuple] = {}  # (mode, GPU index) -> (CudaModule, IR)
@@ -243,6 +244,15 @@ class Kernel:
 
     def instance_for(self, values: Sequence) -> "Kernel":
         """The overload a launch with ``values`` runs (see :func:`value_type` for Python numbers)."""
+        # What decides the overload, cheap to compute: a generic launch pays a dict lookup, not inference.
+        key = tuple((v.dtype, v.ndim) if type(v) is Array else (type(v), v.dtype, v.ndim) if type(v) is np.ndarray
+                    else type(v) for v in values)
+        inst = self._dispatch.get(key)
+        if inst is None:
+            inst = self._dispatch[key] = self._infer_instance(values)
+        return inst
+
+    def _infer_instance(self, values: Sequence) -> "Kernel":
         if len(values) != len(self.arg_names):
             raise TypeError(f"{self.name}() takes {len(self.arg_names)} argument(s) ({', '.join(self.arg_names)}), "
                             f"got {len(values)}")
