@@ -61,6 +61,13 @@ def test_python_float_takes_the_precision_of_a_numpy_scalar_argument():
     assert pair_of_scalars.instance_for([np.float64(2.0), 0.5]).arg_types["b"] is sk.float64
 
 
+def test_overload_lookup_tells_numpy_dtypes_apart():
+    a64 = fill_rows.instance_for([np.zeros((2, 2)), 1.5])
+    a32 = fill_rows.instance_for([np.zeros((2, 2), np.float32), 1.5])
+    assert a64.arg_types["v"] is sk.float64 and a32.arg_types["v"] is sk.float32
+    assert fill_rows.instance_for([np.zeros((3, 3)), 2.5]) is a64
+
+
 def test_generic_kernel_over_vectors():
     v = sk.array(np.ones((2, 3)), dtype=sk.vec3)
     out = sk.zeros(2, dtype=sk.vec3)
