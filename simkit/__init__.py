@@ -18,18 +18,19 @@ from .core.array import (Array, ArrayType, array, clone, copy, empty, empty_like
                          from_torch, full, full_like, ones, ones_like, to_torch, zeros, zeros_like)
 from .core.config import config
 from .core.errors import CompileError, CompilerNotFoundError, KernelRuntimeError, NativeCompileError
-from .core.kernel import func, func_grad, kernel
+from .core.kernel import Kernel, func, func_grad, kernel, load_module, overload
 from .core.lang import BUILTIN_STUBS as _STUBS
-from .core.lang import constant, static
+from .core.lang import adjoint, constant, static
 from .core.launch import launch
 from .core.capture import capture, replay
-from .core.device import get_cuda_device_count, get_device, is_cuda_available, set_device, synchronize
+from .core.device import ScopedDevice, get_cuda_device_count, get_device, is_cuda_available, set_device, synchronize
 from .core.struct import struct
 from .core.threads import get_threads, set_threads
 from .autograd.tape import Tape
 from .core.types import (float32, float64, int32, int64, uint32, bool_, matrix, vector, quat_of, transform_of,
                          vec2, vec3, vec4, vec2d, vec3d, vec4d, vec2i, vec3i, vec4i, mat22, mat33, mat44,
-                         mat22d, mat33d, mat44d, quat, quatd, transform, transformd)
+                         mat22d, mat33d, mat44d, quat, quatd, transform, transformd, spatial_vector, spatial_vectord,
+                         spatial_matrix, spatial_matrixd)
 
 from . import autograd  # noqa: E402  (sk.autograd.jacobian, ...)
 from . import cuda  # noqa: E402  (sk.cuda.ptx, ...)

@@ -80,8 +80,9 @@ KERNELS = _registered_kernels()
 def test_the_walk_holds_every_kernel_of_every_collected_test_module(request):
     walked = {id(k) for k in KERNELS}
     modules = {item.module for item in request.session.items if getattr(item, "module", None) is not None}
+    # a generic kernel (typing.Any parameters) compiles only as its overloads, which join the walk once made
     missed = [f"{m.__name__}.{name}" for m in modules for name, k in vars(m).items()
-              if isinstance(k, Kernel) and id(k) not in walked and _compiles_on_the_cpu_side(k)]
+              if isinstance(k, Kernel) and not k.generic and id(k) not in walked and _compiles_on_the_cpu_side(k)]
     assert missed == []
 
 

@@ -90,6 +90,9 @@ class _Problem:
         if names is None or types is None:
             raise TypeError(f"{caller} expects an @sk.kernel, got {type(kernel).__name__}")
         inputs, outputs = list(inputs), list(outputs)
+        if getattr(kernel, "generic", False) and len(inputs) + len(outputs) == len(names):
+            kernel = kernel.instance_for(inputs + outputs)  # the overload sk.launch would run
+            types = kernel.arg_types
         if len(inputs) + len(outputs) != len(names):
             raise TypeError(f"{caller}: {kernel.name}() takes {len(names)} argument(s) ({', '.join(names)}), "
                             f"got {len(inputs)} input(s) and {len(outputs)} output(s)")

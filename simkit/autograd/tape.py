@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -172,7 +173,21 @@ class Tape:
             if isinstance(e, _Func):
                 e.backward()
             elif any(a.grad is not None for a in e.arrays):
+                if not e.kernel.enable_backward:
+                    self._skip_without_adjoint(e)
+                    continue
                 _launch.launch(e.kernel, e.dim, e.values, adjoint=True)
+
+    @staticmethod
+    def _skip_without_adjoint(e: "_Launch") -> None:
+        """A kernel declared ``enable_backward=False`` has no adjoint: skipping it is exact only
+        while no gradient reached what it wrote; otherwise refuse rather than return zeros."""
+        for k, path, a in _launch.resolve_arrays(e.values, _launch.plan_for(e.kernel).writes):
+            if a.grad is not None and np.any(a.grad.numpy()):
+                raise RuntimeError(
+                    f"kernel '{e.kernel.name}' (launch #{e.index}) was declared with enable_backward=False, but "
+                    f"its output '{_label(e.kernel, k, path)}' has a nonzero gradient, which would stop there; "
+                    "enable its backward or launch it outside the tape")
 
     def check_overwrites(self) -> None:
         """Refuse (before any adjoint runs) if a recorded read was overwritten since."""
@@ -206,6 +221,18 @@ class Tape:
                     "afterwards; its adjoint would be evaluated at the wrong values. Give each step its own "
                     "output buffer (e.g. one state per step) or record the overwritten values separately.")
 
+    @property
+    def gradients(self) -> "Gradients":
+        """The gradients of the arrays this tape touched, by array: ``tape.gradients[x]`` is
+        ``x.grad`` (Warp's spelling).
+
+        Example::
+
+            tape.backward(loss=loss)
+            tape.gradients[x].numpy()
+        """
+        return Gradients(self)
+
     # -- housekeeping --------------------------------------------------------------
     def zero(self) -> None:
         """Zero the grad of every array this tape touched (seeds and struct fields included)."""
@@ -219,3 +246,28 @@ class Tape:
         self.entries.clear()
         self.touched.clear()
         self.writers.clear()
+
+
+class Gradients(Mapping):
+    """Read-only view ``{array: array.grad}`` over the arrays a tape touched that have a grad."""
+
+    def __init__(self, tape: Tape):
+        self._tape = tape
+
+    def _arrays(self) -> list:
+        return [a for a in self._tape.touched.values() if a.grad is not None]
+
+    def __getitem__(self, a: Array) -> Array:
+        if not isinstance(a, Array):
+            raise TypeError(f"tape.gradients[...] takes an sk array, got {type(a).__name__}")
+        if id(a) not in self._tape.touched:
+            raise KeyError(f"no launch recorded on this tape read or wrote {_describe(a)}")
+        if a.grad is None:
+            raise KeyError(f"{_describe(a)} has no gradient: it does not require grad")
+        return a.grad
+
+    def __iter__(self):
+        return iter(self._arrays())
+
+    def __len__(self) -> int:
+        return len(self._arrays())

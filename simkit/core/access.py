@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from . import ir
 from . import types as T
+from .array import ArrayType
 from .config import config
 from .exprs import _COMPONENTS, type_str
 
@@ -28,7 +29,31 @@ class AccessMixin:
 
     def check_index_count(self, arr, idx, node):
         if len(idx) != arr.type.ndim:
-            self.error(f"{arr.type.ndim}-d array indexed with {len(idx)} index(es); give exactly {arr.type.ndim}", node)
+            self.error(f"{arr.type.ndim}-d array indexed with {len(idx)} index(es); give exactly {arr.type.ndim} "
+                       "(reading with fewer gives a sub-array, which is not assignable as a whole)", node)
+
+    def view(self, arr, idx, node):
+        """``a[i]`` of a 2-D array: the 1-D row, sharing memory and gradient with ``a`` (reads,
+        writes and atomics through it are those of ``a``; it carries no adjoint of its own)."""
+        if len(idx) >= arr.type.ndim:
+            self.error(f"{arr.type.ndim}-d array indexed with {len(idx)} indices", node)
+        out = self.new_var(ArrayType(arr.type.dtype, arr.type.ndim - len(idx)))
+        self.inherit_origin(out, arr)
+        self.view_ids.add(out.id)
+        text = "$a0"
+        for k in range(len(idx)):
+            text = f"sk::view<Dense>({text}, $a{k + 1})"
+        check = ""
+        if config.mode == "debug":
+            ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
+            check = f"if (!sk::check_bounds<{len(idx)}>(&sk_error, {self.line}, $a0, {ix})) $RETURN; "
+        self.emit([out], [arr, *idx], f"{check}$o0 = {text};")
+        return out
+
+    def owned(self, arr, idx) -> bool:
+        """:meth:`owned_index` for an access of ``arr``; never for a sub-array view, whose
+        element index says nothing of which element of the parameter array it is."""
+        return arr.id not in self.view_ids and self.owned_index(idx)
 
     # -- which parameter arrays a kernel touches, and how ----------------------------
     def note_access(self, arr, write: bool, shared: set | None = None):
@@ -50,7 +75,7 @@ class AccessMixin:
         """Record the axes of a parameter array that every thread indexes by its own thread
         index (``i = sk.tid(); a[i]`` outside any branch or loop): a launch over more
         threads than such an axis holds is out of bounds for certain (launch.py refuses it)."""
-        if not self.is_kernel or self.block is not self.top_block:
+        if not self.is_kernel or self.block is not self.top_block or arr.id in self.view_ids:
             return
         origins = self.origins.get(arr.id, ())
         if len(origins) != 1:
@@ -92,7 +117,7 @@ class AccessMixin:
     def load(self, arr, idx, node):
         self.check_index_count(arr, idx, node)
         self.note_tid_index(arr, idx)
-        owned = self.owned_index(idx)  # then its gradient needs no atomic
+        owned = self.owned(arr, idx)  # then its gradient needs no atomic
         key = self.single_origin(arr) if owned else None
         if key in self.stored:
             self.forwarded.add(key)
@@ -115,7 +140,7 @@ class AccessMixin:
         ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
         v = f"$a{len(idx) + 1}"
         fwd = self.bounds_check(len(idx)) + f"sk::at<Dense>($a0, {ix}) = {v};"
-        owned = self.owned_index(idx)
+        owned = self.owned(arr, idx)
         take = "take_grad" if owned else "take_grad_shared"
         adj = f"sk::{take}(sk::grad_ptr<Dense>($a0, {ix}), $adj_a{len(idx) + 1});"
         self.emit([], [arr, *idx, value], fwd, adj, replay=False)
@@ -134,7 +159,7 @@ class AccessMixin:
             self.shared_atomics = True  # every thread must see the others' updates
             self.note_access(arr, write=True, shared=self.stores)
         else:
-            self.note_access(arr, write=True, shared=None if self.owned_index(idx) else self.adds)
+            self.note_access(arr, write=True, shared=None if self.owned(arr, idx) else self.adds)
         dt = arr.type.dtype
         if name in ("atomic_min", "atomic_max") and dt._sk_kind not in ("scalar", "vec"):
             self.error(f"{name} works on scalar and vector arrays", node)
@@ -246,6 +271,10 @@ class AccessMixin:
 
     def assign_subscript(self, target, value, s):
         base = self.expr(target.value)
+        if getattr(getattr(base, "obj", None), "_sk_adjoint", False) is True:  # sk.adjoint[x] = / += ...
+            slot = self.adjoint_slot(target.slice, s)
+            self.assign_name(slot, self.convert(value, self.vars[slot].type, s), s)
+            return
         idx = self.indices(target.slice, s)
         if isinstance(base, ir.Var) and getattr(base.type, "_sk_kind", "") == "array":
             self.store(base, idx, value, s)

@@ -60,6 +60,25 @@ class ArrayType:
         return f"array(dtype={T.type_name(self.dtype)}, ndim={self.ndim})"
 
 
+class GenericArrayType:
+    """The annotation ``sk.array(dtype=typing.Any, ndim=...)``: an array parameter of a generic
+    kernel or function, instantiated with the dtype of the array each launch or call passes."""
+
+    _sk_kind = "generic"
+
+    def __init__(self, ndim: int = 1):
+        if not isinstance(ndim, (int, np.integer)) or isinstance(ndim, bool) or ndim not in (1, 2, 3, 4):
+            raise ValueError(f"arrays have 1 to 4 dimensions, got ndim={ndim!r}")
+        self.ndim = int(ndim)
+
+    def accepts(self, t) -> bool:
+        """Whether a concrete type ``t`` instantiates this annotation (an array of this ndim)."""
+        return isinstance(t, ArrayType) and t.ndim == self.ndim
+
+    def __repr__(self):
+        return f"array(dtype=Any, ndim={self.ndim})"
+
+
 def _elem_np(dtype) -> np.dtype:
     return dtype._sk_scalar.np_dtype
 
@@ -499,6 +518,8 @@ def array(data: Any = None, dtype: Any = None, shape: Any = None, device: str | 
     if data is None and shape is None:
         if dtype is None:
             raise TypeError("sk.array(dtype=...) needs a dtype when used as an annotation")
+        if dtype is Any:
+            return GenericArrayType(1 if ndim is None else ndim)
         return ArrayType(dtype, 1 if ndim is None else ndim)
     device = _check_device(device)
     if data is None:

@@ -235,6 +235,48 @@ _("transform_inverse", "t: transform(F)", "transform(F)",
   " adj_qrotate_(qi, t.p, adj_qi, adj_p, -adj_ret.p); adj_t.p += adj_p; adj_t.q += qconj(adj_qi);")
 
 # ---------------------------------------------------------------------------
+# Spatial vectors (angular top, linear bottom: Featherstone's [w; v]) and 6x6 matrices
+# ---------------------------------------------------------------------------
+_("spatial_top", "a: vec(6,F)", "vec(3,F)", "return top_(a);", "adj_a += join_(adj_ret, vec_t<3, F>{});",
+  doc="The angular (first) half of a spatial vector.")
+_("spatial_bottom", "a: vec(6,F)", "vec(3,F)", "return bottom_(a);", "adj_a += join_(vec_t<3, F>{}, adj_ret);",
+  doc="The linear (second) half of a spatial vector.")
+_("spatial_dot", "a: vec(6,F), b: vec(6,F)", "F", "return dot_(a, b);", "adj_a += b * adj_ret; adj_b += a * adj_ret;")
+_("spatial_cross", "a: vec(6,F), b: vec(6,F)", "vec(6,F)",
+  "return join_(cross_(top_(a), top_(b)), cross_(bottom_(a), top_(b)) + cross_(top_(a), bottom_(b)));",
+  "vec_t<3, F> gw = top_(adj_ret), gv = bottom_(adj_ret);"
+  " adj_a += join_(cross_(top_(b), gw) + cross_(bottom_(b), gv), cross_(top_(b), gv));"
+  " adj_b += join_(cross_(gw, top_(a)) + cross_(gv, bottom_(a)), cross_(gv, top_(a)));",
+  doc="Motion cross product a x b: (wa x wb, va x wb + wa x vb).")
+_("spatial_cross_dual", "a: vec(6,F), b: vec(6,F)", "vec(6,F)",
+  "return join_(cross_(top_(a), top_(b)) + cross_(bottom_(a), bottom_(b)), cross_(top_(a), bottom_(b)));",
+  "vec_t<3, F> gw = top_(adj_ret), gv = bottom_(adj_ret);"
+  " adj_a += join_(cross_(top_(b), gw) + cross_(bottom_(b), gv), cross_(bottom_(b), gw));"
+  " adj_b += join_(cross_(gw, top_(a)), cross_(gw, bottom_(a)) + cross_(gv, top_(a)));",
+  doc="Force cross product a x* b: (wa x wb + va x vb, wa x vb).")
+_("spatial_transpose", "a: mat(6,6,F)", "mat(6,6,F)", "return transpose_(a);", "adj_a += transpose_(adj_ret);")
+_("spatial_adjoint", "r: mat(3,3,F), s: mat(3,3,F)", "mat(6,6,F)",
+  "mat_t<6, 6, F> m = {}; for (int i = 0; i < 3; ++i) for (int j = 0; j < 3; ++j)"
+  " { m[i][j] = r[i][j]; m[i + 3][j + 3] = r[i][j]; m[i + 3][j] = s[i][j]; } return m;",
+  "for (int i = 0; i < 3; ++i) for (int j = 0; j < 3; ++j)"
+  " { adj_r[i][j] += adj_ret[i][j] + adj_ret[i + 3][j + 3]; adj_s[i][j] += adj_ret[i + 3][j]; }",
+  doc="The 6x6 matrix [[r, 0], [s, r]].")
+_("transform_twist", "t: transform(F), x: vec(6,F)", "vec(6,F)",
+  "vec_t<3, F> w = qrotate(t.q, top_(x)); return join_(w, qrotate(t.q, bottom_(x)) + cross_(t.p, w));",
+  "vec_t<3, F> w = qrotate(t.q, top_(x)); vec_t<3, F> gw = top_(adj_ret), gv = bottom_(adj_ret);"
+  " adj_t.p += cross_(w, gv); gw += cross_(gv, t.p); vec_t<3, F> adj_w = {}, adj_v = {};"
+  " adj_qrotate_(t.q, top_(x), adj_t.q, adj_w, gw); adj_qrotate_(t.q, bottom_(x), adj_t.q, adj_v, gv);"
+  " adj_x += join_(adj_w, adj_v);",
+  doc="A twist (w, v) moved by t: (R w, R v + p x R w).")
+_("transform_wrench", "t: transform(F), x: vec(6,F)", "vec(6,F)",
+  "vec_t<3, F> f = qrotate(t.q, bottom_(x)); return join_(qrotate(t.q, top_(x)) + cross_(t.p, f), f);",
+  "vec_t<3, F> f = qrotate(t.q, bottom_(x)); vec_t<3, F> gw = top_(adj_ret), gf = bottom_(adj_ret);"
+  " adj_t.p += cross_(f, gw); gf += cross_(gw, t.p); vec_t<3, F> adj_w = {}, adj_f = {};"
+  " adj_qrotate_(t.q, top_(x), adj_t.q, adj_w, gw); adj_qrotate_(t.q, bottom_(x), adj_t.q, adj_f, gf);"
+  " adj_x += join_(adj_w, adj_f);",
+  doc="A wrench (torque, force) moved by t: (R tau + p x R f, R f).")
+
+# ---------------------------------------------------------------------------
 # Selection
 # ---------------------------------------------------------------------------
 _("select", "cond: B, a: V, b: V", "V", "return cond ? b : a;",
@@ -247,6 +289,12 @@ _PRELUDE = r"""
 template <typename V> SK_FUNC bool inner_eq_(const V& a, const V& b) {
     SK_UNROLL for (int i = 0; i < traits<V>::size; ++i) if (!(traits<V>::at(a, i) == traits<V>::at(b, i))) return false;
     return true;
+}
+// The halves of a spatial vector and the spatial vector of two halves.
+template <typename F> SK_FUNC vec_t<3, F> top_(const vec_t<6, F>& a) { return vec_t<3, F>{{a[0], a[1], a[2]}}; }
+template <typename F> SK_FUNC vec_t<3, F> bottom_(const vec_t<6, F>& a) { return vec_t<3, F>{{a[3], a[4], a[5]}}; }
+template <typename F> SK_FUNC vec_t<6, F> join_(const vec_t<3, F>& w, const vec_t<3, F>& v) {
+    return vec_t<6, F>{{w[0], w[1], w[2], v[0], v[1], v[2]}};
 }
 // Adjoint of qrotate(q, v) = v + 2 w (u x v) + 2 u x (u x v), u = q.xyz.
 template <typename F> SK_FUNC void adj_qrotate_(const quat_t<F>& q, const vec_t<3, F>& v, quat_t<F>& adj_q, vec_t<3, F>& adj_v, const vec_t<3, F>& a) {

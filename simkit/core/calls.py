@@ -30,6 +30,10 @@ class CallMixin:
         f = self.expr(fnode)
         return isinstance(f, Py) and f.obj is pybuiltins.range
 
+    def is_reversed(self, fnode) -> bool:
+        f = self.expr(fnode)
+        return isinstance(f, Py) and f.obj is pybuiltins.reversed
+
     def call_builtin(self, name, args, node):
         types = []
         for a in args:
@@ -104,6 +108,10 @@ class CallMixin:
             return self.call_func(obj, node)
         if hasattr(obj, "_sk_kernel"):
             self.error("a kernel cannot call another kernel; make the helper an @sk.func", node)
+        if obj is pybuiltins.type:
+            return self.type_of(node)
+        if getattr(obj, "_sk_type_factory", False):
+            return self.type_factory(obj, node)
         if node.keywords and not (getattr(obj, "_sk_kind", "") == "struct"):
             self.error(f"keyword arguments are not supported here ({node.keywords[0].arg}=...)", node)
         args = [self.expr(a) for a in node.args]
@@ -129,6 +137,31 @@ class CallMixin:
             return self.construct_struct(obj, node)
         self.error(f"cannot call {getattr(obj, '__name__', obj)!s} in a kernel", node)
 
+    def type_of(self, node):
+        """``type(x)``: the type of a value, a compile-time object (``type(dt)(0.5)``,
+        ``sk.vector(3, type(dt))``), so a generic kernel can name its instance's types."""
+        if len(node.args) != 1 or node.keywords:
+            self.error("type() takes one value", node)
+        v = self.expr(node.args[0])
+        t = getattr(v, "type", None)
+        if t is None:
+            self.error("type() takes a value, not a compile-time object", node)
+        return Py(t.default() if isinstance(t, B.Weak) else t)
+
+    def type_factory(self, fn, node):
+        """``sk.vector(3, F)``, ``sk.matrix((3, 3), F)``, ...: made at compile time from constants and types."""
+        def static(a):
+            v = self.expr(a)
+            if isinstance(v, ir.Const):
+                return v.value
+            if isinstance(v, Py):
+                return v.obj
+            self.error(f"{fn.__name__}() takes compile-time arguments (numbers and types) in a kernel", node)
+        try:
+            return Py(fn(*[static(a) for a in node.args], **{k.arg: static(k.value) for k in node.keywords}))
+        except (TypeError, ValueError) as e:
+            self.error(f"{fn.__name__}(): {e}", node)
+
     def map_callee_access(self, spec, args):
         """Arrays a called function reads or writes through its parameters count for this caller too."""
         names = list(spec.fn.arg_types)
@@ -147,6 +180,52 @@ class CallMixin:
             self.forget_stores()  # the callee may have overwritten an element this thread stored
         self.shared_atomics |= callee.shared_atomics
         self.untracked |= callee.untracked
+
+    # -- sk.adjoint[x] (Warp-style custom adjoints) ---------------------------------
+    def is_adjoint_marker(self, node) -> bool:
+        """Whether ``node`` (a name or attribute, evaluated in the function's globals) is ``sk.adjoint``."""
+        if not isinstance(node, (ast.Name, ast.Attribute)) or (isinstance(node, ast.Name) and node.id in self.vars):
+            return False
+        env = dict(self.globals)
+        env.update(self.closure)
+        try:
+            obj = eval(compile(ast.Expression(node), self.file, "eval"), env)
+        except Exception:  # noqa: BLE001 - not a compile-time object, so not the marker
+            return False
+        return getattr(obj, "_sk_adjoint", False) is True
+
+    def uses_adjoint(self, body) -> bool:
+        return any(isinstance(n, ast.Subscript) and self.is_adjoint_marker(n.value) for s in body for n in ast.walk(s))
+
+    def adjoint_body(self, body, params) -> list:
+        """A body accumulating into ``sk.adjoint[x]``: each non-array parameter gets a zeroed
+        accumulator, and the body returns them all at its end (what @sk.func_grad expects)."""
+        if any(isinstance(n, ast.Return) for s in body for n in ast.walk(s)):
+            self.error("an @sk.func_grad body that accumulates into sk.adjoint[...] returns nothing; drop the "
+                       "'return' (or return the adjoints instead of using sk.adjoint)", next(
+                           n for s in body for n in ast.walk(s) if isinstance(n, ast.Return)))
+        names = []
+        for v in params:
+            if getattr(v.type, "_sk_kind", "") == "array":
+                continue
+            acc = self.new_var(v.type, f"__adj_{v.name}")
+            self.emit([acc], [], "$o0 = {};")
+            self.vars[acc.name] = acc
+            names.append(acc.name)
+        line = body[-1].lineno if body else self.fdef.lineno
+        ret = ast.Return(value=ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Load(), lineno=line) for n in names],
+                                         ctx=ast.Load(), lineno=line), lineno=line)
+        return list(body) + [ret]
+
+    def adjoint_slot(self, index, node) -> str:
+        """The accumulator name of ``sk.adjoint[index]``: ``index`` must name a non-array parameter."""
+        name = getattr(index, "id", None)
+        slot = f"__adj_{name}"
+        if not isinstance(index, ast.Name) or slot not in self.vars:
+            params = [a.arg for a in self.fdef.args.args if f"__adj_{a.arg}" in self.vars]
+            self.error(f"sk.adjoint[...] takes a parameter of this @sk.func_grad that is not an array "
+                       f"({', '.join(params) or 'none'})", node)
+        return slot
 
     def tid(self, n, node):
         if self.tid_dims and self.tid_dims != n:
@@ -219,11 +298,18 @@ class CallMixin:
         return out
 
     def construct_struct(self, t, node):
-        if node.args:
-            self.error(f"struct {t.__name__}() takes field values as keywords only", node)
+        names = list(t._sk_fields)
+        if len(node.args) > len(names):
+            self.error(f"struct {t.__name__}() takes at most {len(names)} positional field value(s) "
+                       f"(fields: {', '.join(names)}), got {len(node.args)}", node)
+        given = list(zip(names, node.args)) + [(kw.arg, kw.value) for kw in node.keywords]
+        seen = set()
         v = self.default_struct(t, node)
-        for kw in node.keywords:
-            v = self.setfield(v, kw.arg, self.expr(kw.value), node)
+        for name, value in given:  # positional values fill the fields in declaration order
+            if name in seen:
+                self.error(f"struct {t.__name__}() got field '{name}' both by position and by keyword", node)
+            seen.add(name)
+            v = self.setfield(v, name, self.expr(value), node)
         return v
 
     def default_struct(self, t, node):

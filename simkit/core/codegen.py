@@ -477,7 +477,7 @@ def kernel_source(f: ir.FunctionIR) -> str:
     sig = f"template <bool Dense>\nstatic SK_FUNC void {f.cname}_forward(const {f.cname}_args& args, int64_t _idx)"
     fwd = w.assemble(sig, False, pro, [])
     sig = f"template <bool Dense>\nstatic SK_FUNC void {f.cname}_backward(const {f.cname}_args& args, int64_t _idx)"
-    adj = w.assemble(sig, True, adj_pro, [])
+    adj = w.assemble(sig, True, adj_pro, []) if f.enable_backward else sig + " {}  // enable_backward=False"
     entries = []
     for which, body in (("forward", fwd), ("backward", adj)):
         entries.append(

@@ -141,6 +141,29 @@ def set_device(device: str) -> None:
     state.default = require(device, "set_device(device)")
 
 
+class ScopedDevice:
+    """Make ``device`` the default inside a ``with`` block, restoring the previous default after.
+
+    Example::
+
+        with sk.ScopedDevice("cuda:0"):
+            x = sk.zeros(3)        # x.device == "cuda:0"
+        sk.get_device()            # back to what it was
+    """
+
+    def __init__(self, device: str):
+        self.device = require(device, "ScopedDevice(device)")
+        self._saved: list = []
+
+    def __enter__(self) -> str:
+        self._saved.append(state.default)
+        state.default = self.device
+        return self.device
+
+    def __exit__(self, *exc) -> None:
+        state.default = self._saved.pop()
+
+
 def is_cuda_available() -> bool:
     """True when an NVIDIA driver and at least one GPU are present (loads the driver once).
 

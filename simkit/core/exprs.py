@@ -186,6 +186,8 @@ class ExprMixin:
             return out
         if kind == "array" and a == "shape":
             return Py(ShapeOf(base))
+        if kind == "array" and a == "dtype":
+            return Py(base.type.dtype)
         self.error(f"{type_str(base.type)} has no attribute '{a}'", node)
 
     def expr_Subscript(self, node):
@@ -201,12 +203,16 @@ class ExprMixin:
                 return out
             if isinstance(base.obj, tuple):
                 return base.obj[self.static_int(node.slice, node)]
+            if getattr(base.obj, "_sk_adjoint", False) is True:
+                return self.vars[self.adjoint_slot(node.slice, node)]
             self.error("only arrays, vectors, matrices and quaternions can be indexed", node)
         if isinstance(base, ir.Const):
             base = self.materialize(base)
         kind = getattr(base.type, "_sk_kind", "")
         idx = self.indices(node.slice, node)
         if kind == "array":
+            if len(idx) < base.type.ndim:
+                return self.view(base, idx, node)
             return self.load(base, idx, node)
         return self.extract(base, idx, node)
 

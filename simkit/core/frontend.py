@@ -32,13 +32,17 @@ class _NeedReturnSlots(Exception):
         self.types = types
 
 
-def build(pyfunc, arg_types: dict, *, is_kernel: bool, name: str, cname: str) -> ir.FunctionIR:
-    """Build the IR of ``pyfunc`` for the given parameter types."""
+def build(pyfunc, arg_types: dict, *, is_kernel: bool, name: str, cname: str,
+          adjoint_of: int | None = None) -> ir.FunctionIR:
+    """Build the IR of ``pyfunc`` for the given parameter types; ``adjoint_of``: it is an
+    @sk.func_grad body whose first ``adjoint_of`` parameters are those of its function."""
     overrides: dict = {}
     ret_slots = None
     for _ in range(64):
         try:
-            return Builder(pyfunc, arg_types, is_kernel, name, cname, overrides, ret_slots).run()
+            b = Builder(pyfunc, arg_types, is_kernel, name, cname, overrides, ret_slots)
+            b.adjoint_of = adjoint_of
+            return b.run()
         except Retype as r:
             if r.key in overrides and overrides[r.key] is not r.type:
                 local, line = r.key
@@ -140,6 +144,8 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
         self.tid_component: dict[int, int] = {}  # var id -> k for the values sk.tid() returned
         self.top_block = self.block  # statements here run in every thread (no branch or loop around them)
         self.tid_indexed: dict = {}  # see ir.FunctionIR.tid_indexed
+        self.view_ids: set = set()  # ids of the Vars that are sub-array views (access.py, view)
+        self.adjoint_of: int | None = None  # see build()
 
     # -- helpers ------------------------------------------------------------
     def error(self, msg: str, node=None):
@@ -162,6 +168,8 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
 
     def inherit_origin(self, dst, src, field=None):
         """``dst`` holds (a field of) ``src``: it refers to the same parameter arrays."""
+        if field is None and isinstance(src, ir.Var) and src.id in self.view_ids:
+            self.view_ids.add(dst.id)
         if isinstance(src, ir.Var) and src.id in self.origins:
             add = {(n, p + (field,)) if field else (n, p) for n, p in self.origins[src.id]}
             self.origins.setdefault(dst.id, set()).update(add)
@@ -182,6 +190,10 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
         if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
                 and isinstance(body[0].value.value, str):
             body = body[1:]  # docstring
+        if self.uses_adjoint(body):
+            if self.adjoint_of is None:
+                self.error("sk.adjoint[...] is only available in the body of an @sk.func_grad")
+            body = self.adjoint_body(body, params[:self.adjoint_of])
         needs_ret_flag = _contains(body[:-1], ast.Return, False) or (
             body and _contains([body[-1]], ast.Return, False) and not isinstance(body[-1], ast.Return))
         if needs_ret_flag:
@@ -467,8 +479,13 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
     # -- loops ----------------------------------------------------------------------
     def stmt_For(self, s):
         it = s.iter
+        backwards = isinstance(it, ast.Call) and self.is_reversed(it.func)
+        if backwards:
+            if len(it.args) != 1 or it.keywords:
+                self.error("reversed() takes one range(...)", s)
+            it = it.args[0]
         if not (isinstance(it, ast.Call) and self.is_range(it.func)):
-            self.error("kernels loop with 'for i in range(...)' only", s)
+            self.error("kernels loop with 'for i in range(...)' or 'for i in reversed(range(...))' only", s)
         if s.orelse:
             self.error("'for ... else' is not supported", s)
         if not isinstance(s.target, ast.Name):
@@ -480,10 +497,14 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
             if not self.is_int_value(a):
                 self.error(f"range arguments must be integers, got {type_str(a.type) if hasattr(a, 'type') else a}", s)
         if all(isinstance(a, ir.Const) for a in args):
+            if len(args) == 3 and int(args[2].value) == 0:
+                self.error("range step must not be zero", s)
             trip = range(*[int(a.value) for a in args])
+            trip = trip[::-1] if backwards else trip
             if len(trip) <= config.max_unroll:
                 self.unrolled_for(s, trip)
                 return
+            args, backwards = [ir.Const(v, B.WEAK_INT) for v in (trip.start, trip.stop, trip.step)], False
         start, end, step = (ir.Const(0, B.WEAK_INT), args[0], ir.Const(1, B.WEAK_INT)) if len(args) == 1 else \
             (args[0], args[1], args[2] if len(args) == 3 else ir.Const(1, B.WEAK_INT))
         itype = T.int32
@@ -494,11 +515,24 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
             self.error("range step must not be zero", s)
         loop = ir.Loop("range", ir.Block(), s.lineno)
         loop.start, loop.end, loop.step = (self.convert(a, itype, s) for a in (start, end, step))
+        if backwards:  # reversed(range(a, b, c)) runs range(last, a - c, -c)
+            loop.start, loop.end, loop.step = self.reversed_bounds(itype, loop.start, loop.end, loop.step)
 
         def bind_index():
             loop.index = self.new_var(itype, s.target.id)
             self.vars[s.target.id] = loop.index
         self.loop(s, loop, s.body, bind_index)
+
+    def reversed_bounds(self, itype, start, end, step) -> tuple:
+        """``(first, stop, step)`` of the range that runs ``range(start, end, step)`` backwards."""
+        first, stop = self.new_var(itype), self.new_var(itype)
+        self.emit([first, stop], [start, end, step],
+                  "$o0 = sk::reversed_first_($a0, $a1, $a2); $o1 = $a0 - $a2;")
+        if isinstance(step, ir.Const):
+            return first, stop, ir.Const(-int(step.value), itype)
+        neg = self.new_var(itype)
+        self.emit([neg], [step], "$o0 = -$a0;")
+        return first, stop, neg
 
     def unrolled_for(self, s, trip):
         has_break = _contains(s.body, ast.Break, True)

@@ -142,6 +142,7 @@ class FunctionIR:
     # {(parameter, field path, axis, tid component): first line} of the array axes that every
     # thread indexes by that component of its thread index (kernels; see Builder.note_tid_index)
     tid_indexed: dict = field(default_factory=dict)
+    enable_backward: bool = True  # False: the kernel's adjoint is empty (@sk.kernel(enable_backward=False))
 
 
 def walk_vars(block: Block):

@@ -22,15 +22,20 @@ import ctypes
 import hashlib
 import inspect
 import logging
+import re
 import sys
-from typing import Callable
+from typing import Any, Callable, Sequence
+
+import numpy as np
 
 from . import codegen, compiler, frontend
+from . import device as D
 from . import types as T
+from .array import Array, ArrayType, GenericArrayType
 from .config import config
 from .errors import CompileError
 from .calls import firm_float
-from .exprs import Retype
+from .exprs import Retype, type_str
 
 log = logging.getLogger("simkit")
 
@@ -45,6 +50,9 @@ def _annotations(pyfunc, what: str, require: bool) -> dict:
         ann = p.annotation
         if isinstance(ann, str):  # from __future__ import annotations
             ann = eval_annotation(ann, pyfunc)
+        if ann is Any:  # generic: each launch or call instantiates it with its argument's type
+            out[name] = None
+            continue
         if ann is inspect.Parameter.empty:
             if require:
                 raise CompileError(f"kernel parameter '{name}' needs a type annotation, e.g. '{name}: float' or "
@@ -118,35 +126,164 @@ class Module:
             k._loaded[mode] = (lib, fir, lib_path)
 
 
+def is_generic(t) -> bool:
+    """Whether a parameter annotation is generic (``typing.Any``, ``sk.array(dtype=Any)``)."""
+    return t is None or isinstance(t, GenericArrayType)
+
+
+def value_type(v, peer_float=None):
+    """The simkit type a launch argument ``v`` gives a generic parameter, or None if it has none.
+
+    A Python float takes ``peer_float`` (the float type of the launch's other arguments), so a
+    kernel generic over its precision gets ``dt=0.01`` in the precision of its arrays."""
+    if isinstance(v, Array):
+        return v.type()
+    if isinstance(v, (bool, np.bool_)):
+        return T.bool_
+    if isinstance(v, np.generic):
+        return T.scalar_from_numpy(v.dtype)
+    if isinstance(v, int):
+        return T.int32
+    if isinstance(v, float):
+        return peer_float or T.float32
+    if isinstance(v, np.ndarray):
+        return ArrayType(T.scalar_from_numpy(v.dtype), v.ndim)
+    kind = getattr(type(v), "_sk_kind", None)
+    if kind in ("vec", "mat", "quat", "transform", "struct"):
+        return type(v)
+    return None
+
+
+def _peer_float(values) -> T.ScalarType | None:
+    """The float scalar type of the arrays and typed values among ``values`` (the first found)."""
+    for v in values:
+        t = value_type(v) if type(v) not in (float, int, bool) else None  # numpy scalars do count
+        s = getattr(getattr(t, "dtype", t), "_sk_scalar", None)
+        if s is not None and s.is_float:
+            return s
+    return None
+
+
 class Kernel:
-    """A compiled-on-demand kernel; launch it with ``sk.launch``."""
+    """A compiled-on-demand kernel; launch it with ``sk.launch``.
+
+    ``sk.Kernel(func, key=...)`` builds one from a plain Python function at run time (the
+    decorator ``@sk.kernel`` does the same); ``key`` names it (default: the function's name).
+    A kernel with ``typing.Any`` parameters is generic: each launch instantiates (and caches)
+    an overload for its arguments' types, see :func:`overload`.
+
+    Example::
+
+        def scale(a: sk.array(dtype=Any), s: Any):
+            a[sk.tid()] = a[sk.tid()] * s
+
+        k = sk.Kernel(scale, key="scale_any")
+        sk.launch(k, 3, inputs=[sk.zeros(3, dtype=sk.float64), 2.0])   # float64 overload, s: float64
+    """
 
     _sk_kernel = True
 
-    def __init__(self, pyfunc: Callable, module: str | None = None):
-        self.func = pyfunc
-        self.name = pyfunc.__name__
-        self.arg_types = _annotations(pyfunc, "kernel", require=True)
+    def __init__(self, func: Callable, key: str | None = None, module: str | None = None, *,
+                 enable_backward: bool = True, arg_types: dict | None = None):
+        if not callable(func) or not hasattr(func, "__code__"):
+            raise TypeError(f"sk.Kernel expects a Python function, got {type(func).__name__}")
+        if key is not None and (not isinstance(key, str) or not key):
+            raise TypeError(f"sk.Kernel(key=...) takes a non-empty string, got {key!r}")
+        self.func = func
+        self.key = key
+        self.name = key or func.__name__
+        self.enable_backward = bool(enable_backward)
+        self.arg_types = arg_types if arg_types is not None else _annotations(func, "kernel", require=True)
         self.arg_names = list(self.arg_types)
-        self.module = Module.of(module or pyfunc.__module__)
-        self.module.kernels.append(self)
-        self._index = len(self.module.kernels) - 1
+        self.generic = any(is_generic(t) for t in self.arg_types.values())
+        self.module = Module.of(module or func.__module__)
+        self._instances: dict[tuple, Kernel] = {}
+        self._dispatch: dict[tuple, Kernel] = {}  # instance_for's cache
         self._ir = {}
         self._loaded: dict[str, tuple] = {}
         self._cuda_loaded: dict[tuple, tuple] = {}  # (mode, GPU index) -> (CudaModule, IR)
         self._plan = {}
-        self.__doc__ = pyfunc.__doc__
-        self.__wrapped__ = pyfunc
+        self._index = -1
+        if not self.generic:  # a generic kernel compiles only as its overloads
+            self.module.kernels.append(self)
+            self._index = len(self.module.kernels) - 1
+        self.__doc__ = func.__doc__
+        self.__wrapped__ = func
 
     @property
     def cname(self) -> str:
-        h = hashlib.sha256(f"{self.module.name}.{self.func.__qualname__}".encode()).hexdigest()[:6]
-        return f"{self.name}_{h}_{self._index}"
+        ident = f"{self.module.name}.{self.func.__qualname__}" + (f":{self.key}" if self.key else "")
+        h = hashlib.sha256(ident.encode()).hexdigest()[:6]
+        return f"{re.sub(r'[^0-9A-Za-z_]', '_', self.name)}_{h}_{self._index}"
+
+    def overload(self, types: Sequence | dict) -> "Kernel":
+        """The overload of this generic kernel for concrete parameter ``types`` (a list in
+        parameter order, or ``{name: type}`` for the generic ones), created on first use."""
+        if isinstance(types, dict):
+            unknown = set(types) - set(self.arg_names)
+            if unknown:
+                raise ValueError(f"{self.name}: no parameter(s) {sorted(unknown)}; parameters: {self.arg_names}")
+            types = [types.get(n, t) for n, t in self.arg_types.items()]
+        types = [T.resolve(t) for t in types]
+        if len(types) != len(self.arg_names):
+            raise TypeError(f"{self.name}: overload takes {len(self.arg_names)} type(s), got {len(types)}")
+        for name, want, t in zip(self.arg_names, self.arg_types.values(), types):
+            if t is None or is_generic(t) or not hasattr(t, "_sk_kind"):
+                raise TypeError(f"{self.name}: overload needs a concrete simkit type for '{name}', got {t!r}")
+            if isinstance(want, GenericArrayType) and not want.accepts(t):
+                raise TypeError(f"{self.name}: parameter '{name}' is {want!r}, got {T.type_name(t)}")
+            if want is not None and not is_generic(want) and t != want:
+                raise TypeError(f"{self.name}: parameter '{name}' is {T.type_name(want)}, got {T.type_name(t)}")
+        key = tuple(types)
+        inst = self._instances.get(key) if self.generic else self
+        if inst is None:
+            inst = self._instances[key] = Kernel(self.func, self.key, self.module.name,
+                                                 enable_backward=self.enable_backward,
+                                                 arg_types=dict(zip(self.arg_names, types)))
+        return inst
+
+    def instance_for(self, values: Sequence) -> "Kernel":
+        """The overload a launch with ``values`` runs (see :func:`value_type` for Python numbers)."""
+        # What decides the overload, cheap to compute: a generic launch pays a dict lookup, not inference.
+        key = tuple((v.dtype, v.ndim) if type(v) is Array else (type(v), v.dtype, v.ndim) if type(v) is np.ndarray
+                    else type(v) for v in values)
+        inst = self._dispatch.get(key)
+        if inst is None:
+            inst = self._dispatch[key] = self._infer_instance(values)
+        return inst
+
+    def _infer_instance(self, values: Sequence) -> "Kernel":
+        if len(values) != len(self.arg_names):
+            raise TypeError(f"{self.name}() takes {len(self.arg_names)} argument(s) ({', '.join(self.arg_names)}), "
+                            f"got {len(values)}")
+        peer = _peer_float(values)
+        types = []
+        for name, want, v in zip(self.arg_names, self.arg_types.values(), values):
+            if not is_generic(want):
+                types.append(want)
+                continue
+            t = value_type(v, peer)
+            if t is None:
+                raise TypeError(f"{self.name}(): argument '{name}' is generic (Any) and got a "
+                                f"{type(v).__name__}, which has no simkit type")
+            if isinstance(want, GenericArrayType) and not want.accepts(t):
+                raise TypeError(f"{self.name}(): argument '{name}' expects {want!r}, got {type(v).__name__}"
+                                + (f" {T.type_name(t)}" if not isinstance(t, ArrayType) else f" with ndim={t.ndim}"))
+            types.append(t)
+        return self.overload(types)
+
+    def _concrete(self, what: str) -> None:
+        if self.generic:
+            raise TypeError(f"kernel '{self.name}' is generic (typing.Any parameters): {what} one of its overloads, "
+                            f"e.g. {self.name}.overload([...types...]), or launch it, which picks one")
 
     def build_ir(self):
+        self._concrete("compile")
         mode = config.mode
         if mode not in self._ir:
-            self._ir[mode] = frontend.build(self.func, self.arg_types, is_kernel=True, name=self.name, cname=self.cname)
+            fir = frontend.build(self.func, self.arg_types, is_kernel=True, name=self.name, cname=self.cname)
+            fir.enable_backward = self.enable_backward
+            self._ir[mode] = fir
         return self._ir[mode]
 
     def source(self) -> str:
@@ -169,11 +306,15 @@ class Kernel:
         return f"<sk.kernel {self.name}>"
 
 
-def kernel(f: Callable | None = None, *, module: str | None = None):
+def kernel(f: Callable | None = None, *, module: str | None = None, enable_backward: bool = True,
+           key: str | None = None):
     """Decorate a typed Python function as a kernel.
 
     What a kernel body may contain (types, operators, builtins, loops, structs,
-    functions) is in docs/design.md, "Kernel language reference".
+    functions) is in docs/design.md, "Kernel language reference". Parameters annotated
+    ``typing.Any`` (or ``sk.array(dtype=Any)``) make it generic: each launch picks the
+    overload for its arguments' types. ``enable_backward=False`` generates no adjoint
+    (the tape refuses to differentiate through it rather than give zeros).
 
     Example::
 
@@ -185,8 +326,58 @@ def kernel(f: Callable | None = None, *, module: str | None = None):
         sk.launch(saxpy, n, inputs=[x, y, 2.0])
     """
     if f is None:
-        return lambda g: Kernel(g, module)
-    return Kernel(f, module)
+        return lambda g: Kernel(g, key, module, enable_backward=enable_backward)
+    return Kernel(f, key, module, enable_backward=enable_backward)
+
+
+def overload(k: Kernel, types: Sequence | dict) -> Kernel:
+    """The overload of generic kernel ``k`` for ``types`` (Warp's ``wp.overload``).
+
+    Example::
+
+        @sk.kernel
+        def fill(a: sk.array(dtype=Any), v: Any):
+            a[sk.tid()] = v
+
+        fill64 = sk.overload(fill, [sk.array(dtype=sk.float64), sk.float64])
+    """
+    if not isinstance(k, Kernel):
+        raise TypeError(f"sk.overload expects an @sk.kernel, got {type(k).__name__}")
+    return k.overload(types)
+
+
+def load_module(module: Any = None, device: str | None = None) -> None:
+    """Compile (or load from the cache) every kernel of a Python module now, not at its first launch.
+
+    ``module``: a module object or its name, default the caller's; ``device``: where to
+    load them, default ``sk.get_device()``. Generic kernels load the overloads made so far.
+
+    Example::
+
+        sk.load_module()                     # this file's kernels, for the default device
+        sk.load_module("my.sim", "cuda:0")
+    """
+    from .launch import plan_for
+
+    if module is None:
+        name = sys._getframe(1).f_globals.get("__name__", "__main__")
+    elif isinstance(module, str):
+        name = module
+    elif isinstance(module, type(sys)):
+        name = module.__name__
+    else:
+        raise TypeError(f"sk.load_module(module=...) takes a module or its name, got {type(module).__name__}")
+    kernels = list(Module._registry[name].kernels) if name in Module._registry else []
+    if not kernels:
+        raise ValueError(f"sk.load_module: module {name!r} defines no kernels")
+    dev = D.require(D.state.default if device is None else device, "device")
+    for k in kernels:
+        if dev == "cpu":
+            k.loaded()
+        else:
+            from .cuda import launch as cuda_launch
+
+            cuda_launch.kernel_for(plan_for(k), dev)
 
 
 class FuncSpec:
@@ -198,7 +389,8 @@ class FuncSpec:
         key = fn.func.__module__ + "." + fn.func.__qualname__ + ":" + ",".join(t._sk_ctype for t in param_types)
         self.cname = f"{fn.name}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
         names = list(fn.arg_types)
-        self.ir = frontend.build(fn.func, dict(zip(names, param_types)), is_kernel=False, name=fn.name, cname=self.cname)
+        self.ir = frontend.build(fn.func, dict(zip(names, param_types)), is_kernel=False, name=fn.name, cname=self.cname,
+                                 adjoint_of=len(fn.grad_of.arg_types) if fn.grad_of is not None else None)
         self.ret_types = self.ir.ret_types
         self.grad_spec = self._custom_grad() if fn.custom_grad is not None else None
 
@@ -234,6 +426,7 @@ class Function:
         self._specs: dict[tuple, FuncSpec] = {}
         self._building = False
         self.custom_grad: Function | None = None
+        self.grad_of: Function | None = None  # set on a custom adjoint: the function it differentiates
         self.__doc__ = pyfunc.__doc__
         self.__wrapped__ = pyfunc
 
@@ -253,6 +446,11 @@ class Function:
             t = getattr(a, "type", None)
             if t is None:
                 builder.error(f"{self.name}(): argument '{pname}' must be a value", node)
+            if isinstance(want, GenericArrayType):
+                if not want.accepts(t):
+                    builder.error(f"{self.name}(): argument '{pname}' expects {want!r}, got {type_str(t)}", node)
+                types.append(t)
+                continue
             if want is not None:
                 types.append(want)
                 continue
@@ -324,5 +522,6 @@ def func_grad(f: Function):
         if f._specs:
             raise RuntimeError(f"sk.func_grad({f.name}) must be declared before '{f.name}' is first compiled")
         f.custom_grad = Function(g)
+        f.custom_grad.grad_of = f
         return f.custom_grad
     return register

@@ -51,3 +51,27 @@ def constant(value: Any) -> Any:
         GRAVITY = sk.constant(-9.81)
     """
     return value
+
+
+class _Adjoint:
+    """``sk.adjoint[x]``: inside an ``@sk.func_grad`` body, the adjoint of parameter ``x``
+    (Warp's ``wp.adjoint``). A body that accumulates with it (``sk.adjoint[x] += ...``)
+    returns nothing; simkit returns the accumulated adjoints for it.
+
+    Example::
+
+        @sk.func_grad(safe_sqrt)
+        def safe_sqrt_grad(x: float, adj_ret: float):
+            sk.adjoint[x] += adj_ret / (2.0 * sk.max(sk.sqrt(x), 1e-3))
+    """
+
+    _sk_adjoint = True
+
+    def __getitem__(self, key):
+        raise RuntimeError("sk.adjoint[...] can only be used inside an @sk.func_grad body")
+
+    def __repr__(self):
+        return "sk.adjoint"
+
+
+adjoint = _Adjoint()

@@ -444,7 +444,7 @@ def plan_for(kernel) -> Plan:
 
 
 def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), device: str | None = None,
-           adjoint: bool = False) -> None:
+           adjoint: bool = False, adj_inputs: Sequence | None = None, adj_outputs: Sequence | None = None) -> None:
     """Run ``kernel`` over a grid of ``dim`` (an int or a tuple of up to 4 ints).
 
     ``inputs`` then ``outputs`` give the kernel's parameters in order. numpy arrays,
@@ -452,7 +452,12 @@ def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), devi
     launch runs on ``device`` if given, else where its array arguments are (they must
     all be on one device). ``adjoint=True`` runs the generated adjoint, accumulating
     into the arrays' ``.grad`` buffers (the Tape does this for you). GPU launches are
-    queued: ``sk.synchronize()`` or ``.numpy()`` waits for them. A ``dim`` larger than an
+    queued: ``sk.synchronize()`` or ``.numpy()`` waits for them. With ``adjoint=True``,
+    ``adj_inputs`` and ``adj_outputs`` (lists parallel to ``inputs`` and ``outputs``)
+    give the adjoint buffers of the array arguments instead of their ``.grad``: the
+    adjoint reads the output seeds from them and accumulates the input gradients into
+    them (None: that array takes no part; non-array entries are ignored). As on the tape,
+    the seed of an output the kernel stores (``y[i] = ...``) is consumed: left zero. A ``dim`` larger than an
     array axis that every thread indexes by its ``sk.tid()`` raises ValueError before
     anything runs; on the CPU, Ctrl-C stops a launch and raises KeyboardInterrupt.
 
@@ -461,10 +466,18 @@ def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), devi
         sk.launch(saxpy, len(x), inputs=[x, y, 2.0])
     """
     try:
-        plan = kernel._plan.get(config.mode) or plan_for(kernel)
+        plan = kernel._plan.get(config.mode)
     except AttributeError:
         raise TypeError(f"sk.launch expects an @sk.kernel, got {type(kernel).__name__}") from None
     values = inputs + outputs if type(inputs) is type(outputs) else [*inputs, *outputs]
+    if adj_inputs is not None or adj_outputs is not None:
+        values = with_adjoints(kernel, values, inputs, outputs, adj_inputs, adj_outputs, adjoint)
+    if plan is None:
+        if kernel.generic:  # the overload for these arguments' types
+            kernel = kernel.instance_for(values)
+        plan = kernel._plan.get(config.mode) or plan_for(kernel)
+    if adjoint and not kernel.enable_backward:
+        raise RuntimeError(f"kernel '{kernel.name}' was declared with enable_backward=False: it has no adjoint")
     if len(values) != plan.nparams:
         raise TypeError(f"{kernel.name}() takes {plan.nparams} argument(s) ({', '.join(kernel.arg_names)}), "
                         f"got {len(values)}")
@@ -492,6 +505,39 @@ def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), devi
                 v = getattr(v, f)
             if type(v) is Array:
                 v._version += 1
+
+
+def with_adjoints(kernel, values, inputs, outputs, adj_inputs, adj_outputs, adjoint: bool) -> list:
+    """``values`` with each array argument replaced by an alias of it (same data) whose grad is
+    the adjoint buffer given for it, for a hand-run adjoint launch."""
+    if not adjoint:
+        raise ValueError(f"{kernel.name}(): adj_inputs/adj_outputs are only used by an adjoint launch; "
+                         "pass adjoint=True")
+    adjs = []
+    for what, given, primal in (("adj_inputs", adj_inputs, inputs), ("adj_outputs", adj_outputs, outputs)):
+        given = [None] * len(primal) if given is None else list(given)
+        if len(given) != len(primal):
+            raise ValueError(f"{kernel.name}(): {what} has {len(given)} entries, but the launch has "
+                             f"{len(primal)} {what[4:]}")
+        adjs += given
+    out = []
+    for name, v, g in zip(kernel.arg_names, values, adjs):
+        if type(v) is not Array:
+            if g is not None and getattr(type(v), "_sk_kind", None) == "struct":
+                raise TypeError(f"{kernel.name}(): argument '{name}' is a struct; its adjoint is accumulated into "
+                                "the .grad of its array fields, so its adj_inputs/adj_outputs entry must be None")
+            out.append(v)
+            continue
+        if g is not None and type(g) is not Array:
+            raise TypeError(f"{kernel.name}(): the adjoint given for argument '{name}' must be an sk array or None, "
+                            f"got {type(g).__name__}")
+        alias = Array(v._np, v.dtype, v.shape, v.device, owner=v, ptr=v._ptr, strides=v._strides)
+        try:
+            alias.grad = g
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{kernel.name}(): the adjoint given for argument '{name}': {e}") from None
+        out.append(alias)
+    return out
 
 
 def launch_device(plan: Plan, values, device: str | None) -> str:

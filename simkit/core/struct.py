@@ -93,9 +93,14 @@ def struct(cls):
     null_header = bytes(_HDR_SIZE)
 
     def __init__(self, *args, **kwargs):
-        if args:
-            raise TypeError(f"{cls.__name__}() takes field values as keywords only "
-                            f"(fields: {', '.join(fields)})")
+        names = list(fields)
+        if len(args) > len(names):
+            raise TypeError(f"{cls.__name__}() takes at most {len(names)} positional field value(s) "
+                            f"(fields: {', '.join(names)}), got {len(args)}")
+        for n, v in zip(names, args):  # positional values fill the fields in declaration order
+            if n in kwargs:
+                raise TypeError(f"{cls.__name__}() got field '{n}' both by position and by keyword")
+            kwargs[n] = v
         object.__setattr__(self, "_values", {})
         object.__setattr__(self, "_c", ctypes_cls())
         object.__setattr__(self, "_view", memoryview(self._c).cast("B"))

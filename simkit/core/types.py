@@ -438,6 +438,10 @@ def ctypes_of(t: Any):
     raise TypeError(f"no C layout for {t!r}")
 
 
+# Callable inside kernels with compile-time arguments (calls.py, type_factory): sk.vector(3, type(x)).
+for _f in (vector, matrix, quat_of, transform_of):
+    _f._sk_type_factory = True
+
 vec2, vec3, vec4 = (vector(n) for n in (2, 3, 4))
 vec2d, vec3d, vec4d = (vector(n, float64) for n in (2, 3, 4))
 vec2i, vec3i, vec4i = (vector(n, int32) for n in (2, 3, 4))
@@ -445,3 +449,6 @@ mat22, mat33, mat44 = (matrix((n, n)) for n in (2, 3, 4))
 mat22d, mat33d, mat44d = (matrix((n, n), float64) for n in (2, 3, 4))
 quat, quatd = quat_of(float32), quat_of(float64)
 transform, transformd = transform_of(float32), transform_of(float64)
+# Spatial (6-d) vectors and matrices, angular part first (Warp's names); builtins.py has their ops.
+spatial_vector, spatial_vectord = vector(6, float32), vector(6, float64)
+spatial_matrix, spatial_matrixd = matrix((6, 6), float32), matrix((6, 6), float64)

@@ -255,6 +255,10 @@ def _float_signatures(F) -> list:
     sigs += [(s, Q, Q) for s in ("*", "+", "-")] + [("*", F, Q), ("*", Q, F), ("/", Q, F)]
     sigs += [("transform_point", T, V3), ("transform_vector", T, V3), ("transform_inverse", T), ("neg", T)]
     sigs += [(s, T, T) for s in ("transform_multiply", "+", "-")]
+    S6, M66, M33 = sk.vector(6, F), sk.matrix((6, 6), F), sk.matrix((3, 3), F)
+    sigs += [("spatial_top", S6), ("spatial_bottom", S6), ("spatial_transpose", M66), ("spatial_adjoint", M33, M33)]
+    sigs += [(s, S6, S6) for s in ("spatial_dot", "spatial_cross", "spatial_cross_dual")]
+    sigs += [(s, T, S6) for s in ("transform_twist", "transform_wrench")]
     return sigs
 
 
@@ -1006,6 +1010,77 @@ def test_transform_inverse_undoes_the_transform(F):
     assert_close(ident, np.tile([0, 0, 0, 0, 0, 0, 1.0], (N, 1)), F, scale=10)
 
 
+# ---------------------------------------------------------------------------
+# Spatial vectors (angular top, linear bottom) and 6x6 matrices
+# ---------------------------------------------------------------------------
+
+
+@floats
+def test_spatial_top_and_bottom_are_the_halves(F):
+    S6 = sk.vector(6, F)
+    a = uniform(F, shape=(6,))
+    assert_close(OPS["spatial_top", S6](a), a[:, :3], F)
+    assert_close(OPS["spatial_bottom", S6](a), a[:, 3:], F)
+
+
+@floats
+def test_spatial_dot_is_the_6d_dot(F):
+    S6 = sk.vector(6, F)
+    a, b = uniform(F, shape=(6,)), uniform(F, shape=(6,))
+    assert_close(OPS["spatial_dot", S6, S6](a, b), (a * b).sum(1), F)
+
+
+@floats
+def test_spatial_cross_is_the_motion_cross_product(F):
+    """a x b equals the 6x6 matrix [[w~, 0], [v~, w~]] of a (Featherstone's crm) times b."""
+    S6 = sk.vector(6, F)
+    a, b = uniform(F, shape=(6,)), uniform(F, shape=(6,))
+    want = np.stack([_crm(x) @ y for x, y in zip(a, b)])
+    assert_close(OPS["spatial_cross", S6, S6](a, b), want, F)
+
+
+@floats
+def test_spatial_cross_dual_is_the_force_cross_product(F):
+    """a x* b equals -crm(a)^T b (Featherstone's crf)."""
+    S6 = sk.vector(6, F)
+    a, b = uniform(F, shape=(6,)), uniform(F, shape=(6,))
+    want = np.stack([-_crm(x).T @ y for x, y in zip(a, b)])
+    assert_close(OPS["spatial_cross_dual", S6, S6](a, b), want, F)
+
+
+@floats
+def test_spatial_transpose_and_adjoint(F):
+    M66, M33 = sk.matrix((6, 6), F), sk.matrix((3, 3), F)
+    m, r, s_ = uniform(F, shape=(6, 6)), uniform(F, shape=(3, 3)), uniform(F, shape=(3, 3))
+    assert_close(OPS["spatial_transpose", M66](m), m.transpose(0, 2, 1), F)
+    zero = np.zeros_like(r)
+    want = np.concatenate([np.concatenate([r, zero], 2), np.concatenate([s_, r], 2)], 1)  # [[r, 0], [s, r]]
+    assert_close(OPS["spatial_adjoint", M33, M33](r, s_), want, F)
+
+
+@floats
+def test_transform_twist_and_wrench_are_the_plucker_transforms(F):
+    """twist: X = [[R, 0], [p~R, R]]; wrench: X* = [[R, p~R], [0, R]] (the dual, X^-T)."""
+    T, S6 = sk.transform_of(F), sk.vector(6, F)
+    t, x = transforms(F), uniform(F, shape=(6,))
+    R = np.stack([np.stack([q_rotate(q[None], e[None])[0] for e in np.eye(3)], 1) for q in t[:, 3:]])
+    P = np.stack([_skew(p) for p in t[:, :3]])
+    zero = np.zeros((3, 3))
+    X = [np.block([[r, zero], [p @ r, r]]) for r, p in zip(R, P)]
+    Xf = [np.block([[r, p @ r], [zero, r]]) for r, p in zip(R, P)]
+    assert_close(OPS["transform_twist", T, S6](t, x), np.stack([m @ y for m, y in zip(X, x)]), F, scale=4)
+    assert_close(OPS["transform_wrench", T, S6](t, x), np.stack([m @ y for m, y in zip(Xf, x)]), F, scale=4)
+
+
+def _skew(v):
+    return np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
+
+
+def _crm(a):
+    w, v = _skew(a[:3]), _skew(a[3:])
+    return np.block([[w, np.zeros((3, 3))], [v, w]])
+
+
 @floats
 def test_transform_elementwise_ops(F):
     T = sk.transform_of(F)
@@ -1141,6 +1216,7 @@ def _clamp_inputs():
 def _adjoint_cases() -> dict:
     """Test id -> (OPS key, samplers) for every differentiable overload, in float64."""
     V3, Q, T, M23, M34 = sk.vec3d, sk.quatd, sk.transformd, sk.matrix((2, 3), D), sk.matrix((3, 4), D)
+    S6, M66, M33 = sk.spatial_vectord, sk.spatial_matrixd, sk.mat33d
     b = sk.bool_
     cases = {
         "sin": (("sin", D), [_any(-3, 3)]), "cos": (("cos", D), [_any(-3, 3)]),
@@ -1186,6 +1262,15 @@ def _adjoint_cases() -> dict:
         "transform-add": (("+", T, T), [_xform, _xform]),
         "transform-sub": (("-", T, T), [_xform, _xform]),
         "transform-neg": (("neg", T), [_xform]),
+        "spatial_top": (("spatial_top", S6), [_any(shape=(6,))]),
+        "spatial_bottom": (("spatial_bottom", S6), [_any(shape=(6,))]),
+        "spatial_dot": (("spatial_dot", S6, S6), [_any(shape=(6,)), _any(shape=(6,))]),
+        "spatial_cross": (("spatial_cross", S6, S6), [_any(shape=(6,)), _any(shape=(6,))]),
+        "spatial_cross_dual": (("spatial_cross_dual", S6, S6), [_any(shape=(6,)), _any(shape=(6,))]),
+        "spatial_transpose": (("spatial_transpose", M66), [_any(shape=(6, 6))]),
+        "spatial_adjoint": (("spatial_adjoint", M33, M33), [_any(shape=(3, 3)), _any(shape=(3, 3))]),
+        "transform_twist": (("transform_twist", T, S6), [_xform, _any(shape=(6,))]),
+        "transform_wrench": (("transform_wrench", T, S6), [_xform, _any(shape=(6,))]),
     }
     for n in SIZES:
         V, M, v, m = sk.vector(n, D), sk.matrix((n, n), D), _any(shape=(n,)), _any(shape=(n, n))

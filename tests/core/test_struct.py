@@ -116,6 +116,14 @@ def construct_in_kernel(out: sk.array(dtype=float)):
 
 
 @sk.kernel
+def construct_positionally_in_kernel(x: sk.array(dtype=float), out: sk.array(dtype=float)):
+    q = Pair(x[0] * x[0], b=x[1])
+    r = Pair(q.b)
+    out[0] = q.a
+    out[1] = q.b + r.a + r.b
+
+
+@sk.kernel
 def construct_with_defaults(out: sk.array(dtype=float)):
     d = Defaults(plain=1.0)
     out[0] = d.k
@@ -196,9 +204,54 @@ def test_methods_of_the_class_are_kept():
     assert Point(x=3.0, y=4.0).norm_sq() == 25.0
 
 
-def test_positional_arguments_are_refused():
-    with pytest.raises(TypeError, match="keywords only"):
-        Pair(1.0, 2.0)
+def test_positional_arguments_fill_fields_in_declaration_order():
+    p = Pair(1.0, b=2.0)
+    assert (p.a, p.b) == (1.0, 2.0)
+
+
+def test_kernel_constructs_a_struct_from_positional_fields():
+    out = sk.zeros(2)
+    sk.launch(construct_positionally_in_kernel, 1, inputs=[sk.array([3.0, 5.0]), out])
+    np.testing.assert_array_equal(out.numpy(), [9.0, 10.0])
+
+
+def test_positional_struct_fields_are_differentiable():
+    x = sk.array([3.0, 5.0], requires_grad=True)
+    out = sk.zeros(2)
+    with sk.Tape() as tape:
+        sk.launch(construct_positionally_in_kernel, 1, inputs=[x, out])
+    tape.backward(grads={out: np.array([1.0, 1.0], np.float32)})
+    np.testing.assert_allclose(x.grad.numpy(), [6.0, 2.0])  # d(x0^2)/dx0; x1 reaches out[1] twice
+
+
+def test_kernel_refuses_too_many_positional_fields():
+    @sk.kernel
+    def three(out: sk.array(dtype=float)):
+        q = Pair(1.0, 2.0, 3.0)
+        out[0] = q.a
+
+    with pytest.raises(sk.CompileError, match=r"at most 2 positional field value\(s\) \(fields: a, b\), got 3"):
+        three.build_ir()
+
+
+def test_kernel_refuses_a_field_given_twice():
+    @sk.kernel
+    def twice(out: sk.array(dtype=float)):
+        q = Pair(1.0, a=2.0)
+        out[0] = q.a
+
+    with pytest.raises(sk.CompileError, match="'a' both by position and by keyword"):
+        twice.build_ir()
+
+
+def test_too_many_positional_arguments_are_refused():
+    with pytest.raises(TypeError, match=r"at most 2 positional .*got 3"):
+        Pair(1.0, 2.0, 3.0)
+
+
+def test_a_field_given_by_position_and_keyword_is_refused():
+    with pytest.raises(TypeError, match="field 'a' both by position and by keyword"):
+        Pair(1.0, a=2.0)
 
 
 def test_unknown_field_is_an_attribute_error_listing_the_fields():

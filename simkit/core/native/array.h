@@ -56,10 +56,11 @@ SK_FUNC bool claim_error(error_t* e) {
 #endif
 }
 
-template <typename T, int D>
+// N > 0: check only the first N indices (those of a sub-array view a[i], see view()).
+template <int N = 0, typename T, int D>
 SK_FUNC bool check_bounds(error_t* e, int line, const array_t<T, D>& a, int64_t i, int64_t j = 0, int64_t k = 0, int64_t l = 0) {
     const int64_t idx[4] = {i, j, k, l};
-    for (int d = 0; d < D; ++d) {
+    for (int d = 0; d < (N ? N : D); ++d) {
         if (idx[d] < 0 || idx[d] >= a.shape[d]) {
             if (claim_error(e)) {
                 e->line = line; e->dim = d; e->ndim = D;
@@ -110,6 +111,22 @@ template <bool Dense = false, typename T> SK_FUNC T& at(const array_t<T, 3>& a, 
 template <bool Dense = false, typename T> SK_FUNC T& at(const array_t<T, 4>& a, int64_t i, int64_t j, int64_t k, int64_t l) {
     if constexpr (Dense) return a.data[((i * a.shape[1] + j) * a.shape[2] + k) * a.shape[3] + l];
     else return *offset_(a.data, i * a.strides[0] + j * a.strides[1] + k * a.strides[2] + l * a.strides[3]);
+}
+
+// a[i] of a D-dimensional array (D > 1): the (D-1)-dimensional sub-array at index i, sharing
+// memory and gradient with `a`. A view of a dense array is dense, so Dense addressing holds.
+template <bool Dense = false, typename T, int D> SK_FUNC array_t<T, D - 1> view(const array_t<T, D>& a, int64_t i) {
+    int64_t row = int64_t(sizeof(T));
+    for (int d = 1; d < D; ++d) row *= a.shape[d];
+    const int64_t off = i * (Dense ? row : a.strides[0]);
+    array_t<T, D - 1> v;
+    v.data = offset_(a.data, off);
+    v.grad = a.grad ? offset_(a.grad, off) : nullptr;
+    for (int d = 0; d < 4; ++d) {
+        v.shape[d] = d + 1 < 4 ? a.shape[d + 1] : 1;
+        v.strides[d] = d + 1 < 4 ? a.strides[d + 1] : 0;
+    }
+    return v;
 }
 
 // Whether `a` is row-major without gaps, so that at<true> finds the same elements as

@@ -102,6 +102,14 @@ SK_FUNC double mod_(double a, double b) { double r = m::fmod(a, b); return (r !=
 SK_FUNC float floordiv_(float a, float b) { return m::floor(a / b); }
 SK_FUNC double floordiv_(double a, double b) { return m::floor(a / b); }
 
+// The first value of reversed(range(start, end, step)): the last of range(start, end, step),
+// or start - step when that range is empty (so the reversed loop from it to start - step runs none).
+template <typename T> SK_FUNC T reversed_first_(T start, T end, T step) {
+    T n = step > T(0) ? (end > start ? (end - start + step - T(1)) / step : T(0))
+                      : (start > end ? (start - end - step - T(1)) / -step : T(0));
+    return start + (n - T(1)) * step;
+}
+
 // Infinity and quiet NaN without <limits> (unavailable under NVRTC); constant
 // bit patterns, so no volatile trick that would cost a memory round trip.
 #ifdef SK_CUDA
