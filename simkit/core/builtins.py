@@ -256,9 +256,9 @@ _("spatial_cross_dual", "a: vec(6,F), b: vec(6,F)", "vec(6,F)",
   doc="Force cross product a x* b: (wa x wb + va x vb, wa x vb).")
 _("spatial_transpose", "a: mat(6,6,F)", "mat(6,6,F)", "return transpose_(a);", "adj_a += transpose_(adj_ret);")
 _("spatial_adjoint", "r: mat(3,3,F), s: mat(3,3,F)", "mat(6,6,F)",
-  "mat_t<6, 6, F> m = {}; for (int i = 0; i < 3; ++i) for (int j = 0; j < 3; ++j)"
+  "mat_t<6, 6, F> m = {}; SK_UNROLL for (int i = 0; i < 3; ++i) SK_UNROLL for (int j = 0; j < 3; ++j)"
   " { m[i][j] = r[i][j]; m[i + 3][j + 3] = r[i][j]; m[i + 3][j] = s[i][j]; } return m;",
-  "for (int i = 0; i < 3; ++i) for (int j = 0; j < 3; ++j)"
+  "SK_UNROLL for (int i = 0; i < 3; ++i) SK_UNROLL for (int j = 0; j < 3; ++j)"
   " { adj_r[i][j] += adj_ret[i][j] + adj_ret[i + 3][j + 3]; adj_s[i][j] += adj_ret[i + 3][j]; }",
   doc="The 6x6 matrix [[r, 0], [s, r]].")
 _("transform_twist", "t: transform(F), x: vec(6,F)", "vec(6,F)",
