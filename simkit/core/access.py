@@ -195,6 +195,7 @@ class AccessMixin:
             if isinstance(idx[0], ir.Const):
                 self.emit([out], [base, idx[0]], "$o0 = $a0[$a1];", "$adj_a0[$a1] += $adj_o0;")
             else:
+                self.check_component(idx[0], t._sk_shape[0])
                 self.emit([out], [base, idx[0]], "$o0 = sk::component($a0, $a1);",
                           "sk::add_component($adj_a0, $a1, $adj_o0);")
             return out
@@ -214,6 +215,12 @@ class AccessMixin:
                 return out
         self.error(f"{type_str(t)} cannot be indexed like this", node)
 
+    def check_component(self, i, n: int):
+        """Debug mode: a run-time component index outside [0, n) stops the thread and raises
+        IndexError naming the line (release mode reads component 0 and writes nothing)."""
+        if config.mode == "debug":
+            self.emit([], [i], f"if ($a0 < 0 || $a0 >= {n}) {{ sk::report_error(&sk_error, 6, {self.line}); $RETURN; }}")
+
     def static_bounds(self, i, n, node):
         if isinstance(i, ir.Const) and not 0 <= int(i.value) < n:
             self.error(f"index {int(i.value)} out of range for length {n}", node)
@@ -230,6 +237,7 @@ class AccessMixin:
                 self.emit([out], [base, idx[0], value], "$o0 = $a0; $o0[$a1] = $a2;",
                           "$adj_a2 += $adj_o0[$a1]; $adj_o0[$a1] = 0; $adj_a0 += $adj_o0; $adj_o0 = {};")
             else:
+                self.check_component(idx[0], t._sk_shape[0])
                 self.emit([out], [base, idx[0], value], "$o0 = $a0; sk::set_component($o0, $a1, $a2);",
                           "$adj_a2 += sk::component($adj_o0, $a1); sk::set_component($adj_o0, $a1, 0); "
                           "$adj_a0 += $adj_o0; $adj_o0 = {};")

@@ -376,6 +376,9 @@ def raise_kernel_error(kernel, fir, e: ErrorRecord, device: str) -> None:
         interrupted(f"kernel '{kernel.name}' ({fir.file})")
     if code == 3:
         raise ZeroDivisionError(f"{where}: integer division or modulo by zero (release mode gives 0 there)")
+    if code == 6:
+        raise IndexError(f"{where}: a vector or quaternion component index out of range (release mode reads "
+                         "component 0 there and writes nothing)")
     raise KernelRuntimeError(f"{where}: runtime error code {code}")
 
 

@@ -3,6 +3,7 @@ component the index names, differentiably, and an index out of range touches no 
 outside the composite (it reads component 0 and writes nothing)."""
 
 import numpy as np
+import pytest
 
 import simkit as sk
 
@@ -96,3 +97,17 @@ def test_an_index_out_of_range_reads_component_zero_and_writes_nothing():
     flipped = sk.zeros(2, dtype=vec3d)
     sk.launch(flip, 2, inputs=[sk.array(v, dtype=vec3d), sk.array(which, dtype=sk.int32)], outputs=[flipped])
     np.testing.assert_array_equal(flipped.numpy(), v)
+
+
+def test_an_index_out_of_range_in_debug_mode_raises_naming_kernel_and_line():
+    v = sk.array(_vectors(2), dtype=vec3d)
+    which = sk.array(np.array([1, 3], dtype=np.int32), dtype=sk.int32)
+    sk.config.mode = "debug"
+    try:
+        with pytest.raises(IndexError, match=r"kernel 'pick' \(.*test_component_index.py:\d+\): a vector or quaternion "
+                                             r"component index out of range"):
+            sk.launch(pick, 2, inputs=[v, which], outputs=[sk.zeros(2, dtype=F64)])
+        with pytest.raises(IndexError, match="component index out of range"):
+            sk.launch(flip, 2, inputs=[v, which], outputs=[sk.zeros(2, dtype=vec3d)])
+    finally:
+        sk.config.mode = "release"

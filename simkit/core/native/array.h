@@ -30,7 +30,8 @@ SK_FUNC int32_t tid(const launch_t& L, int64_t idx, int k) {
 // First error wins; Python reads it after the launch and raises.
 struct error_t {
     int32_t code;  // 0 none, 1 index out of bounds, 2 loop stack overflow, 3 integer division by zero,
-                   // 4 interrupted (Ctrl-C: the CPU runtime sets it, runtime.cpp)
+                   // 4 interrupted (Ctrl-C: the CPU runtime sets it, runtime.cpp), 5 grid larger
+                   // than an array (runtime.cpp refused the launch), 6 component index out of range
     int32_t line;
     int32_t dim;
     int32_t ndim;
