@@ -349,14 +349,15 @@ def sweep(scene: str | os.PathLike, grid: Mapping[str, Sequence[Any]] | Sequence
 
     def record(outcome: Outcome) -> None:
         k = outcome.key
-        row: dict[str, Any] = {"run": k, **points[k], "status": "ok" if outcome.ok else "failed",
-                               "attempts": outcome.attempts, "usd": "", "error": outcome.error or ""}
+        row: dict[str, Any] = dict.fromkeys(columns)
+        row.update({"run": k, **points[k], "status": "ok" if outcome.ok else "failed", "attempts": outcome.attempts,
+                    "usd": "", "error": outcome.error or ""})
         if optimizing:
             row["checkpoint"] = ""
         if outcome.ok:
             value = outcome.value
             row["seconds"] = value["seconds"]
-            row.update(value["metrics"])
+            row.update({c: v for c, v in value["metrics"].items() if c in row})
             if value["usd"] is not None:
                 row["usd"] = f"usd/run-{k:04d}.usd"
                 write_atomic(out / row["usd"], value["usd"])
