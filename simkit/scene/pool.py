@@ -19,8 +19,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-RAY_MISSING = ("needs Ray, which is not installed; install it with pip install 'simkit[ray]' (or pip install "
-               "'ray>=2.9'), or run without Ray (use_ray=False in Python)")
+RAY_MISSING = ("sweeps and multi-start optimization run on Ray, which is not installed: pip install 'simkit[ray]' "
+               "(or pip install 'ray>=2.9'); from Python, use_ray=False runs them one after another without it")
 
 
 @dataclass

@@ -2,6 +2,7 @@
 a bad key or value (no Ray needed)."""
 
 import math
+import sys
 
 import pytest
 
@@ -152,6 +153,15 @@ def test_the_sweep_command_refuses_a_key_set_twice(scenes_dir, tmp_path, capsys)
                  "--out", str(tmp_path / "s")])
     assert code == 2
     assert "--set sim.dt: given twice" in capsys.readouterr().err
+
+
+def test_the_sweep_command_without_ray_says_how_to_install_it(scenes_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)       # import ray fails, whether or not it is installed
+    code = main(["sweep", str(scenes_dir / "ball_bounce.toml"), "--set", "sim.dt=1e-3", "--frames", "2", "--quiet",
+                 "--out", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "run on Ray, which is not installed: pip install 'simkit[ray]'" in err
 
 
 def test_multi_start_options_need_starts(scenes_dir, capsys):
