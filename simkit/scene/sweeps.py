@@ -95,7 +95,10 @@ class SweepResult:
 # Checking the grid
 # ----------------------------------------------------------------------------------
 
-def grid_points(grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]] | None) -> tuple[list[str], list[dict]]:
+Grid = Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]]
+
+
+def grid_points(grid: Grid | None) -> tuple[list[str], list[dict]]:
     """The keys and the runs (dicts of overrides) of ``grid``: a mapping key -> values is
     the cartesian product of the values (:func:`~simkit.scene.overrides.expand_grid`); a
     list of dicts is taken run by run (every dict with the same keys); None is one run of
@@ -276,7 +279,7 @@ def _check_resume(meta_path: Path, meta: dict) -> None:
                                                     "from this one's; use the same scene and options, or another --out")
 
 
-def sweep(scene: str | os.PathLike, grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]] | None = None,
+def sweep(scene: str | os.PathLike, grid: Grid | None = None,
           *, out: str | os.PathLike = "sweep", frames: int | None = None, device: str | None = None,
           optimize: bool | None = None, iterations: int | None = None, usd: bool = False, resume: bool = False,
           address: str | None = None, num_cpus: int | None = None, threads: int = 1, use_ray: bool = True,

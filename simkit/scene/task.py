@@ -129,8 +129,9 @@ def run_point(scene_path: str | os.PathLike, overrides: Mapping[str, Any] | None
     or run its ``[optimize]`` table for ``iterations`` (default: the table's) from the
     initial parameters of multi-start ``start``, then replay the optimized parameters.
     ``threads`` sets simkit's CPU threads for the run (the count before is restored after):
-    the same count gives the same numbers, to the last bit, wherever the run takes place. Returns ``{"metrics": {...}, "losses": [...], "seconds": s, "usd": bytes
-    or None, "checkpoint": bytes or None}``; the USD file (when ``usd``) and the
+    the same count gives the same numbers, to the last bit, wherever the run takes place.
+    Returns ``{"metrics": {...}, "losses": [...], "seconds": s, "usd": bytes or None,
+    "checkpoint": bytes or None}``; the USD file (when ``usd``) and the
     checkpoint (optimizations) are written to a temporary folder and returned as bytes.
 
     Example::
