@@ -2,9 +2,10 @@
 failed job retried once, every outcome handed to a callback as it arrives.
 
 Ray is imported only here and only when a :class:`RayRunner` is made: simkit works without
-it. A runner joins the Ray cluster at ``address``, or the Ray already initialized in this
-process, or else starts a local one (``num_cpus``: its CPUs, default all) that
-:meth:`RayRunner.close` shuts down again.
+it. A runner uses the Ray already initialized in this process when there is one (then
+``address`` and ``num_cpus`` are not used), else joins the cluster at ``address``, else
+starts a local Ray (``num_cpus``: its CPUs, default all) that :meth:`RayRunner.close` shuts
+down again.
 
 Example::
 
