@@ -147,7 +147,7 @@ def check_grid(scene: str | os.PathLike, points: Sequence[Mapping[str, Any]], *,
     optimizing = base.optimize is not None if optimize is None else bool(optimize)
     if optimizing and base.optimize is None:
         raise SceneError(scene, "optimize", "missing; the scene has no [optimize] table, so its runs cannot "
-                                            "optimize (run without optimize=True / leave out --optimize)")
+                                            "optimize (leave optimize=True out)")
     for point in points:
         read_config(scene, device=device, frames=frames, overrides=point)
     return base, optimizing
@@ -292,9 +292,10 @@ def sweep(scene: str | os.PathLike, grid: Grid | None = None,
     override ``sim.frames`` / ``sim.device``. ``optimize``: run the scene's ``[optimize]``
     table (``iterations`` of it) and record its loss, instead of simulating it once; default:
     when the scene has one. ``usd``: keep each run's USD file. ``resume``: continue the
-    sweep already in ``out``. ``address``: the Ray cluster to join (``"auto"``, ``"ray://
-    host:10001"``); otherwise the Ray already initialized in this process, or a new local one
-    with ``num_cpus`` CPUs (default: all). ``threads``: simkit's CPU threads per run (and the
+    sweep already in ``out``. The runs use the Ray already initialized in this process
+    when there is one; else ``address``, a Ray cluster to join (``"auto"``,
+    ``"ray://host:10001"``); else a new local Ray with ``num_cpus`` CPUs (default: all),
+    shut down at the end. ``threads``: simkit's CPU threads per run (and the
     CPUs each Ray task reserves); simkit gives the same numbers for the same thread count, so
     a run's row does not depend on where it ran. ``use_ray=False`` runs one after another in
     this process, without Ray. ``progress``: a tqdm bar on stderr.
