@@ -40,3 +40,14 @@ __version__ = "0.1.0"
 from . import sim  # noqa: E402  (sk.sim.ModelBuilder, ...; imports the kernel language above it)
 from . import render  # noqa: E402  (sk.render.UsdExporter, ...)
 from . import optim  # noqa: E402  (sk.optim.Adam, sk.optim.Rollout, ...)
+
+_SCENE_API = {"sweep": "simkit.scene.sweeps", "multi_start": "simkit.scene.multistart"}
+
+
+def __getattr__(name: str):
+    """``sk.sweep`` and ``sk.multi_start`` (the scene layer's sweeps on Ray), imported on first use."""
+    if name in _SCENE_API:
+        import importlib
+
+        return getattr(importlib.import_module(_SCENE_API[name]), name)
+    raise AttributeError(f"module 'simkit' has no attribute {name!r}")

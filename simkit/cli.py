@@ -5,6 +5,10 @@
     simkit run SCENE [--frames N] [--device D] [--usd PATH] [--view] [--quiet]
     simkit optimize SCENE [--iterations N] [--resume] [--plot loss.png] [--checkpoint PATH]
                           [--frames N] [--device D] [--usd PATH] [--quiet]
+                          [--starts N [--spread S] [--seed K] [--address ADDR] [--cpus N]]
+    simkit sweep SCENE --set KEY=VALUES [--set ...] [--frames N] [--out DIR] [--resume]
+                       [--usd] [--iterations N] [--run-only] [--address ADDR] [--cpus N]
+                       [--threads N] [--quiet]
     simkit info
     simkit cache clear
     simkit bench [ARGS...]          (tools/bench.py of a source checkout)
@@ -13,7 +17,9 @@
 ``SCENE`` is a path to a TOML scene (``docs/scenes.md``), or the name of one in the
 ``scenes/`` folder of a source checkout. Exit codes: 0 done, 1 the run failed, 2 usage or
 config error (one message on stderr, no traceback), 130 interrupted (Ctrl-C; ``optimize``
-saves its checkpoint first). ``python -m simkit`` is the same command.
+saves its checkpoint first, ``sweep`` its table). ``python -m simkit`` is the same command.
+``sweep`` and ``optimize --starts`` run on Ray (``pip install 'simkit[ray]'``;
+``docs/sweeps.md``).
 
 ``run`` and ``optimize`` stop a simulation that diverged (positions or velocities NaN,
 infinite, or far beyond any speed or distance the scene can reach; see
@@ -163,7 +169,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_optimize(args: argparse.Namespace) -> int:
     """``simkit optimize``: run the scene's [optimize] table with resumable checkpoints."""
-    from .scene import Optimization, load_scene, matplotlib_missing, plot_losses
+    from .scene import Optimization, load_scene, matplotlib_missing
     from .scene.outputs import check_outputs
 
     if args.plot:
@@ -172,6 +178,7 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
             raise UsageError(why)
         _check_plot_path(args.plot)
     _check_usd_path(args.usd)
+    _check_multi_start_options(args)
     scene = load_scene(resolve_scene(args.scene), device=args.device, frames=args.frames)
     checkpoint = {"--checkpoint" if args.checkpoint else "optimize.checkpoint":
                   args.checkpoint or scene.optimize["checkpoint"]} if scene.optimize is not None else {}
@@ -179,8 +186,12 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     if not args.resume:
         outputs.update(checkpoint)
     check_outputs(_scene_inputs(scene), outputs, reads_and_writes=checkpoint if args.resume else None)
-    opt = Optimization(scene, iterations=args.iterations, checkpoint=args.checkpoint, resume=args.resume)
     say = (lambda *a: None) if args.quiet else print
+    if args.starts > 1:
+        _multi_start(args, scene, say)
+        opt = Optimization(scene, iterations=args.iterations, checkpoint=args.checkpoint, resume=True)
+        return _finish_optimize(args, scene, opt, say)
+    opt = Optimization(scene, iterations=args.iterations, checkpoint=args.checkpoint, resume=args.resume)
     s = opt.settings
     say(f"{scene.name}: optimizing {', '.join(s['parameters'])} with {s['optimizer']} (learning rate "
         f"{s['learning_rate']:g}) for {opt.iterations} iterations")
@@ -206,6 +217,48 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     finally:
         bar.close()
+    return _finish_optimize(args, scene, opt, say)
+
+
+def _multi_start(args: argparse.Namespace, scene: Any, say: Any) -> None:
+    """``optimize --starts N``: every start a Ray task; the best's checkpoint is written."""
+    from .scene import SceneError, multi_start
+
+    s = scene.optimize
+    if s is None:
+        raise SceneError(scene.path, "optimize", "missing; the scene has no [optimize] table, so there is nothing "
+                                                 "to optimize (see docs/scenes.md)")
+    say(f"{scene.name}: optimizing {', '.join(s['parameters'])} from {args.starts} starts (spread {args.spread:g}, "
+        f"seed {args.seed}) with {s['optimizer']} for {args.iterations or s['iterations']} iterations each")
+    result = multi_start(scene.path, args.starts, frames=args.frames, device=args.device, iterations=args.iterations,
+                         spread=args.spread, seed=args.seed, checkpoint=args.checkpoint or s["checkpoint"],
+                         address=args.address, num_cpus=args.cpus, progress=not args.quiet)
+    for r in result.starts:
+        if r.status == "ok":
+            say(f"  start {r.start:3d}: loss {r.initial_loss:.4e} -> {r.loss:.4e}"
+                + ("   (best)" if r.start == result.best else ""))
+        else:
+            say(f"  start {r.start:3d}: failed ({r.error})")
+
+
+def _check_multi_start_options(args: argparse.Namespace) -> None:
+    if args.starts > 1:
+        if args.resume:
+            raise UsageError("--resume continues one optimization from its checkpoint; it cannot be combined with "
+                             "--starts (which runs every start from the beginning)")
+        args.spread = 0.5 if args.spread is None else args.spread
+        args.seed = 0 if args.seed is None else args.seed
+        return
+    given = [name for name, value in (("--spread", args.spread), ("--seed", args.seed), ("--address", args.address),
+                                      ("--cpus", args.cpus)) if value is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)}: only used by a multi-start optimization; add --starts N (N >= 2)")
+
+
+def _finish_optimize(args: argparse.Namespace, scene: Any, opt: Any, say: Any) -> int:
+    """Replay the optimized parameters to USD, plot, and summarize."""
+    from .scene import plot_losses
+
     usd = args.usd or scene.output["usd"]
     final_loss, result = opt.replay(usd_path=usd)
     if args.plot:
@@ -218,6 +271,45 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     say(f"  USD: {result.usd_path}")
     if args.plot:
         say(f"  plot: {Path(args.plot).resolve()}")
+    return EXIT_OK
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    """``simkit sweep``: the grid of --set overrides, every run a Ray task, one table."""
+    from .scene import SweepInterrupted, parse_set, sweep
+    from .scene.overrides import OverrideError
+
+    grid: dict = {}
+    for text in args.set:
+        try:
+            key, values = parse_set(text)
+        except OverrideError as e:
+            raise UsageError(str(e)) from None
+        if key in grid:
+            raise UsageError(f"--set {key}: given twice; list every value of a key in one --set (KEY=V1,V2)")
+        grid[key] = values
+    path = resolve_scene(args.scene)
+    runs = 1
+    for values in grid.values():
+        runs *= len(values)
+    if not args.quiet:
+        axes = " x ".join(f"{k} ({len(v)})" for k, v in grid.items()) or "the scene as it is"
+        print(f"{path.stem}: {runs} run{'s' if runs != 1 else ''}: {axes} -> {Path(args.out) / 'results.csv'}")
+    try:
+        result = sweep(path, grid, out=args.out, frames=args.frames, device=args.device,
+                       optimize=False if args.run_only else None, iterations=args.iterations, usd=args.usd,
+                       resume=args.resume, address=args.address, num_cpus=args.cpus, threads=args.threads,
+                       progress=not args.quiet)
+    except OverrideError as e:
+        raise UsageError(str(e)) from None
+    except SweepInterrupted as e:
+        again = shlex.join(["simkit", *[a for a in args.argv if a != "--resume"], "--resume"])
+        print(f"simkit: interrupted; {e.finished} of {e.total} runs are in {e.table} (continue with: {again})",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if not args.quiet:
+        print(f"{path.stem}: {result.ran} run now, {result.skipped} finished before, {result.failed} failed")
+        print(f"  table: {result.table.resolve()}" + (f" (and {result.parquet.name})" if result.parquet else ""))
     return EXIT_OK
 
 
@@ -329,6 +421,32 @@ def _count(text: str) -> int:
     return value
 
 
+def _spread(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 50), got {text!r}") from None
+    if not 0.0 <= value < 50.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 50), got {text!r}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def _ray_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--address", metavar="ADDR", help='the Ray cluster to join ("auto", "ray://HOST:10001"); '
+                   "default: start a local Ray")
+    p.add_argument("--cpus", type=_count, metavar="N", help="CPUs of the local Ray (default: all)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``simkit`` command.
 
@@ -367,7 +485,37 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--device", metavar="D", help='where to run: "cpu", "cuda" or "cuda:N"')
     opt.add_argument("--usd", metavar="PATH", help="the USD file of the optimized run (default: output.usd)")
     opt.add_argument("--quiet", action="store_true", help="no progress bar and no output but errors")
+    opt.add_argument("--starts", type=_count, default=1, metavar="N", help="multi-start: optimize from N perturbed "
+                     "initial parameters at once (Ray tasks) and keep the best (default: 1)")
+    opt.add_argument("--spread", type=_spread, metavar="S", help="multi-start: how far starts 1.. "
+                     "move the parameters (docs/sweeps.md; default: 0.5)")
+    opt.add_argument("--seed", type=_seed, metavar="K", help="multi-start: the seed of the "
+                     "perturbations (default: 0)")
+    _ray_options(opt)
     opt.set_defaults(handler=_cmd_optimize)
+
+    sw = sub.add_parser("sweep", help="run a grid of overrides of a scene's keys on Ray, into one table",
+                        description="Run a scene once for every combination of --set values, each run a Ray task, "
+                                    "and write one row per run (overrides, metrics or optimized loss, wall time, "
+                                    "status) to DIR/results.csv. See docs/sweeps.md.")
+    sw.add_argument("scene", metavar="SCENE", help="a scene file (.toml), or the name of a bundled scene")
+    sw.add_argument("--set", action="append", default=[], metavar="KEY=VALUES",
+                    help="a key path and its values: v1,v2,... or lo:hi:n (n evenly spaced) or lo:hi:n:log, "
+                         "e.g. sim.dt=1e-3,5e-4 or cloth[0].k_mu=500:2000:4; repeat for more keys")
+    sw.add_argument("--frames", type=_count, metavar="N", help="frames of every run (default: sim.frames)")
+    sw.add_argument("--device", metavar="D", help='where the runs run: "cpu", "cuda" or "cuda:N"')
+    sw.add_argument("--out", default="sweep", metavar="DIR", help="the folder of the table (default: ./sweep)")
+    sw.add_argument("--resume", action="store_true", help="continue the sweep in DIR: only the runs not in its table")
+    sw.add_argument("--usd", action="store_true", help="also write every run to DIR/usd/run-NNNN.usd")
+    sw.add_argument("--iterations", type=_count, metavar="N", help="iterations of each optimization (scenes with "
+                    "[optimize]; default: optimize.iterations)")
+    sw.add_argument("--run-only", action="store_true", help="simulate scenes with [optimize] once instead of "
+                    "optimizing them")
+    sw.add_argument("--threads", type=_count, default=1, metavar="N", help="simkit CPU threads (and Ray CPUs) per "
+                    "run (default: 1)")
+    sw.add_argument("--quiet", action="store_true", help="no progress bar and no output but errors")
+    _ray_options(sw)
+    sw.set_defaults(handler=_cmd_sweep)
 
     info = sub.add_parser("info", help="version, devices, compiler and cache")
     info.set_defaults(handler=_cmd_info)

@@ -21,6 +21,12 @@ def test_import_simkit_imports_neither_torch_nor_jax():
     assert done.stdout.strip() == "False False"
 
 
+def test_import_simkit_and_its_sweep_api_do_not_import_ray():
+    done = run("import sys, simkit; simkit.sweep, simkit.multi_start; print('ray' in sys.modules)")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
 def test_import_simkit_torch_without_torch_is_an_import_error_saying_how_to_install_it():
     done = run("import sys; sys.modules['torch'] = None\n"
                "try:\n    import simkit.torch\nexcept ImportError as e:\n    print(e)")

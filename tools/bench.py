@@ -34,6 +34,9 @@ autodiff, simulation or GPU, are added the same way and show up in ``--list``):
 ``builder`` ``ModelBuilder`` build + finalize of 200x200 and 1000x1000 cloth grids and
             32^3 and 64^3 soft grids: seconds, and peak memory next to the model's bytes
             (``tools/bench_builder.py``).
+``sweep``   a 16-run ``simkit.sweep`` on a local Ray with 2 CPUs against the same runs one
+            after another (ratio), and the per-task overhead; skipped without Ray
+            (``tools/bench_sweep.py``).
 
 A new section is one function; ``Result.skipped`` explains a section that cannot run
 here (no GPU, say)::
@@ -653,6 +656,10 @@ bench_builder.add_sections(section, Result, Row, fmt)
 import bench_gpu  # noqa: E402  (the capture and GPU sections live in their own file)
 
 bench_gpu.add_sections(section, Result, Row, fmt, interleaved, ratio_row, _quiet)
+
+import bench_sweep  # noqa: E402  (a 16-run sweep on a local 2-CPU Ray vs sequential; skipped without Ray)
+
+bench_sweep.add_sections(section, Result, Row, fmt)
 
 
 # ----------------------------------------------------------------------------------

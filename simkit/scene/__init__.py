@@ -4,7 +4,10 @@
   ``integrator``, ``settings``, ``bodies``, ``output``, ``optimize``); every problem with the
   file is one :class:`SceneError` naming the file, the key path and what was expected;
 - :func:`run_scene` simulates it and writes USD; :class:`Stepper` runs it frame by frame;
-- :class:`Optimization` runs its ``[optimize]`` table with resumable checkpoints.
+- :class:`Optimization` runs its ``[optimize]`` table with resumable checkpoints;
+- :func:`sweep` runs a grid of overrides of its keys as Ray tasks into one table, and
+  :func:`multi_start` its ``[optimize]`` table from several perturbed starts, keeping the best
+  (``docs/sweeps.md``).
 
 The schema is documented in ``docs/scenes.md``; ``simkit run`` / ``simkit optimize`` are the
 command-line front end (:mod:`simkit.cli`).
@@ -24,7 +27,11 @@ from .run import RunResult, SimulationError, run_scene
 from .meshes import load_tet_mesh
 from .schema import SceneConfig, read_config
 from .validate import SceneError
+from .overrides import OverrideError, expand_grid, parse_set
+from .sweeps import SweepInterrupted, SweepResult, sweep
+from .multistart import MultiStartResult, StartResult, multi_start
 
 __all__ = ["SceneError", "SceneConfig", "Scene", "Settings", "Body", "Muscle", "Stepper", "load_scene",
            "read_config", "build_scene", "load_tet_mesh", "run_scene", "RunResult", "SimulationError",
-           "Optimization", "SceneLoss", "matplotlib_missing", "plot_losses"]
+           "Optimization", "SceneLoss", "matplotlib_missing", "plot_losses", "OverrideError", "expand_grid",
+           "parse_set", "sweep", "SweepResult", "SweepInterrupted", "multi_start", "MultiStartResult", "StartResult"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -309,9 +309,11 @@ class Stepper:
 # Building
 # ----------------------------------------------------------------------------------
 
-def load_scene(path: str | os.PathLike, *, device: str | None = None, frames: int | None = None) -> Scene:
+def load_scene(path: str | os.PathLike, *, device: str | None = None, frames: int | None = None,
+               overrides: Mapping[str, Any] | None = None) -> Scene:
     """Read, check and build the scene file ``path`` (TOML, see ``docs/scenes.md``);
-    ``device`` and ``frames`` override ``sim.device`` and ``sim.frames``. Every problem with
+    ``device`` and ``frames`` override ``sim.device`` and ``sim.frames``, ``overrides`` (key
+    path -> value, such as ``{"cloth[0].k_mu": 2000}``) any key of the file. Every problem with
     the file is one :class:`~simkit.scene.SceneError` naming the file, the key path and what
     was expected, raised before anything is simulated or written.
 
@@ -320,7 +322,7 @@ def load_scene(path: str | os.PathLike, *, device: str | None = None, frames: in
         scene = load_scene("scenes/ball_bounce.toml", frames=10)
         scene.model.particle_count
     """
-    return build_scene(read_config(path, device=device, frames=frames))
+    return build_scene(read_config(path, device=device, frames=frames, overrides=overrides))
 
 
 def _quat_inverse(q: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Mapping
 
@@ -89,3 +90,24 @@ def check_outputs(inputs: Mapping[str, PathLike], outputs: Mapping[str, PathLike
                                             "each output its own path")
     for name, out in outs:
         check_writable(out, name)
+
+
+def write_atomic(path: PathLike, data: bytes | str) -> Path:
+    """Write ``data`` to ``path`` through a temporary file beside it renamed onto it, so that
+    a reader (or an interrupt) never sees half a file. Returns the path.
+
+    Example::
+
+        write_atomic("sweep/results.csv", text)
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path

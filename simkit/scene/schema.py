@@ -25,12 +25,13 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
 from ..core import device as D
 from .meshes import MESH_EXTENSIONS, load_tet_mesh
+from .overrides import apply_overrides, describe_overrides
 from .validate import REQUIRED, SceneError, Table, describe, is_number
 
 USD_EXTENSIONS = (".usd", ".usda", ".usdc")
@@ -128,14 +129,18 @@ class SceneConfig:
         return str(self.path)
 
 
-def read_config(path: str | os.PathLike, *, device: str | None = None, frames: int | None = None) -> SceneConfig:
+def read_config(path: str | os.PathLike, *, device: str | None = None, frames: int | None = None,
+                overrides: Mapping[str, Any] | None = None) -> SceneConfig:
     """Read and check the scene file ``path``; ``device`` and ``frames`` override
-    ``sim.device`` and ``sim.frames`` (as ``--device`` and ``--frames`` do). Raises one
-    :class:`SceneError` for the first problem found.
+    ``sim.device`` and ``sim.frames`` (as ``--device`` and ``--frames`` do), and
+    ``overrides`` (key path -> value, see :mod:`simkit.scene.overrides`) set keys of the file
+    before it is checked, so each passes the checks of a value in the file. Raises one
+    :class:`SceneError` for the first problem found; one that a given override may have
+    caused says so.
 
     Example::
 
-        config = read_config("scenes/soft_drop.toml", frames=10)
+        config = read_config("scenes/soft_drop.toml", frames=10, overrides={"soft_grid[0].k_mu": 2e4})
     """
     file = os.fspath(path)
     p = Path(file)
@@ -148,6 +153,24 @@ def read_config(path: str | os.PathLike, *, device: str | None = None, frames: i
         raise SceneError(file, "", f"not valid TOML: {e}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise SceneError(file, "", f"cannot be read: {e}") from None
+    if not overrides:
+        return _check(data, p, file, device, frames)
+    data = apply_overrides(data, overrides, file)
+    try:
+        return _check(data, p, file, device, frames)
+    except SceneError as e:
+        raise SceneError(e.file, e.key, f"{e.message} ({_blame(e.key, overrides)})") from None
+
+
+def _blame(key: str, overrides: Mapping[str, Any]) -> str:
+    """Which override an error at ``key`` comes from, or all of them when none is at it."""
+    for k, v in overrides.items():
+        if key == k or key.startswith((f"{k}.", f"{k}[")) or k.startswith((f"{key}.", f"{key}[")):
+            return f"set by the override {describe_overrides({k: v})}"
+    return f"with the overrides {describe_overrides(overrides)}"
+
+
+def _check(data: dict, p: Path, file: str, device: str | None, frames: int | None) -> SceneConfig:
     root = Table(data, "", file, TOP_KEYS)
     folder = p.resolve().parent
     description = root.string("description", "")
