@@ -21,7 +21,7 @@ origins and ``q_rel = conj(q_parent_frame) * q_child_frame`` the relative rotati
   ``u = target_ke (joint_target - q) - target_kd qd + joint_act`` plus, outside
   ``[limit_lower, limit_upper]``, the one-sided penalty ``limit_ke (bound - q) - limit_kd qd``:
   a torque ``u a`` (revolute) or a force ``u a`` (prismatic). Ball and fixed joints have no
-  coordinate and ignore ``joint_target``/``joint_act``.
+  coordinate and ignore ``joint_target``/``joint_act``. A free joint applies nothing.
 
 The child receives ``f`` at ``x_c`` and the couple ``tau``; the parent receives exactly the
 opposite, at the same point, so joints conserve the total linear and angular momentum, the
@@ -57,7 +57,7 @@ from types import SimpleNamespace
 import simkit as sk
 from ..core.launch import launch
 from .bodies import body_kernels
-from .structs import JOINT_FIXED, JOINT_PRISMATIC, JOINT_REVOLUTE, model_structs
+from .structs import JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, model_structs
 
 
 @functools.cache
@@ -81,6 +81,8 @@ def joint_kernels(real) -> SimpleNamespace:
                     act: reals, body_f: spatials):
         j = sk.tid()
         kind = joints.kind[j]
+        if kind == JOINT_FREE:
+            return
         p = joints.parent[j]
         c = joints.child[j]
         X_wc = body_q[c]

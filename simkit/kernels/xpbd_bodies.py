@@ -28,7 +28,7 @@ from types import SimpleNamespace
 
 import simkit as sk
 from .bodies import body_kernels, quat_normalize
-from .structs import JOINT_BALL, JOINT_PRISMATIC, JOINT_REVOLUTE, model_structs
+from .structs import JOINT_BALL, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, model_structs
 from .xpbd import multiplier_step, skew
 
 # Fixed-point passes of the implicit rotation update in ``predict_bodies``: the world inertia
@@ -263,7 +263,8 @@ def xpbd_body_kernels(real) -> SimpleNamespace:
         dtp = zero
         dtc = zero
         dl = real(0.0)
-        if mp * sp + mc * sc > 0.0:
+        # a free joint constrains nothing
+        if kind != JOINT_FREE and mp * sp + mc * sc > 0.0:
             # orientation: fixed and prismatic joints lock it, a revolute joint aligns the axes
             Kr = Ic * sc + Ip * sp
             qjp = qp * Xjp.q

@@ -98,6 +98,7 @@ from ..kernels.shapes import MAX_SHAPE_POINTS
 from ..kernels.xpbd import xpbd_kernels
 from ..kernels.xpbd_bodies import xpbd_body_kernels
 from ..kernels.xpbd_body_contact import xpbd_body_contact_kernels
+from ..kernels.structs import JOINT_FREE
 from ..kernels.shapes import collision_pairs, particle_shape_rows
 from .integrators import check_step
 from .model import Control, Model, State
@@ -146,12 +147,14 @@ def _particles_meet_bodies(model: Model) -> bool:
 
 
 def _joint_split(model: Model) -> A.Array:
-    """Number of joints attached to each body (int32), cached on the model."""
+    """Number of joints attached to each body (int32), cached on the model; free joints,
+    which constrain nothing, do not count."""
     split = model.__dict__.get("_xpbd_joint_split")
     if split is None:
         count = np.zeros(model.body_count, dtype=np.int32)
         if model.joint_count:
-            for bodies in (model.joints.parent.numpy(), model.joints.child.numpy()):
+            held = model.joints.kind.numpy() != JOINT_FREE
+            for bodies in (model.joints.parent.numpy()[held], model.joints.child.numpy()[held]):
                 count += np.bincount(bodies[bodies >= 0], minlength=model.body_count).astype(np.int32)
         split = A.array(count, dtype=T.int32, device=model.device)
         model._xpbd_joint_split = split

@@ -1,0 +1,347 @@
+"""Articulations in generalized coordinates: forward and inverse kinematics, the joint-space
+mass matrix and the bias forces.
+
+An articulation (:meth:`~simkit.sim.ModelBuilder.add_articulation`) is a tree of bodies
+rooted in the world whose joints have generalized coordinates ``model.joint_q`` and
+velocities ``model.joint_qd``. Joint ``j`` owns ``joint_q[joint_q_start[j]:joint_q_start[j + 1]]``
+and ``joint_qd[joint_qd_start[j]:joint_qd_start[j + 1]]``:
+
+========== ==== ===== ============================================================
+kind       q    qd    meaning
+========== ==== ===== ============================================================
+revolute   1    1     angle about ``axis`` (rad), angular rate
+prismatic  1    1     displacement along ``axis`` (m), its rate
+ball       4    3     quaternion (x, y, z, w); angular velocity
+fixed      0    0
+free       7    6     position, quaternion (x, y, z, w); linear, angular velocity
+========== ==== ===== ============================================================
+
+The coordinates place the child's joint frame in the parent's joint frame (the frames
+``child_xform`` and ``parent_xform`` of the joint). The velocities are those of the child's
+joint frame relative to the parent's, **in the parent's joint frame** (the world's, rotated
+by ``parent_xform``, for a root joint): the linear velocity is that of the child joint
+frame's origin (the time derivative of the position coordinates), the angular velocity ``w``
+turns the quaternion as ``dq/dt = (w, 0) * q / 2``. A free joint from the world with the
+identity frames therefore has ``q`` = the body's pose and ``qd = (v, w)`` = the velocity of
+the body's origin and its angular velocity, world coordinates.
+
+MuJoCo differs in two places: its quaternions are ``(w, x, y, z)``, and the angular
+velocity of its ball and free joints is in the child's frame (``R^T w`` with ``R`` the
+joint's rotation); its free-joint linear velocity is the same.
+
+Example::
+
+    import numpy as np, simkit as sk
+
+    b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="y")
+    b.add_articulation()
+    link = b.add_body()
+    b.add_shape_capsule((0.0, -0.5, 0.0), (0.0, 0.0, 0.0, 1.0), 0.05, 0.5, body=link)
+    b.add_joint_revolute(-1, link, axis=(0.0, 0.0, 1.0))
+    model = b.finalize(dtype=sk.float64)
+    state = model.state()
+    sk.sim.eval_fk(model, sk.array([0.3], dtype=sk.float64), sk.array([1.0], dtype=sk.float64), state)
+    M = sk.sim.mass_matrix(model, model.joint_q)           # 1 x 1: the inertia about the hinge
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..core import array as A
+from ..core.launch import launch
+from ..kernels.articulation import articulation_kernels
+from ..kernels.structs import (JOINT_BALL, JOINT_FREE, JOINT_PRISMATIC, JOINT_Q_COUNT, JOINT_QD_COUNT,
+                               JOINT_REVOLUTE)
+from . import geometry as G
+
+
+def coordinate_starts(kinds: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(joint_q_start, joint_qd_start)`` for joints of ``kinds``: int32 arrays of
+    ``len(kinds) + 1`` offsets into ``joint_q`` and ``joint_qd``."""
+    kinds = np.asarray(kinds, dtype=np.int64)
+    q = np.concatenate([[0], np.cumsum(np.asarray(JOINT_Q_COUNT)[kinds])]).astype(np.int32)
+    qd = np.concatenate([[0], np.cumsum(np.asarray(JOINT_QD_COUNT)[kinds])]).astype(np.int32)
+    return q, qd
+
+
+def body_joints(child: Any, articulation: Any, body_count: int) -> np.ndarray:
+    """Per body, the articulated joint whose child it is (-1: none)."""
+    out = np.full(body_count, -1, dtype=np.int32)
+    for j, (c, a) in enumerate(zip(np.asarray(child), np.asarray(articulation))):
+        if a >= 0:
+            out[c] = j
+    return out
+
+
+# -- numpy kinematics (float64), shared by the model's initial coordinates and the dynamics --
+def _unit_quat(q: np.ndarray) -> np.ndarray:
+    return np.asarray(q, dtype=np.float64) / np.linalg.norm(q)
+
+
+def _quat_conj(q: np.ndarray) -> np.ndarray:
+    return np.concatenate([-q[:3], q[3:]])
+
+
+def _frames(model) -> dict:
+    """The joint data every numpy routine reads, as float64 host arrays."""
+    j = model.joints
+    return dict(kind=j.kind.numpy(), parent=j.parent.numpy(), child=j.child.numpy(),
+                px=j.parent_xform.numpy().astype(np.float64), cx=j.child_xform.numpy().astype(np.float64),
+                axis=j.axis.numpy().astype(np.float64), qs=model.joint_q_start.numpy(),
+                ds=model.joint_qd_start.numpy(), art=model.joint_articulation.numpy())
+
+
+def initial_coordinates(data: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The coordinates and velocities of every joint at the builder's body poses and
+    velocities (``data`` is what the builder gives :class:`~simkit.sim.Model`); as
+    :func:`eval_ik`, in float64."""
+    kinds = np.asarray(data["joint_kind"], dtype=np.int64)
+    qs, ds = coordinate_starts(kinds)
+    q, qd = np.zeros(qs[-1]), np.zeros(ds[-1])
+    body_q = np.asarray(data["body_q"], dtype=np.float64).reshape(-1, 7)
+    body_qd = np.asarray(data["body_qd"], dtype=np.float64).reshape(-1, 6)
+    com = np.asarray(data["body_com"], dtype=np.float64).reshape(-1, 3)
+    for j, kind in enumerate(kinds):
+        p, c = int(data["joint_parent"][j]), int(data["joint_child"][j])
+        Xp = np.asarray(data["joint_parent_xform"][j], dtype=np.float64)
+        Xc = np.asarray(data["joint_child_xform"][j], dtype=np.float64)
+        axis = np.asarray(data["joint_axis"][j], dtype=np.float64)
+        zero = np.zeros(3)
+        wp, vp, cp = zero, zero, zero
+        rp, xp = Xp[3:], Xp[:3]
+        if p >= 0:
+            rp = G.quat_multiply(body_q[p, 3:], Xp[3:])
+            xp = body_q[p, :3] + G.quat_rotate(body_q[p, 3:], Xp[:3])
+            wp, vp = body_qd[p, :3], body_qd[p, 3:]
+            cp = body_q[p, :3] + G.quat_rotate(body_q[p, 3:], com[p])
+        rc = G.quat_multiply(body_q[c, 3:], Xc[3:])
+        x = body_q[c, :3] + G.quat_rotate(body_q[c, 3:], Xc[:3])
+        r = G.quat_multiply(_quat_conj(rp), rc)
+        r = -r if r[3] < 0.0 else r
+        t = G.quat_rotate(_quat_conj(rp), x - xp)
+        wc = body_qd[c, :3]
+        vc = body_qd[c, 3:] + np.cross(wc, x - (body_q[c, :3] + G.quat_rotate(body_q[c, 3:], com[c])))
+        v_rel = G.quat_rotate(_quat_conj(rp), vc - (vp + np.cross(wp, x - cp)))
+        w_rel = G.quat_rotate(_quat_conj(rp), wc - wp)
+        a, b = qs[j], ds[j]
+        if kind == JOINT_REVOLUTE:
+            q[a], qd[b] = 2.0 * np.arctan2(r[:3] @ axis, r[3]), axis @ w_rel
+        elif kind == JOINT_PRISMATIC:
+            q[a], qd[b] = axis @ t, axis @ v_rel
+        elif kind == JOINT_BALL:
+            q[a:a + 4], qd[b:b + 3] = r, w_rel
+        elif kind == JOINT_FREE:
+            q[a:a + 7], qd[b:b + 6] = np.concatenate([t, r]), np.concatenate([v_rel, w_rel])
+    return q, qd
+
+
+def _motion(kind: int, axis: np.ndarray, q: np.ndarray) -> tuple:
+    """Joint motion in the parent's joint frame: translation, rotation (quaternion), the
+    velocity columns (3 x dofs, linear and angular) per unit generalized velocity."""
+    t, r = np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0])
+    n = JOINT_QD_COUNT[kind]
+    lin, ang = np.zeros((3, n)), np.zeros((3, n))
+    if kind == JOINT_REVOLUTE:
+        r = np.concatenate([axis * np.sin(q[0] / 2.0), [np.cos(q[0] / 2.0)]])
+        ang[:, 0] = axis
+    elif kind == JOINT_PRISMATIC:
+        t = axis * q[0]
+        lin[:, 0] = axis
+    elif kind == JOINT_BALL:
+        r = _unit_quat(q[:4])
+        ang[:] = np.eye(3)
+    elif kind == JOINT_FREE:
+        t, r = np.array(q[:3], dtype=np.float64), _unit_quat(q[3:7])
+        lin[:, :3], ang[:, 3:] = np.eye(3), np.eye(3)
+    return t, r, lin, ang
+
+
+def _dynamics_terms(model, joint_q: Any, joint_qd: Any | None) -> dict:
+    """Per articulated body: world rotation, center of mass, Jacobian (6 x dofs: angular rows,
+    then linear rows of the center of mass), and with velocities its twist and bias
+    accelerations (those at zero generalized acceleration)."""
+    f = _frames(model)
+    q = np.asarray(joint_q.numpy() if isinstance(joint_q, A.Array) else joint_q, dtype=np.float64)
+    qd = None if joint_qd is None else np.asarray(
+        joint_qd.numpy() if isinstance(joint_qd, A.Array) else joint_qd, dtype=np.float64)
+    ndof = int(f["ds"][-1])
+    com_local = model.bodies.com.numpy().astype(np.float64)
+    bodies: dict = {}
+    zero = np.zeros(3)
+    for j in np.flatnonzero(f["art"] >= 0):
+        kind, p, c = int(f["kind"][j]), int(f["parent"][j]), int(f["child"][j])
+        a, b = f["qs"][j], f["ds"][j]
+        t, r, lin, ang = _motion(kind, f["axis"][j], q[a:f["qs"][j + 1]])
+        if p >= 0:
+            P = bodies[p]
+            R_pj = P["R"] @ G.quat_to_matrix(f["px"][j, 3:])
+            x_pj = P["x"] + P["R"] @ f["px"][j, :3]
+            J = P["J"].copy()
+            w_p, v_p, al_p, a_p, c_p = P["w"], P["v"], P["alpha"], P["a"], P["com"]
+        else:
+            R_pj, x_pj = G.quat_to_matrix(f["px"][j, 3:]), f["px"][j, :3]
+            J = np.zeros((6, ndof))
+            w_p = v_p = al_p = a_p = c_p = zero
+        R_cj = R_pj @ G.quat_to_matrix(r)
+        x_j = x_pj + R_pj @ t
+        R = R_cj @ G.quat_to_matrix(f["cx"][j, 3:]).T
+        x = x_j - R @ f["cx"][j, :3]
+        com = x + R @ com_local[c]
+        # the ancestors' columns move the center of mass with their angular part about their
+        # anchors: re-express the parent's linear rows at this body's center of mass
+        J[3:] += np.cross(J[:3].T, com - c_p).T if p >= 0 else 0.0
+        s_w, s_u = R_pj @ ang, R_pj @ lin
+        n = JOINT_QD_COUNT[kind]
+        J[:3, b:b + n] = s_w
+        J[3:, b:b + n] = s_u + np.cross(s_w.T, com - x_j).T
+        entry = dict(R=R, x=x, com=com, J=J)
+        if qd is not None:
+            u, om = s_u @ qd[b:b + n], s_w @ qd[b:b + n]
+            rr, d = x_j - c_p, com - x_j
+            w = w_p + om
+            alpha = al_p + np.cross(w_p, om)
+            a_j = a_p + np.cross(al_p, rr) + np.cross(w_p, np.cross(w_p, rr)) + 2.0 * np.cross(w_p, u)
+            v_j = v_p + np.cross(w_p, rr) + u
+            entry.update(w=w, v=v_j + np.cross(w, d), alpha=alpha,
+                         a=a_j + np.cross(alpha, d) + np.cross(w, np.cross(w, d)))
+        else:
+            entry.update(w=zero, v=zero, alpha=zero, a=zero)
+        bodies[c] = entry
+    return bodies
+
+
+def _block(model, matrix: np.ndarray, articulation: int | None, where: str) -> np.ndarray:
+    if articulation is None:
+        return matrix
+    if not isinstance(articulation, (int, np.integer)) or isinstance(articulation, bool) or \
+            not 0 <= articulation < model.articulation_count:
+        raise ValueError(f"{where}: articulation must be an int in [0, {model.articulation_count}), "
+                         f"got {articulation!r}")
+    start, stop = model.articulation_dofs(int(articulation))
+    return matrix[start:stop, start:stop] if matrix.ndim == 2 else matrix[start:stop]
+
+
+def _check_coordinates(model, values: Any, name: str, size: int, where: str) -> None:
+    shape = values.shape if isinstance(values, A.Array) else np.shape(values)
+    if tuple(shape) != (size,):
+        raise ValueError(f"{where}: {name} must hold {size} numbers (one per generalized "
+                         f"{'coordinate' if name.endswith('q') else 'velocity'} of the model), got shape "
+                         f"{tuple(shape)}")
+
+
+def mass_matrix(model, joint_q: Any, articulation: int | None = None) -> np.ndarray:
+    """The joint-space mass matrix ``M(q)`` (float64 numpy, dense) at coordinates ``joint_q``
+    (an sk or numpy array laid out like ``model.joint_q``): kinetic energy ``qd^T M qd / 2``
+    for velocities ``qd`` laid out like ``model.joint_qd`` (in the convention of this
+    module). It is ``(joint_dof_count, joint_dof_count)``, block-diagonal with one block per
+    articulation; rows and columns of joints outside articulations are zero.
+    ``articulation=a`` returns the block of articulation ``a`` only (its degrees of freedom
+    are ``model.articulation_dofs(a)``). Bodies' inertias include their armature.
+
+    Example::
+
+        M = sk.sim.mass_matrix(model, model.joint_q)
+        tau = M @ qdd + sk.sim.bias_forces(model, model.joint_q, model.joint_qd)
+    """
+    _check_coordinates(model, joint_q, "joint_q", model.joint_coord_count, "mass_matrix")
+    mass = model.bodies.mass.numpy().astype(np.float64)
+    inertia = model.bodies.inertia.numpy().astype(np.float64)
+    M = np.zeros((model.joint_dof_count, model.joint_dof_count))
+    for c, e in _dynamics_terms(model, joint_q, None).items():
+        I_w = e["R"] @ inertia[c] @ e["R"].T
+        Jw, Jv = e["J"][:3], e["J"][3:]
+        M += Jw.T @ I_w @ Jw + mass[c] * (Jv.T @ Jv)
+    return _block(model, M, articulation, "mass_matrix")
+
+
+def bias_forces(model, joint_q: Any, joint_qd: Any, articulation: int | None = None) -> np.ndarray:
+    """The bias forces ``C(q, qd)`` (float64 numpy, laid out like ``model.joint_qd``): Coriolis,
+    centrifugal and gravity terms, so that ``M(q) qdd + C(q, qd) = tau`` for generalized forces
+    ``tau`` (power ``tau . qd``). ``articulation=a`` returns the entries of articulation ``a``
+    only; entries of joints outside articulations are zero. This is MuJoCo's ``qfrc_bias``
+    (with the angular rows of ball and free joints rotated into this module's convention).
+
+    Example::
+
+        C = sk.sim.bias_forces(model, model.joint_q, model.joint_qd)
+        qdd = np.linalg.solve(sk.sim.mass_matrix(model, model.joint_q), tau - C)
+    """
+    _check_coordinates(model, joint_q, "joint_q", model.joint_coord_count, "bias_forces")
+    _check_coordinates(model, joint_qd, "joint_qd", model.joint_dof_count, "bias_forces")
+    mass = model.bodies.mass.numpy().astype(np.float64)
+    inertia = model.bodies.inertia.numpy().astype(np.float64)
+    g = np.array([model.gravity[k] for k in range(3)], dtype=np.float64)
+    C = np.zeros(model.joint_dof_count)
+    for c, e in _dynamics_terms(model, joint_q, joint_qd).items():
+        I_w = e["R"] @ inertia[c] @ e["R"].T
+        torque = I_w @ e["alpha"] + np.cross(e["w"], I_w @ e["w"])
+        force = mass[c] * (e["a"] - g)
+        C += e["J"][:3].T @ torque + e["J"][3:].T @ force
+    return _block(model, C, articulation, "bias_forces")
+
+
+# -- kernels ------------------------------------------------------------------------------
+def _check_array(model, values: Any, name: str, size: int, where: str) -> None:
+    if not isinstance(values, A.Array):
+        raise TypeError(f"{where}: {name} must be an sk array, got {type(values).__name__}")
+    if values.dtype != model.dtype or values.shape != (size,):
+        raise ValueError(f"{where}: {name} must be a 1-d {model.dtype.__name__} array of {size} values (as "
+                         f"model.{name}), got dtype {values.dtype.__name__}, shape {values.shape}")
+    if values.device != model.device:
+        raise ValueError(f"{where}: {name} is on {values.device!r}, the model on {model.device!r}")
+
+
+def eval_fk(model, joint_q: A.Array, joint_qd: A.Array, state) -> None:
+    """Forward kinematics: write the pose (``state.body_q``) and velocity (``state.body_qd``)
+    of every body of an articulation from the generalized coordinates ``joint_q`` and
+    velocities ``joint_qd`` (sk arrays laid out like ``model.joint_q`` / ``model.joint_qd``).
+    Bodies outside articulations are left as they are. Quaternion coordinates need not be
+    normalized (they are normalized when read).
+
+    It is one kernel launch, recorded by a Tape: gradients flow from ``state.body_q`` and
+    ``state.body_qd`` to ``joint_q`` and ``joint_qd``.
+
+    Example::
+
+        state = model.state()
+        q = sk.clone(model.joint_q, requires_grad=True)
+        with sk.Tape() as tape:
+            sk.sim.eval_fk(model, q, model.joint_qd, state)
+    """
+    _check_array(model, joint_q, "joint_q", model.joint_coord_count, "eval_fk")
+    _check_array(model, joint_qd, "joint_qd", model.joint_dof_count, "eval_fk")
+    if not model.articulation_count:
+        return
+    launch(articulation_kernels(model.dtype).eval_fk, model.body_count,
+           inputs=[model.body_joint, model.joints, model.joint_q_start, model.joint_qd_start, joint_q, joint_qd,
+                   model.bodies],
+           outputs=[state.body_q, state.body_qd])
+
+
+def eval_ik(model, state, joint_q: A.Array, joint_qd: A.Array) -> None:
+    """Inverse kinematics: write the generalized coordinates and velocities of every joint
+    (articulated or not) that the bodies of ``state`` have, into ``joint_q`` and
+    ``joint_qd``. A revolute angle is in ``[-pi, pi]``; a quaternion has ``w >= 0``. Where the
+    bodies violate a joint (a maximal-coordinate simulation), each coordinate is the
+    projection onto the joint's motion: a revolute joint the twist of the relative rotation
+    about its axis, a prismatic joint the offset along its axis.
+
+    One kernel launch, recorded by a Tape (gradients flow back to ``state.body_q`` and
+    ``state.body_qd``).
+
+    Example::
+
+        q, qd = sk.zeros_like(model.joint_q), sk.zeros_like(model.joint_qd)
+        sk.sim.eval_ik(model, state, q, qd)
+    """
+    _check_array(model, joint_q, "joint_q", model.joint_coord_count, "eval_ik")
+    _check_array(model, joint_qd, "joint_qd", model.joint_dof_count, "eval_ik")
+    if not model.joint_count:
+        return
+    launch(articulation_kernels(model.dtype).eval_ik, model.joint_count,
+           inputs=[state.body_q, state.body_qd, model.bodies, model.joints, model.joint_q_start,
+                   model.joint_qd_start],
+           outputs=[joint_q, joint_qd])
