@@ -337,7 +337,9 @@ class RigidBuilder:
 
         Unlike the other joints, ``parent_xform=None`` is the identity (the world frame for
         ``parent=-1``, the parent's frame otherwise), so that the coordinates of a free body are
-        its pose: ``child_xform`` defaults to the child's origin.
+        its pose: ``child_xform`` defaults to the child's origin. (``add_builder`` with an
+        ``xform`` moves joint frames attached to the world with the rest, so every copy keeps
+        the coordinates of the original, relative to its placement.)
 
         Example::
 
