@@ -94,47 +94,66 @@ def _frames(model) -> dict:
                 ds=model.joint_qd_start.numpy(), art=model.joint_articulation.numpy())
 
 
+def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise quaternion products ``a * b`` of (N, 4) arrays (x, y, z, w)."""
+    u, w, v, z = a[:, :3], a[:, 3:], b[:, :3], b[:, 3:]
+    return np.concatenate([w * v + z * u + np.cross(u, v), w * z - np.sum(u * v, axis=1, keepdims=True)], axis=1)
+
+
+def _qrot(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Row-wise rotation of (N, 3) vectors by (N, 4) unit quaternions."""
+    u, w = q[:, :3], q[:, 3:]
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
 def initial_coordinates(data: dict) -> tuple[np.ndarray, np.ndarray]:
     """The coordinates and velocities of every joint at the builder's body poses and
     velocities (``data`` is what the builder gives :class:`~simkit.sim.Model`); as
-    :func:`eval_ik`, in float64."""
+    :func:`eval_ik`, in float64, all joints at once."""
     kinds = np.asarray(data["joint_kind"], dtype=np.int64)
     qs, ds = coordinate_starts(kinds)
     q, qd = np.zeros(qs[-1]), np.zeros(ds[-1])
+    if not kinds.size:
+        return q, qd
     body_q = np.asarray(data["body_q"], dtype=np.float64).reshape(-1, 7)
     body_qd = np.asarray(data["body_qd"], dtype=np.float64).reshape(-1, 6)
     com = np.asarray(data["body_com"], dtype=np.float64).reshape(-1, 3)
-    for j, kind in enumerate(kinds):
-        p, c = int(data["joint_parent"][j]), int(data["joint_child"][j])
-        Xp = np.asarray(data["joint_parent_xform"][j], dtype=np.float64)
-        Xc = np.asarray(data["joint_child_xform"][j], dtype=np.float64)
-        axis = np.asarray(data["joint_axis"][j], dtype=np.float64)
-        zero = np.zeros(3)
-        wp, vp, cp = zero, zero, zero
-        rp, xp = Xp[3:], Xp[:3]
-        if p >= 0:
-            rp = G.quat_multiply(body_q[p, 3:], Xp[3:])
-            xp = body_q[p, :3] + G.quat_rotate(body_q[p, 3:], Xp[:3])
-            wp, vp = body_qd[p, :3], body_qd[p, 3:]
-            cp = body_q[p, :3] + G.quat_rotate(body_q[p, 3:], com[p])
-        rc = G.quat_multiply(body_q[c, 3:], Xc[3:])
-        x = body_q[c, :3] + G.quat_rotate(body_q[c, 3:], Xc[:3])
-        r = G.quat_multiply(_quat_conj(rp), rc)
-        r = -r if r[3] < 0.0 else r
-        t = G.quat_rotate(_quat_conj(rp), x - xp)
-        wc = body_qd[c, :3]
-        vc = body_qd[c, 3:] + np.cross(wc, x - (body_q[c, :3] + G.quat_rotate(body_q[c, 3:], com[c])))
-        v_rel = G.quat_rotate(_quat_conj(rp), vc - (vp + np.cross(wp, x - cp)))
-        w_rel = G.quat_rotate(_quat_conj(rp), wc - wp)
-        a, b = qs[j], ds[j]
-        if kind == JOINT_REVOLUTE:
-            q[a], qd[b] = 2.0 * np.arctan2(r[:3] @ axis, r[3]), axis @ w_rel
-        elif kind == JOINT_PRISMATIC:
-            q[a], qd[b] = axis @ t, axis @ v_rel
-        elif kind == JOINT_BALL:
-            q[a:a + 4], qd[b:b + 3] = r, w_rel
-        elif kind == JOINT_FREE:
-            q[a:a + 7], qd[b:b + 6] = np.concatenate([t, r]), np.concatenate([v_rel, w_rel])
+    parent = np.asarray(data["joint_parent"], dtype=np.int64)
+    child = np.asarray(data["joint_child"], dtype=np.int64)
+    Xp = np.asarray(data["joint_parent_xform"], dtype=np.float64).reshape(-1, 7)
+    Xc = np.asarray(data["joint_child_xform"], dtype=np.float64).reshape(-1, 7)
+    axis = np.asarray(data["joint_axis"], dtype=np.float64).reshape(-1, 3)
+    # the parent's joint frame in the world and the parent's motion (the world: at rest)
+    has = parent >= 0
+    P = np.where(has[:, None], body_q[parent], np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]))
+    rp = _qmul(P[:, 3:], Xp[:, 3:])
+    xp = P[:, :3] + _qrot(P[:, 3:], Xp[:, :3])
+    wp = np.where(has[:, None], body_qd[parent, :3], 0.0)
+    vp = np.where(has[:, None], body_qd[parent, 3:], 0.0)
+    cp = np.where(has[:, None], P[:, :3] + _qrot(P[:, 3:], com[parent]), 0.0)
+    C = body_q[child]
+    rc = _qmul(C[:, 3:], Xc[:, 3:])
+    x = C[:, :3] + _qrot(C[:, 3:], Xc[:, :3])
+    inv = rp * np.array([-1.0, -1.0, -1.0, 1.0])
+    r = _qmul(inv, rc)
+    r = np.where(r[:, 3:] < 0.0, -r, r)
+    t = _qrot(inv, x - xp)
+    wc = body_qd[child, :3]
+    vc = body_qd[child, 3:] + np.cross(wc, x - (C[:, :3] + _qrot(C[:, 3:], com[child])))
+    v_rel = _qrot(inv, vc - (vp + np.cross(wp, x - cp)))
+    w_rel = _qrot(inv, wc - wp)
+    for kind, coords, rates in (
+            (JOINT_REVOLUTE, [2.0 * np.arctan2(np.sum(r[:, :3] * axis, axis=1), r[:, 3])],
+             [np.sum(axis * w_rel, axis=1)]),
+            (JOINT_PRISMATIC, [np.sum(axis * t, axis=1)], [np.sum(axis * v_rel, axis=1)]),
+            (JOINT_BALL, list(r.T), list(w_rel.T)),
+            (JOINT_FREE, list(t.T) + list(r.T), list(v_rel.T) + list(w_rel.T))):
+        sel = np.flatnonzero(kinds == kind)
+        for k, values in enumerate(coords):
+            q[qs[sel] + k] = values[sel]
+        for k, values in enumerate(rates):
+            qd[ds[sel] + k] = values[sel]
     return q, qd
 
 
@@ -159,21 +178,17 @@ def _motion(kind: int, axis: np.ndarray, q: np.ndarray) -> tuple:
     return t, r, lin, ang
 
 
-def _dynamics_terms(model, joint_q: Any, joint_qd: Any | None) -> dict:
-    """Per articulated body: world rotation, center of mass, Jacobian (6 x dofs: angular rows,
-    then linear rows of the center of mass), and with velocities its twist and bias
+def _dynamics_terms(f: dict, com_local: np.ndarray, q: np.ndarray, qd: np.ndarray | None, joints: range,
+                    dof0: int, ndof: int) -> dict:
+    """Per body of the articulation whose joints are ``joints`` (and whose velocities are
+    ``qd[dof0:dof0 + ndof]``): world rotation, center of mass, Jacobian (6 x ndof: angular
+    rows, then linear rows of the center of mass), and with velocities its twist and bias
     accelerations (those at zero generalized acceleration)."""
-    f = _frames(model)
-    q = np.asarray(joint_q.numpy() if isinstance(joint_q, A.Array) else joint_q, dtype=np.float64)
-    qd = None if joint_qd is None else np.asarray(
-        joint_qd.numpy() if isinstance(joint_qd, A.Array) else joint_qd, dtype=np.float64)
-    ndof = int(f["ds"][-1])
-    com_local = model.bodies.com.numpy().astype(np.float64)
     bodies: dict = {}
     zero = np.zeros(3)
-    for j in np.flatnonzero(f["art"] >= 0):
+    for j in joints:
         kind, p, c = int(f["kind"][j]), int(f["parent"][j]), int(f["child"][j])
-        a, b = f["qs"][j], f["ds"][j]
+        a, b = f["qs"][j], f["ds"][j] - dof0
         t, r, lin, ang = _motion(kind, f["axis"][j], q[a:f["qs"][j + 1]])
         if p >= 0:
             P = bodies[p]
@@ -199,7 +214,8 @@ def _dynamics_terms(model, joint_q: Any, joint_qd: Any | None) -> dict:
         J[3:, b:b + n] = s_u + np.cross(s_w.T, com - x_j).T
         entry = dict(R=R, x=x, com=com, J=J)
         if qd is not None:
-            u, om = s_u @ qd[b:b + n], s_w @ qd[b:b + n]
+            dq = qd[f["ds"][j]:f["ds"][j] + n]
+            u, om = s_u @ dq, s_w @ dq
             rr, d = x_j - c_p, com - x_j
             w = w_p + om
             alpha = al_p + np.cross(w_p, om)
@@ -213,15 +229,28 @@ def _dynamics_terms(model, joint_q: Any, joint_qd: Any | None) -> dict:
     return bodies
 
 
-def _block(model, matrix: np.ndarray, articulation: int | None, where: str) -> np.ndarray:
-    if articulation is None:
-        return matrix
-    if not isinstance(articulation, (int, np.integer)) or isinstance(articulation, bool) or \
-            not 0 <= articulation < model.articulation_count:
+def _articulations(model, f: dict, articulation: int | None, where: str) -> list:
+    """``(joints, dof0, ndof)`` of the requested articulation, or of every one."""
+    if articulation is not None and (not isinstance(articulation, (int, np.integer)) or
+                                     isinstance(articulation, bool) or
+                                     not 0 <= articulation < model.articulation_count):
         raise ValueError(f"{where}: articulation must be an int in [0, {model.articulation_count}), "
                          f"got {articulation!r}")
-    start, stop = model.articulation_dofs(int(articulation))
-    return matrix[start:stop, start:stop] if matrix.ndim == 2 else matrix[start:stop]
+    art = f["art"]
+    members = np.flatnonzero(art >= 0)
+    # the joints of an articulation are contiguous: where the id changes, one starts
+    cuts = np.flatnonzero(np.diff(art[members])) + 1 if members.size else np.zeros(0, dtype=np.int64)
+    out = []
+    for group in np.split(members, cuts) if members.size else []:
+        a = int(art[group[0]])
+        if articulation is None or a == articulation:
+            first, stop = int(group[0]), int(group[-1]) + 1
+            out.append((range(first, stop), int(f["ds"][first]), int(f["ds"][stop] - f["ds"][first])))
+    return out
+
+
+def _host(values: Any) -> np.ndarray:
+    return np.asarray(values.numpy() if isinstance(values, A.Array) else values, dtype=np.float64)
 
 
 def _check_coordinates(model, values: Any, name: str, size: int, where: str) -> None:
@@ -239,7 +268,8 @@ def mass_matrix(model, joint_q: Any, articulation: int | None = None) -> np.ndar
     module). It is ``(joint_dof_count, joint_dof_count)``, block-diagonal with one block per
     articulation; rows and columns of joints outside articulations are zero.
     ``articulation=a`` returns the block of articulation ``a`` only (its degrees of freedom
-    are ``model.articulation_dofs(a)``). Bodies' inertias include their armature.
+    are ``model.articulation_dofs(a)``): with many worlds, ask per articulation, since the
+    whole matrix has ``joint_dof_count**2`` entries. Bodies' inertias include their armature.
 
     Example::
 
@@ -247,14 +277,22 @@ def mass_matrix(model, joint_q: Any, articulation: int | None = None) -> np.ndar
         tau = M @ qdd + sk.sim.bias_forces(model, model.joint_q, model.joint_qd)
     """
     _check_coordinates(model, joint_q, "joint_q", model.joint_coord_count, "mass_matrix")
+    f, q = _frames(model), _host(joint_q)
     mass = model.bodies.mass.numpy().astype(np.float64)
     inertia = model.bodies.inertia.numpy().astype(np.float64)
-    M = np.zeros((model.joint_dof_count, model.joint_dof_count))
-    for c, e in _dynamics_terms(model, joint_q, None).items():
-        I_w = e["R"] @ inertia[c] @ e["R"].T
-        Jw, Jv = e["J"][:3], e["J"][3:]
-        M += Jw.T @ I_w @ Jw + mass[c] * (Jv.T @ Jv)
-    return _block(model, M, articulation, "mass_matrix")
+    com = model.bodies.com.numpy().astype(np.float64)
+    parts = _articulations(model, f, articulation, "mass_matrix")
+    size = (parts[0][2] if parts else 0) if articulation is not None else model.joint_dof_count
+    out = np.zeros((size, size))
+    for joints, dof0, ndof in parts:
+        M = np.zeros((ndof, ndof))
+        for c, e in _dynamics_terms(f, com, q, None, joints, dof0, ndof).items():
+            I_w = e["R"] @ inertia[c] @ e["R"].T
+            Jw, Jv = e["J"][:3], e["J"][3:]
+            M += Jw.T @ I_w @ Jw + mass[c] * (Jv.T @ Jv)
+        at = 0 if articulation is not None else dof0
+        out[at:at + ndof, at:at + ndof] = M
+    return out
 
 
 def bias_forces(model, joint_q: Any, joint_qd: Any, articulation: int | None = None) -> np.ndarray:
@@ -271,16 +309,23 @@ def bias_forces(model, joint_q: Any, joint_qd: Any, articulation: int | None = N
     """
     _check_coordinates(model, joint_q, "joint_q", model.joint_coord_count, "bias_forces")
     _check_coordinates(model, joint_qd, "joint_qd", model.joint_dof_count, "bias_forces")
+    f, q, qd = _frames(model), _host(joint_q), _host(joint_qd)
     mass = model.bodies.mass.numpy().astype(np.float64)
     inertia = model.bodies.inertia.numpy().astype(np.float64)
+    com = model.bodies.com.numpy().astype(np.float64)
     g = np.array([model.gravity[k] for k in range(3)], dtype=np.float64)
-    C = np.zeros(model.joint_dof_count)
-    for c, e in _dynamics_terms(model, joint_q, joint_qd).items():
-        I_w = e["R"] @ inertia[c] @ e["R"].T
-        torque = I_w @ e["alpha"] + np.cross(e["w"], I_w @ e["w"])
-        force = mass[c] * (e["a"] - g)
-        C += e["J"][:3].T @ torque + e["J"][3:].T @ force
-    return _block(model, C, articulation, "bias_forces")
+    parts = _articulations(model, f, articulation, "bias_forces")
+    out = np.zeros((parts[0][2] if parts else 0) if articulation is not None else model.joint_dof_count)
+    for joints, dof0, ndof in parts:
+        C = np.zeros(ndof)
+        for c, e in _dynamics_terms(f, com, q, qd, joints, dof0, ndof).items():
+            I_w = e["R"] @ inertia[c] @ e["R"].T
+            torque = I_w @ e["alpha"] + np.cross(e["w"], I_w @ e["w"])
+            force = mass[c] * (e["a"] - g)
+            C += e["J"][:3].T @ torque + e["J"][3:].T @ force
+        at = 0 if articulation is not None else dof0
+        out[at:at + ndof] = C
+    return out
 
 
 # -- kernels ------------------------------------------------------------------------------

@@ -241,10 +241,11 @@ class RigidBuilder:
         return a
 
     def add_articulation(self) -> int:
-        """Start a new articulation and return its index: the joints added after this call (until
-        the next ``add_articulation`` or ``add_builder``) form a tree of bodies in generalized
-        coordinates, each joint's parent being the world (-1) or the child of an earlier joint of
-        the same articulation, each body the child of at most one of them.
+        """Start a new articulation and return its index: the joints added after this call
+        (until the next ``add_articulation``, ``end_articulation`` or ``add_builder``) form a
+        tree of bodies in generalized coordinates, each joint's parent being the world (-1) or
+        the child of an earlier joint of the same articulation, each body the child of at most
+        one of them.
 
         The joints still act in the maximal-coordinate integrators as before; an articulation
         adds the generalized coordinates ``model.joint_q`` / ``model.joint_qd`` of its joints,
@@ -260,6 +261,18 @@ class RigidBuilder:
         self.articulation_start.append(self.joint_count)
         self._articulation_open = True
         return self.articulation_count - 1
+
+    def end_articulation(self) -> None:
+        """End the articulation being built: the joints added next belong to no articulation
+        (for instance a joint that closes a loop, which the maximal-coordinate integrators
+        enforce) until ``add_articulation`` starts another.
+
+        Example::
+
+            b.end_articulation()
+            b.add_joint_ball(left_foot, right_hand)       # a loop closure, outside the tree
+        """
+        self._articulation_open = False
 
     def add_joint_revolute(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None,
                            axis: Sequence[float] = (0.0, 0.0, 1.0), *, limit_lower: float | None = None,

@@ -85,6 +85,20 @@ def test_initial_coordinates_are_those_of_the_bodies_as_built():
     np.testing.assert_allclose(qd[:6], [1.0, 2.0, 3.0, 0.1, 0.2, 0.3], atol=1e-15)
 
 
+def test_initial_coordinates_are_what_inverse_kinematics_gives_for_the_built_state(rng):
+    # the builder's coordinates (numpy, over all joints at once) and the eval_ik kernel agree
+    b = floating_chain()
+    for body in range(b.body_count):
+        b.body_qd[body] = rng.normal(size=6)
+    b.end_articulation()
+    b.add_joint_revolute(0, 3, axis=(0.0, 1.0, 0.0))       # outside the articulation, and violated
+    model = b.finalize(dtype=F64)
+    q, qd = sk.zeros_like(model.joint_q), sk.zeros_like(model.joint_qd)
+    sk.sim.eval_ik(model, model.state(), q, qd)
+    np.testing.assert_allclose(q.numpy(), model.joint_q.numpy(), atol=1e-14)
+    np.testing.assert_allclose(qd.numpy(), model.joint_qd.numpy(), atol=1e-14)
+
+
 def test_joints_outside_articulations_have_coordinates_and_no_articulation():
     b = sk.sim.ModelBuilder(ground=False)
     loose = b.add_body(((0.0, 1.0, 0.0), IDENTITY))
