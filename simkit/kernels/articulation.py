@@ -7,12 +7,13 @@ for ``parent = -1``), where ``J(q) = (t, r)`` is the joint's motion:
 
 - revolute: ``r`` turns by ``q`` about ``axis``; prismatic: ``t = q axis``;
 - ball: ``r = (q0, q1, q2, q3)`` (x, y, z, w, normalized); free: ``t = (q0, q1, q2)``,
-  ``r = (q3 .. q6)``; fixed: the identity.
+  ``r = (q3 .. q6)``; fixed: the identity;
+- universal: ``r = R(axis, q0) R(axis2, q1)``, ``axis`` and ``axis2`` perpendicular.
 
 Generalized velocities are the motion of the child's joint frame relative to the parent's,
 in the parent's joint frame: ``v`` the velocity of its origin (``dt/dt``), ``w`` its angular
 velocity (``dr/dt = (w, 0) r / 2``). Revolute ``w = qd axis``, prismatic ``v = qd axis``, ball
-``w = qd``, free ``(v, w) = (qd0..2, qd3..5)``.
+``w = qd``, free ``(v, w) = (qd0..2, qd3..5)``, universal ``w = qd0 axis + qd1 R(axis, q0) axis2``.
 
 ``eval_fk`` has one thread per body: a body that is the child of an articulated joint walks
 its joints up to the world, composing the relative motions, and writes only its own pose and
@@ -32,7 +33,7 @@ from types import SimpleNamespace
 
 import simkit as sk
 from .bodies import body_kernels, quat_normalize
-from .structs import JOINT_BALL, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, model_structs
+from .structs import JOINT_BALL, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_UNIVERSAL, model_structs
 
 
 @functools.cache
@@ -79,6 +80,10 @@ def articulation_kernels(real) -> SimpleNamespace:
             r = quat_normalize(quat(joint_q[qs + 3], joint_q[qs + 4], joint_q[qs + 5], joint_q[qs + 6]))
             v = vec3(joint_qd[ds], joint_qd[ds + 1], joint_qd[ds + 2])
             w = vec3(joint_qd[ds + 3], joint_qd[ds + 4], joint_qd[ds + 5])
+        elif kind == JOINT_UNIVERSAL:
+            first = sk.quat_from_axis_angle(axis, joint_q[qs])
+            r = first * sk.quat_from_axis_angle(joints.axis2[j], joint_q[qs + 1])
+            w = axis * joint_qd[ds] + sk.quat_rotate(first, joints.axis2[j]) * joint_qd[ds + 1]
         return t, r, v, w
 
     @sk.kernel(module=module)
@@ -164,5 +169,17 @@ def articulation_kernels(real) -> SimpleNamespace:
                 joint_qd[ds + 3 + k] = w_rel[k]
             for k in range(4):
                 joint_q[qs + 3 + k] = r[k]
+        elif kind == JOINT_UNIVERSAL:
+            # r = R(a1, q0) R(a2, q1), a3 = a1 x a2: r a2 = cos(q0) a2 + sin(q0) a3 and
+            # r^T a1 = cos(q1) a1 + sin(q1) a3
+            a2 = joints.axis2[j]
+            a3 = sk.cross(axis, a2)
+            b2 = sk.quat_rotate(r, a2)
+            b1 = sk.quat_rotate_inv(r, axis)
+            q0 = sk.atan2(sk.dot(b2, a3), sk.dot(b2, a2))
+            joint_q[qs] = q0
+            joint_q[qs + 1] = sk.atan2(sk.dot(b1, a3), sk.dot(b1, axis))
+            joint_qd[ds] = sk.dot(axis, w_rel)
+            joint_qd[ds + 1] = sk.dot(sk.quat_rotate(sk.quat_from_axis_angle(axis, q0), a2), w_rel)
 
     return SimpleNamespace(joint_motion=joint_motion, eval_fk=eval_fk, eval_ik=eval_ik)

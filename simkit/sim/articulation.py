@@ -14,6 +14,7 @@ prismatic  1    1     displacement along ``axis`` (m), its rate
 ball       4    3     quaternion (x, y, z, w); angular velocity
 fixed      0    0
 free       7    6     position, quaternion (x, y, z, w); linear, angular velocity
+universal  2    2     angles about ``axis``, then about ``axis2`` (turned by the first)
 ========== ==== ===== ============================================================
 
 The coordinates place the child's joint frame in the parent's joint frame (the frames
@@ -54,7 +55,7 @@ from ..core import array as A
 from ..core.launch import launch
 from ..kernels.articulation import articulation_kernels
 from ..kernels.structs import (JOINT_BALL, JOINT_FREE, JOINT_PRISMATIC, JOINT_Q_COUNT, JOINT_QD_COUNT,
-                               JOINT_REVOLUTE)
+                               JOINT_REVOLUTE, JOINT_UNIVERSAL)
 from . import geometry as G
 
 
@@ -90,7 +91,7 @@ def _frames(model) -> dict:
     j = model.joints
     return dict(kind=j.kind.numpy(), parent=j.parent.numpy(), child=j.child.numpy(),
                 px=j.parent_xform.numpy().astype(np.float64), cx=j.child_xform.numpy().astype(np.float64),
-                axis=j.axis.numpy().astype(np.float64), qs=model.joint_q_start.numpy(),
+                axis=j.axis.numpy().astype(np.float64), axis2=j.axis2.numpy().astype(np.float64), qs=model.joint_q_start.numpy(),
                 ds=model.joint_qd_start.numpy(), art=model.joint_articulation.numpy())
 
 
@@ -124,6 +125,7 @@ def initial_coordinates(data: dict) -> tuple[np.ndarray, np.ndarray]:
     Xp = np.asarray(data["joint_parent_xform"], dtype=np.float64).reshape(-1, 7)
     Xc = np.asarray(data["joint_child_xform"], dtype=np.float64).reshape(-1, 7)
     axis = np.asarray(data["joint_axis"], dtype=np.float64).reshape(-1, 3)
+    axis2 = np.asarray(data["joint_axis2"], dtype=np.float64).reshape(-1, 3)
     # the parent's joint frame in the world and the parent's motion (the world: at rest)
     has = parent >= 0
     P = np.where(has[:, None], body_q[parent], np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]))
@@ -143,12 +145,19 @@ def initial_coordinates(data: dict) -> tuple[np.ndarray, np.ndarray]:
     vc = body_qd[child, 3:] + np.cross(wc, x - (C[:, :3] + _qrot(C[:, 3:], com[child])))
     v_rel = _qrot(inv, vc - (vp + np.cross(wp, x - cp)))
     w_rel = _qrot(inv, wc - wp)
+    # universal: r = R(a1, q0) R(a2, q1) (see simkit.kernels.articulation)
+    a3 = np.cross(axis, axis2)
+    b2, b1 = _qrot(r, axis2), _qrot(r * np.array([-1.0, -1.0, -1.0, 1.0]), axis)
+    u0 = np.arctan2(np.sum(b2 * a3, axis=1), np.sum(b2 * axis2, axis=1))
+    u1 = np.arctan2(np.sum(b1 * a3, axis=1), np.sum(b1 * axis, axis=1))
+    turned = _qrot(np.concatenate([axis * np.sin(u0 / 2.0)[:, None], np.cos(u0 / 2.0)[:, None]], axis=1), axis2)
     for kind, coords, rates in (
             (JOINT_REVOLUTE, [2.0 * np.arctan2(np.sum(r[:, :3] * axis, axis=1), r[:, 3])],
              [np.sum(axis * w_rel, axis=1)]),
             (JOINT_PRISMATIC, [np.sum(axis * t, axis=1)], [np.sum(axis * v_rel, axis=1)]),
             (JOINT_BALL, list(r.T), list(w_rel.T)),
-            (JOINT_FREE, list(t.T) + list(r.T), list(v_rel.T) + list(w_rel.T))):
+            (JOINT_FREE, list(t.T) + list(r.T), list(v_rel.T) + list(w_rel.T)),
+            (JOINT_UNIVERSAL, [u0, u1], [np.sum(axis * w_rel, axis=1), np.sum(turned * w_rel, axis=1)])):
         sel = np.flatnonzero(kinds == kind)
         for k, values in enumerate(coords):
             q[qs[sel] + k] = values[sel]
@@ -157,14 +166,18 @@ def initial_coordinates(data: dict) -> tuple[np.ndarray, np.ndarray]:
     return q, qd
 
 
-def _motion(kind: int, axis: np.ndarray, q: np.ndarray) -> tuple:
+def _axis_angle(axis: np.ndarray, angle: float) -> np.ndarray:
+    return np.concatenate([axis * np.sin(angle / 2.0), [np.cos(angle / 2.0)]])
+
+
+def _motion(kind: int, axis: np.ndarray, axis2: np.ndarray, q: np.ndarray) -> tuple:
     """Joint motion in the parent's joint frame: translation, rotation (quaternion), the
     velocity columns (3 x dofs, linear and angular) per unit generalized velocity."""
     t, r = np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0])
     n = JOINT_QD_COUNT[kind]
     lin, ang = np.zeros((3, n)), np.zeros((3, n))
     if kind == JOINT_REVOLUTE:
-        r = np.concatenate([axis * np.sin(q[0] / 2.0), [np.cos(q[0] / 2.0)]])
+        r = _axis_angle(axis, q[0])
         ang[:, 0] = axis
     elif kind == JOINT_PRISMATIC:
         t = axis * q[0]
@@ -175,6 +188,10 @@ def _motion(kind: int, axis: np.ndarray, q: np.ndarray) -> tuple:
     elif kind == JOINT_FREE:
         t, r = np.array(q[:3], dtype=np.float64), _unit_quat(q[3:7])
         lin[:, :3], ang[:, 3:] = np.eye(3), np.eye(3)
+    elif kind == JOINT_UNIVERSAL:
+        first = _axis_angle(axis, q[0])
+        r = G.quat_multiply(first, _axis_angle(axis2, q[1]))
+        ang[:, 0], ang[:, 1] = axis, G.quat_rotate(first, axis2)
     return t, r, lin, ang
 
 
@@ -189,7 +206,7 @@ def _dynamics_terms(f: dict, com_local: np.ndarray, q: np.ndarray, qd: np.ndarra
     for j in joints:
         kind, p, c = int(f["kind"][j]), int(f["parent"][j]), int(f["child"][j])
         a, b = f["qs"][j], f["ds"][j] - dof0
-        t, r, lin, ang = _motion(kind, f["axis"][j], q[a:f["qs"][j + 1]])
+        t, r, lin, ang = _motion(kind, f["axis"][j], f["axis2"][j], q[a:f["qs"][j + 1]])
         if p >= 0:
             P = bodies[p]
             R_pj = P["R"] @ G.quat_to_matrix(f["px"][j, 3:])
@@ -219,6 +236,9 @@ def _dynamics_terms(f: dict, com_local: np.ndarray, q: np.ndarray, qd: np.ndarra
             rr, d = x_j - c_p, com - x_j
             w = w_p + om
             alpha = al_p + np.cross(w_p, om)
+            if kind == JOINT_UNIVERSAL:
+                # the second axis turns with the first: d/dt (qd1 R1 a2) = (qd0 a1) x (qd1 R1 a2)
+                alpha = alpha + np.cross(s_w[:, 0] * dq[0], s_w[:, 1] * dq[1])
             a_j = a_p + np.cross(al_p, rr) + np.cross(w_p, np.cross(w_p, rr)) + 2.0 * np.cross(w_p, u)
             v_j = v_p + np.cross(w_p, rr) + u
             entry.update(w=w, v=v_j + np.cross(w, d), alpha=alpha,

@@ -18,8 +18,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..kernels.structs import (JOINT_BALL, JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, NO_LIMIT,
-                               SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE)
+from ..kernels.structs import (JOINT_BALL, JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE,
+                               JOINT_UNIVERSAL, NO_LIMIT, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE)
 from . import geometry as G
 from . import validate as V
 from .contact_material import RIGID_PENALTY, contact_material
@@ -70,6 +70,7 @@ class RigidBuilder:
         self.joint_parent_xform: list = []
         self.joint_child_xform: list = []
         self.joint_axis: list = []
+        self.joint_axis2: list = []
         self.joint_limits: list = []
         self.joint_gains: list = []
         self.joint_articulation: list = []       # -1: not in an articulation
@@ -188,7 +189,8 @@ class RigidBuilder:
                                body, density, (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_capsule")
 
     # -- joints -------------------------------------------------------------------------
-    def _add_joint(self, kind: int, where: str, parent, child, parent_xform, child_xform, axis, limits, gains) -> int:
+    def _add_joint(self, kind: int, where: str, parent, child, parent_xform, child_xform, axis, limits, gains,
+                   axis2=(0.0, 1.0, 0.0)) -> int:
         parent = V.index(parent, self.body_count, "parent", "bodies", where, allow_world=True)
         child = V.index(child, self.body_count, "child", "bodies", where)
         if parent == child:
@@ -203,6 +205,12 @@ class RigidBuilder:
         axis = V.vec3(axis, f"{where}: axis")
         if np.linalg.norm(axis) < 1e-9:
             raise ValueError(f"{where}: axis must be a nonzero vector, got {tuple(axis)}")
+        axis2 = V.vec3(axis2, f"{where}: axis2")
+        if np.linalg.norm(axis2) < 1e-9:
+            raise ValueError(f"{where}: axis2 must be a nonzero vector, got {tuple(axis2)}")
+        if kind == JOINT_UNIVERSAL and abs(axis @ axis2) > 1e-6 * np.linalg.norm(axis) * np.linalg.norm(axis2):
+            raise ValueError(f"{where}: axis and axis2 must be perpendicular, got {tuple(map(float, axis))} and "
+                             f"{tuple(map(float, axis2))}")
         lower, upper, limit_ke, limit_kd = limits
         lower = -NO_LIMIT if lower is None else V.number(lower, f"{where}: limit_lower")
         upper = NO_LIMIT if upper is None else V.number(upper, f"{where}: limit_upper")
@@ -218,6 +226,7 @@ class RigidBuilder:
         self.joint_parent_xform.append(parent_xform)
         self.joint_child_xform.append(child_xform)
         self.joint_axis.append(axis / np.linalg.norm(axis))
+        self.joint_axis2.append(axis2 / np.linalg.norm(axis2))
         self.joint_limits.append([lower, upper, limit_ke, limit_kd])
         self.joint_gains.append(gains)
         self.joint_articulation.append(articulation)
@@ -341,6 +350,27 @@ class RigidBuilder:
                                (1.0, 0.0, 0.0), (None, None, 0.0, 0.0),
                                (0.0, 0.0, linear_ke, linear_kd, angular_ke, angular_kd))
 
+    def add_joint_universal(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None,
+                            axis: Sequence[float] = (1.0, 0.0, 0.0), axis2: Sequence[float] = (0.0, 1.0, 0.0), *,
+                            linear_ke: float = JOINT_LINEAR_KE, linear_kd: float = JOINT_LINEAR_KD,
+                            angular_ke: float = JOINT_ANGULAR_KE, angular_kd: float = JOINT_ANGULAR_KD) -> int:
+        """A universal (Cardan) joint: the joint frames' origins coincide and the child turns
+        about ``axis`` and about ``axis2`` (perpendicular to each other, in the joint frame),
+        never about the third direction. Its coordinates are the two angles: the child's joint
+        frame is the parent's turned by ``q0`` about ``axis``, then by ``q1`` about ``axis2``
+        carried along by the first turn. The maximal-coordinate integrators keep the origins
+        together and the angle between the parent's ``axis`` and the child's ``axis2`` (with
+        ``linear_*`` and ``angular_*`` in the semi-implicit one); it has no limits or drives.
+        Frames as for :meth:`add_joint_revolute`.
+
+        Example::
+
+            b.add_joint_universal(torso, leg, axis=(1.0, 0.0, 0.0), axis2=(0.0, 0.0, 1.0))
+        """
+        return self._add_joint(JOINT_UNIVERSAL, "add_joint_universal", parent, child, parent_xform, child_xform,
+                               axis, (None, None, 0.0, 0.0), (0.0, 0.0, linear_ke, linear_kd, angular_ke, angular_kd),
+                               axis2)
+
     def add_joint_free(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None) -> int:
         """A free joint: six degrees of freedom, no constraint (in the maximal-coordinate
         integrators it does nothing). In an articulation it makes ``child`` a floating base:
@@ -392,7 +422,7 @@ class RigidBuilder:
         self.joint_child.extend(body(c) for c in other.joint_child)
         self.joint_parent_xform.extend(place(t) if p < 0 else t
                                        for t, p in zip(other.joint_parent_xform, other.joint_parent))
-        for name in ("joint_child_xform", "joint_axis", "joint_limits", "joint_gains"):
+        for name in ("joint_child_xform", "joint_axis", "joint_axis2", "joint_limits", "joint_gains"):
             getattr(self, name).extend(getattr(other, name))
         # the joints of other's articulations are the next ones here; joints added after this
         # call join no articulation until add_articulation starts one
@@ -426,7 +456,7 @@ class RigidBuilder:
             **{f"shape_{name}": material[:, k] for k, name in enumerate(SHAPE_MATERIAL)},
             "joint_kind": self.joint_kind, "joint_parent": self.joint_parent, "joint_child": self.joint_child,
             "joint_parent_xform": self.joint_parent_xform, "joint_child_xform": self.joint_child_xform,
-            "joint_axis": self.joint_axis, "joint_limit_lower": limits[:, 0], "joint_limit_upper": limits[:, 1],
+            "joint_axis": self.joint_axis, "joint_axis2": self.joint_axis2, "joint_limit_lower": limits[:, 0], "joint_limit_upper": limits[:, 1],
             "joint_limit_ke": limits[:, 2], "joint_limit_kd": limits[:, 3],
             "joint_target_ke": gains[:, 0], "joint_target_kd": gains[:, 1], "joint_linear_ke": gains[:, 2],
             "joint_linear_kd": gains[:, 3], "joint_angular_ke": gains[:, 4], "joint_angular_kd": gains[:, 5],

@@ -148,6 +148,7 @@ class Model:
                                parent_xform=vectors(data["joint_parent_xform"], S.transform, grad=False),
                                child_xform=vectors(data["joint_child_xform"], S.transform, grad=False),
                                axis=vectors(data["joint_axis"], vec3, grad=False),
+                               axis2=vectors(data["joint_axis2"], vec3, grad=False),
                                **{name: reals(data[f"joint_{name}"]) for name in (
                                    "limit_lower", "limit_upper", "limit_ke", "limit_kd", "target_ke", "target_kd",
                                    "linear_ke", "linear_kd", "angular_ke", "angular_kd")})

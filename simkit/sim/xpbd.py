@@ -35,8 +35,9 @@ Position Based Dynamics"; kernels in :mod:`simkit.kernels.xpbd_bodies` and
   at the new orientation), so a torque-free body conserves ``L``; ``control.joint_act`` is the
   torque (revolute) or force (prismatic) ``F``, ``tau`` of a joint, with its reaction;
 - joints are rigid constraints (compliance 0): the joint frames' origins coincide (a
-  prismatic joint's only off its axis), a revolute joint keeps the axes aligned, fixed and
-  prismatic joints lock the relative rotation; limits are rigid one-sided constraints on the
+  prismatic joint's only off its axis), a revolute joint keeps the axes aligned, a universal
+  joint its two axes perpendicular, fixed and prismatic joints lock the relative rotation, a
+  free joint does nothing; limits are rigid one-sided constraints on the
   joint coordinate; a drive is a compliant constraint towards ``control.joint_target``
   (compliance ``1 / target_ke``, damping ``target_kd``). ``linear_ke/kd``, ``angular_ke/kd``
   and ``limit_ke/kd`` (the penalty gains of the semi-implicit integrator) are not used;

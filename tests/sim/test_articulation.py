@@ -25,7 +25,8 @@ def pendulum(length=0.8, radius=0.1, density=1000.0):
 
 
 def floating_chain():
-    """A free box, a ball-jointed capsule, a slider and a hinged box: every kind with coordinates."""
+    """A free box, a ball-jointed capsule, a slider, a hinged box and a link on a universal joint:
+    every kind with coordinates."""
     b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="y", ground=False)
     b.add_articulation()
     base = b.add_body(((0.2, 1.5, -0.1), (0.1, 0.2, 0.3, 0.9)))
@@ -40,6 +41,9 @@ def floating_chain():
     link = b.add_body(((0.3, 0.4, 0.0), IDENTITY))
     b.add_shape_box((0.0, -0.1, 0.0), IDENTITY, (0.03, 0.1, 0.03), body=link)
     b.add_joint_revolute(slider, link, child_xform=((0.0, 0.05, 0.0), IDENTITY), axis=(1.0, 0.0, 1.0))
+    tip = b.add_body(((0.3, 0.2, 0.0), (0.0, 0.3826834, 0.0, 0.9238795)))
+    b.add_shape_box((0.0, -0.05, 0.0), IDENTITY, (0.02, 0.05, 0.03), body=tip)
+    b.add_joint_universal(link, tip, axis=(1.0, 0.0, 1.0), axis2=(0.0, 1.0, 0.0))
     return b
 
 
@@ -65,11 +69,11 @@ def fk(model, q, qd):
 # -- builder and model -------------------------------------------------------------------------
 def test_joint_coordinates_are_laid_out_by_kind():
     model = floating_chain().finalize(dtype=F64)
-    assert model.joint_q_start.numpy().tolist() == [0, 7, 11, 12, 13]
-    assert model.joint_qd_start.numpy().tolist() == [0, 6, 9, 10, 11]
-    assert (model.joint_coord_count, model.joint_dof_count, model.articulation_count) == (13, 11, 1)
-    assert model.body_joint.numpy().tolist() == [0, 1, 2, 3]
-    assert model.articulation_dofs(0) == (0, 11) and model.articulation_coords(0) == (0, 13)
+    assert model.joint_q_start.numpy().tolist() == [0, 7, 11, 12, 13, 15]
+    assert model.joint_qd_start.numpy().tolist() == [0, 6, 9, 10, 11, 13]
+    assert (model.joint_coord_count, model.joint_dof_count, model.articulation_count) == (15, 13, 1)
+    assert model.body_joint.numpy().tolist() == [0, 1, 2, 3, 4]
+    assert model.articulation_dofs(0) == (0, 13) and model.articulation_coords(0) == (0, 15)
 
 
 def test_initial_coordinates_are_those_of_the_bodies_as_built():
@@ -80,7 +84,7 @@ def test_initial_coordinates_are_those_of_the_bodies_as_built():
     q, qd = model.joint_q.numpy(), model.joint_qd.numpy()
     r = np.array([0.1, 0.2, 0.3, 0.9]) / np.linalg.norm([0.1, 0.2, 0.3, 0.9])
     np.testing.assert_allclose(q[:7], np.concatenate([[0.2, 1.5, -0.1], r]), atol=1e-15)
-    np.testing.assert_allclose(q[7:], [0.0, 0.0, 0.0, 1.0, 0.0, 0.0], atol=1e-15)
+    np.testing.assert_allclose(q[7:], [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0], atol=1e-15)
     # the base's origin velocity: that of its center of mass (its origin, the box's center)
     np.testing.assert_allclose(qd[:6], [1.0, 2.0, 3.0, 0.1, 0.2, 0.3], atol=1e-15)
 
@@ -139,14 +143,14 @@ def test_worlds_copy_articulations_with_their_joints():
     world.add_joint_fixed(-1, 0)      # after add_builder: in no articulation
     model = world.finalize(dtype=F64)
     assert model.articulation_count == 3
-    assert [model.articulation_joints(a) for a in range(3)] == [(0, 4), (4, 8), (8, 12)]
-    assert model.joint_articulation.numpy().tolist() == [0] * 4 + [1] * 4 + [2] * 4 + [-1]
+    assert [model.articulation_joints(a) for a in range(3)] == [(0, 5), (5, 10), (10, 15)]
+    assert model.joint_articulation.numpy().tolist() == [0] * 5 + [1] * 5 + [2] * 5 + [-1]
     # the placement moves the joint frames attached to the world: every copy has the same
     # coordinates, its bodies are where the placement put them
     q = model.joint_q.numpy()
-    np.testing.assert_allclose(q[13:26], q[0:13], atol=1e-15)
+    np.testing.assert_allclose(q[15:30], q[0:15], atol=1e-15)
     body_q, _ = fk(model, q, model.joint_qd.numpy())
-    np.testing.assert_allclose(body_q[4:8, :3] - body_q[0:4, :3], [[2.0, 0.0, 0.0]] * 4, atol=1e-12)
+    np.testing.assert_allclose(body_q[5:10, :3] - body_q[0:5, :3], [[2.0, 0.0, 0.0]] * 5, atol=1e-12)
     np.testing.assert_allclose(body_q, model.body_q.numpy(), atol=1e-12)
 
 
@@ -274,13 +278,13 @@ def test_inverse_kinematics_gradients_match_central_differences(rng):
 def test_kinematics_refuse_coordinates_of_the_wrong_size_or_type():
     model = floating_chain().finalize(dtype=F64)
     state = model.state()
-    with pytest.raises(ValueError, match=r"eval_fk: joint_q must be a 1-d float64 array of 13 values \(as "
+    with pytest.raises(ValueError, match=r"eval_fk: joint_q must be a 1-d float64 array of 15 values \(as "
                                          r"model.joint_q\), got dtype float64, shape \(12,\)"):
         sk.sim.eval_fk(model, sk.zeros(12, dtype=F64), model.joint_qd, state)
-    with pytest.raises(ValueError, match="eval_ik: joint_qd must be a 1-d float64 array of 11 values"):
-        sk.sim.eval_ik(model, state, model.joint_q, sk.zeros(11, dtype=sk.float32))
+    with pytest.raises(ValueError, match="eval_ik: joint_qd must be a 1-d float64 array of 13 values"):
+        sk.sim.eval_ik(model, state, model.joint_q, sk.zeros(13, dtype=sk.float32))
     with pytest.raises(TypeError, match="eval_fk: joint_qd must be an sk array, got ndarray"):
-        sk.sim.eval_fk(model, model.joint_q, np.zeros(11), state)
+        sk.sim.eval_fk(model, model.joint_q, np.zeros(13), state)
 
 
 # -- dynamics ------------------------------------------------------------------------------------
@@ -323,12 +327,12 @@ def test_mass_matrix_blocks_follow_articulations():
     world.add_builder(floating_chain())
     model = world.finalize(dtype=F64)
     M = sk.sim.mass_matrix(model, model.joint_q)
-    assert M.shape == (12, 12)
+    assert M.shape == (14, 14)
     np.testing.assert_array_equal(M[:1, 1:], 0.0)
     np.testing.assert_array_equal(sk.sim.mass_matrix(model, model.joint_q, articulation=1), M[1:, 1:])
     with pytest.raises(ValueError, match=r"mass_matrix: articulation must be an int in \[0, 2\), got 2"):
         sk.sim.mass_matrix(model, model.joint_q, articulation=2)
-    with pytest.raises(ValueError, match=r"bias_forces: joint_qd must hold 12 numbers .* got shape \(3,\)"):
+    with pytest.raises(ValueError, match=r"bias_forces: joint_qd must hold 14 numbers .* got shape \(3,\)"):
         sk.sim.bias_forces(model, model.joint_q, np.zeros(3))
 
 
@@ -349,3 +353,61 @@ def test_a_free_joint_leaves_a_body_as_free_as_without_it(integrator):
 
     for a, b in zip(run(True), run(False)):
         np.testing.assert_array_equal(a, b)
+
+
+# -- universal joints in the maximal-coordinate integrators ----------------------------------------
+def universal_pendulum(kind):
+    """A rod hanging from the world on a universal joint (axes x and z) or, for comparison, a
+    ball joint, spun about its long axis y: the direction a universal joint blocks."""
+    b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="y", ground=False)
+    rod = b.add_body(((0.0, 1.0, 0.0), IDENTITY), angular_velocity=(0.0, 3.0, 0.0), armature=1e-3)
+    b.add_shape_box((0.0, -0.3, 0.0), IDENTITY, (0.05, 0.3, 0.05), body=rod)
+    if kind == "universal":
+        b.add_joint_universal(-1, rod, axis=(1.0, 0.0, 0.0), axis2=(0.0, 0.0, 1.0))
+    else:
+        b.add_joint_ball(-1, rod)
+    return b.finalize(dtype=F64)
+
+
+# the penalty of the semi-implicit integrator gives way: the spin's energy I w^2 / 2 at most
+# bends it by w sqrt(I / angular_ke) = 3 sqrt(0.011 / 1e3) = 0.01 rad; XPBD's constraint is rigid
+@pytest.mark.parametrize("integrator, give", [(sk.sim.SemiImplicitEuler, 0.011), (sk.sim.XPBD, 1e-3)])
+def test_a_universal_joint_blocks_the_twist_a_ball_joint_lets_through(integrator, give):
+    def twist(kind):
+        model = universal_pendulum(kind)
+        states = sk.sim.simulate(model, integrator(), model.state(), steps=400, dt=2.5e-4, keep_states=False)
+        r = states[-1].body_q.numpy()[0, 3:]
+        # the child's axis2 (z) against the world's axis (x): perpendicular while the joint holds
+        return abs(G.quat_rotate(r, [0.0, 0.0, 1.0]) @ np.array([1.0, 0.0, 0.0])), states[-1]
+
+    held, state = twist("universal")
+    free, _ = twist("ball")
+    assert free > 0.2            # 3 rad/s for 0.1 s turned the ball-jointed rod by 0.3 rad
+    assert held < give
+    np.testing.assert_allclose(state.body_q.numpy()[0, :3], [0.0, 1.0, 0.0], atol=1e-3)   # the anchor holds
+
+
+@pytest.mark.parametrize("integrator", [sk.sim.SemiImplicitEuler, sk.sim.XPBD])
+def test_a_universal_joint_swings_freely_about_its_axes(integrator):
+    # a sideways push about the first axis (x) swings the rod like a hinge about x
+    def run(kind):
+        b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="y", ground=False)
+        rod = b.add_body(((0.0, 1.0, 0.0), IDENTITY), angular_velocity=(2.0, 0.0, 0.0), velocity=(0.0, 0.0, -0.6))
+        b.add_shape_box((0.0, -0.3, 0.0), IDENTITY, (0.05, 0.3, 0.05), body=rod)
+        if kind == "universal":
+            b.add_joint_universal(-1, rod, axis=(1.0, 0.0, 0.0), axis2=(0.0, 0.0, 1.0))
+        else:
+            b.add_joint_revolute(-1, rod, axis=(1.0, 0.0, 0.0))
+        model = b.finalize(dtype=F64)
+        states = sk.sim.simulate(model, integrator(), model.state(), steps=400, dt=2.5e-4, keep_states=False)
+        return states[-1].body_q.numpy()[0]
+
+    np.testing.assert_allclose(run("universal"), run("revolute"), atol=1e-4)
+
+
+def test_universal_axes_must_be_perpendicular():
+    b = sk.sim.ModelBuilder()
+    body = b.add_body()
+    with pytest.raises(ValueError, match=r"add_joint_universal: axis and axis2 must be perpendicular, got "
+                                         r"\(1.0, 0.0, 0.0\) and \(1.0, 1.0, 0.0\)"):
+        b.add_joint_universal(-1, body, axis=(1.0, 0.0, 0.0), axis2=(1.0, 1.0, 0.0))

@@ -183,7 +183,41 @@ def floating_base():
     return model, xml
 
 
-MODELS = {"double_pendulum": double_pendulum, "cart_pole": cart_pole, "floating_base": floating_base}
+def universal_chain():
+    """Two links on universal joints (in MuJoCo: two hinges in one body, applied in order), the
+    first with tilted axes at an offset anchor, the second below it, turned."""
+    X1 = np.concatenate([[0.0, 0.3, 1.8], quat_axis((0.0, 1.0, 0.0), 0.2)])
+    rel2 = np.concatenate([[0.1, 0.0, -0.7], quat_axis((1.0, 0.0, 1.0), 0.6)])
+    b = builder()
+    b.add_articulation()
+    l1 = b.add_body(pose(X1[:3], X1[3:]))
+    b.add_shape_capsule((0.0, 0.0, -0.35), CAPSULE_Z, 0.04, 0.3, body=l1)
+    b.add_joint_universal(-1, l1, child_xform=pose((0.0, 0.0, 0.05)), axis=(1.0, 1.0, 0.0), axis2=(0.0, 0.0, 1.0))
+    X2 = compose(X1, rel2)
+    l2 = b.add_body(pose(X2[:3], X2[3:]))
+    b.add_shape_box((0.0, 0.02, -0.2), (0.0, 0.0, 0.0, 1.0), (0.04, 0.06, 0.2), body=l2)
+    b.add_joint_universal(l1, l2, axis=(0.0, 1.0, 0.0), axis2=(1.0, 0.0, 0.0))
+    model = b.finalize(dtype=F64)
+    xml = f"""
+    <mujoco><option gravity="0 0 -9.81"/><worldbody>
+      <body pos="0 0.3 1.8" quat="{wxyz(X1[3:])}">
+        <joint type="hinge" pos="0 0 0.05" axis="1 1 0"/>
+        <joint type="hinge" pos="0 0 0.05" axis="0 0 1"/>
+        <geom type="capsule" fromto="0 0 -0.05 0 0 -0.65" size="0.04"/>
+        {inertial(model, 0)}
+        <body pos="0.1 0 -0.7" quat="{wxyz(rel2[3:])}">
+          <joint type="hinge" axis="0 1 0"/>
+          <joint type="hinge" axis="1 0 0"/>
+          <geom type="box" pos="0 0.02 -0.2" size="0.04 0.06 0.2"/>
+          {inertial(model, 1)}
+        </body>
+      </body>
+    </worldbody></mujoco>"""
+    return model, xml
+
+
+MODELS = {"double_pendulum": double_pendulum, "cart_pole": cart_pole, "floating_base": floating_base,
+          "universal_chain": universal_chain}
 
 
 # -- the mapping between the two conventions ---------------------------------------------------
