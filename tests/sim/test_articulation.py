@@ -336,6 +336,79 @@ def test_mass_matrix_blocks_follow_articulations():
         sk.sim.bias_forces(model, model.joint_q, np.zeros(3))
 
 
+def _coordinate_rates(model, q, qd):
+    """dq/dt: the rates themselves, but for quaternions dr/dt = (w, 0) r / 2 (w in the parent's frame)."""
+    out = np.zeros_like(q)
+    qs, ds = model.joint_q_start.numpy(), model.joint_qd_start.numpy()
+    for j, kind in enumerate(model.joints.kind.numpy()):
+        a, b = qs[j], ds[j]
+        if kind in (JOINT_BALL, JOINT_FREE):
+            if kind == JOINT_FREE:
+                out[a:a + 3] = qd[b:b + 3]
+                a, b = a + 3, b + 3
+            out[a:a + 4] = 0.5 * G.quat_multiply(np.concatenate([qd[b:b + 3], [0.0]]), q[a:a + 4])
+        else:
+            out[a:qs[j + 1]] = qd[b:ds[j + 1]]
+    return out
+
+
+def _energy(model, q, qd):
+    body_q, _ = fk(model, q, qd)
+    com = body_q[:, :3] + np.stack([G.quat_rotate(r, c) for r, c in zip(body_q[:, 3:], model.bodies.com.numpy())])
+    g = np.array([model.gravity[k] for k in range(3)])
+    return 0.5 * qd @ sk.sim.mass_matrix(model, q) @ qd - model.bodies.mass.numpy() @ (com @ g)
+
+
+def test_mass_matrix_and_bias_forces_conserve_the_energy_of_a_free_motion(rng):
+    # qdd = -M^-1 C integrated by RK4 (numpy): energy is conserved to the integrator's error only
+    # if C holds exactly the Coriolis and gravity terms that belong to M
+    model = floating_chain().finalize(dtype=F64)
+    q, qd = random_coordinates(model, rng)
+    qd *= 3.0
+
+    def rates(state):
+        x, v = state[:model.joint_coord_count], state[model.joint_coord_count:]
+        acc = np.linalg.solve(sk.sim.mass_matrix(model, x), -sk.sim.bias_forces(model, x, v))
+        return np.concatenate([_coordinate_rates(model, x, v), acc])
+
+    state, dt = np.concatenate([q, qd]), 1e-3
+    e0 = _energy(model, q, qd)
+    for _step in range(300):
+        k1 = rates(state)
+        k2 = rates(state + 0.5 * dt * k1)
+        k3 = rates(state + 0.5 * dt * k2)
+        k4 = rates(state + dt * k3)
+        state = state + dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+    e1 = _energy(model, state[:model.joint_coord_count], state[model.joint_coord_count:])
+    scale = 0.5 * qd @ sk.sim.mass_matrix(model, q) @ qd
+    assert abs(e1 - e0) < 1e-8 * scale
+
+
+def test_small_swings_of_a_pendulum_have_the_period_of_its_mass_matrix_and_gravity():
+    # M(0) theta'' = -dC/dtheta(0) theta: omega^2 = m g L / I about the hinge (analytic)
+    length, radius = 0.8, 0.1
+    model = pendulum(length, radius).finalize(dtype=F64)
+    m = float(model.bodies.mass.numpy()[0])
+    eps = 1e-6
+    stiffness = (sk.sim.bias_forces(model, [eps], [0.0])[0] - sk.sim.bias_forces(model, [-eps], [0.0])[0]) / (2 * eps)
+    omega2 = stiffness / sk.sim.mass_matrix(model, [0.0])[0, 0]
+    np.testing.assert_allclose(omega2, m * 9.81 * length / (m * length ** 2 + 0.4 * m * radius ** 2), rtol=1e-8)
+
+
+def test_float32_kinematics_agree_with_float64(rng):
+    m64 = floating_chain().finalize(dtype=F64)
+    m32 = floating_chain().finalize(dtype=sk.float32)
+    q, qd = random_coordinates(m64, rng)
+    for a, b in zip(fk(m32, q, qd), fk(m64, q, qd)):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    state = m32.state()
+    sk.sim.eval_fk(m32, sk.array(q, dtype=sk.float32), sk.array(qd, dtype=sk.float32), state)
+    q2, qd2 = sk.zeros_like(m32.joint_q), sk.zeros_like(m32.joint_qd)
+    sk.sim.eval_ik(m32, state, q2, qd2)
+    np.testing.assert_allclose(q2.numpy(), q, atol=1e-5)
+    np.testing.assert_allclose(qd2.numpy(), qd, atol=1e-4)
+
+
 # -- free joints in the maximal-coordinate integrators ----------------------------------------------
 @pytest.mark.parametrize("integrator", [sk.sim.SemiImplicitEuler, sk.sim.XPBD])
 def test_a_free_joint_leaves_a_body_as_free_as_without_it(integrator):
