@@ -348,6 +348,37 @@ def bias_forces(model, joint_q: Any, joint_qd: Any, articulation: int | None = N
     return out
 
 
+def joint_accelerations(model, joint_q: Any, joint_qd: Any, joint_tau: Any = None,
+                        articulation: int | None = None) -> np.ndarray:
+    """The generalized accelerations ``qdd = M(q)^-1 (tau - C(q, qd))`` of the articulations
+    under generalized forces ``joint_tau`` (laid out like ``joint_qd``; None: zero) and gravity,
+    without contacts, limits or drives (float64 numpy, laid out like ``joint_qd``; zero for
+    joints outside articulations). ``articulation=a`` returns articulation ``a``'s only. The
+    angular accelerations of ball and free joints are in the parent's joint frame, as their
+    velocities.
+
+    Example::
+
+        qdd = sk.sim.joint_accelerations(model, model.joint_q, model.joint_qd)   # falling freely
+    """
+    _check_coordinates(model, joint_q, "joint_q", model.joint_coord_count, "joint_accelerations")
+    _check_coordinates(model, joint_qd, "joint_qd", model.joint_dof_count, "joint_accelerations")
+    tau = np.zeros(model.joint_dof_count)
+    if joint_tau is not None:
+        _check_coordinates(model, joint_tau, "joint_tau", model.joint_dof_count, "joint_accelerations")
+        tau = _host(joint_tau)
+    f = _frames(model)
+    parts = _articulations(model, f, articulation, "joint_accelerations")
+    out = np.zeros((parts[0][2] if parts else 0) if articulation is not None else model.joint_dof_count)
+    M = mass_matrix(model, joint_q, articulation)
+    rhs = tau - bias_forces(model, joint_q, joint_qd)
+    for _joints, dof0, ndof in parts:
+        at = 0 if articulation is not None else dof0
+        block = slice(at, at + ndof)
+        out[block] = np.linalg.solve(M[block, block], rhs[dof0:dof0 + ndof])
+    return out
+
+
 # -- kernels ------------------------------------------------------------------------------
 def _check_array(model, values: Any, name: str, size: int, where: str) -> None:
     if not isinstance(values, A.Array):

@@ -395,6 +395,23 @@ def test_small_swings_of_a_pendulum_have_the_period_of_its_mass_matrix_and_gravi
     np.testing.assert_allclose(omega2, m * 9.81 * length / (m * length ** 2 + 0.4 * m * radius ** 2), rtol=1e-8)
 
 
+def test_a_free_body_falls_with_gravity_and_keeps_its_spin_rate_about_a_principal_axis():
+    # a free box spinning about a principal axis: no angular acceleration, the origin (its
+    # center of mass) accelerates with g; a force along x adds F / m
+    b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="y", ground=False)
+    b.add_articulation()
+    box = b.add_body(((0.0, 1.0, 0.0), (0.0, 0.0, 0.3826834, 0.9238795)), angular_velocity=(0.0, 0.0, 4.0))
+    b.add_shape_box((0.0, 0.0, 0.0), IDENTITY, (0.1, 0.2, 0.3), body=box)
+    b.add_joint_free(-1, box)
+    model = b.finalize(dtype=F64)
+    m = float(model.bodies.mass.numpy()[0])
+    tau = np.array([2.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    qdd = sk.sim.joint_accelerations(model, model.joint_q, model.joint_qd, tau)
+    np.testing.assert_allclose(qdd, [2.0 / m, -9.81, 0.0, 0.0, 0.0, 0.0], atol=1e-12)
+    with pytest.raises(ValueError, match=r"joint_accelerations: joint_tau must hold 6 numbers .* got shape \(3,\)"):
+        sk.sim.joint_accelerations(model, model.joint_q, model.joint_qd, np.zeros(3))
+
+
 def test_float32_kinematics_agree_with_float64(rng):
     m64 = floating_chain().finalize(dtype=F64)
     m32 = floating_chain().finalize(dtype=sk.float32)

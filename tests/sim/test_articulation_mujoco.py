@@ -1,7 +1,8 @@
 """Articulations checked against MuJoCo: the same small trees built in simkit and written as
 MJCF, compared in float64 on random configurations for forward kinematics (body poses, the
 angular velocity and center-of-mass velocity of every body), the joint-space mass matrix
-(``mj_fullM`` after ``mj_forward``) and the bias forces (``qfrc_bias``).
+(``mj_fullM`` after ``mj_forward``), the bias forces (``qfrc_bias``) and the accelerations
+under applied generalized forces (``qacc``, contacts off).
 
 The MJCF is written by hand from the same numbers as the simkit builder calls; only the
 ``<inertial>`` of each body is taken from simkit's model (mass, center of mass and inertia
@@ -336,6 +337,24 @@ def test_bias_forces_match_mujoco_qfrc_bias(name):
         qpos, qvel, T = to_mujoco(model, q, qd)
         _m, d = mujoco_at(xml, qpos, qvel)
         assert relative_error(sk.sim.bias_forces(model, q, qd), T.T @ d.qfrc_bias) < TOL
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_joint_accelerations_under_applied_forces_match_mujoco_qacc(name):
+    # contacts off in MuJoCo: qacc = M^-1 (qfrc_applied - qfrc_bias); qacc = T qdd (dT/dt qd = 0)
+    # and tau = T^T qfrc_applied, so qfrc_applied = T tau (T is orthogonal)
+    model, xml = MODELS[name]()
+    xml = xml.replace('<option gravity="0 0 -9.81"/>', '<option gravity="0 0 -9.81"><flag contact="disable"/></option>')
+    rng = np.random.default_rng(6)
+    for _trial in range(5):
+        q, qd = random_coordinates(model, rng)
+        tau = rng.normal(size=model.joint_dof_count) * 5.0
+        qpos, qvel, T = to_mujoco(model, q, qd)
+        m = mujoco.MjModel.from_xml_string(xml)
+        d = mujoco.MjData(m)
+        d.qpos[:], d.qvel[:], d.qfrc_applied[:] = qpos, qvel, T @ tau
+        mujoco.mj_forward(m, d)
+        assert relative_error(sk.sim.joint_accelerations(model, q, qd, tau), T.T @ d.qacc) < TOL
 
 
 def test_box_inertia_from_density_matches_mujocos_geom_inertia():
