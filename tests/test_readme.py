@@ -198,3 +198,11 @@ def test_the_design_doc_lists_every_builtin_of_the_kernel_language():
     in_code = {w for span in re.findall(r"`([^`]+)`", text) for w in re.findall(r"\w+", span)}
     missing = sorted(set(BUILTIN_STUBS) - in_code)
     assert not missing, f"docs/design.md, 'Builtins', does not list: {', '.join(missing)}"
+
+
+def test_articulations_example_prints_the_elbow_and_the_gradient_of_its_height(run_block):
+    # elbow = (sin 30deg, 2 - cos 30deg, 0); its height 2 - cos(q0) has gradient (sin q0, 0)
+    printed = stdout_of(run_block, the_block("sk.sim.eval_fk(model, q", ROOT / "docs" / "articulations.md"))
+    assert [float(x) for x in printed[0].strip("[]").split()] == [0.5, 1.134, 0.0]
+    assert [float(x) for x in printed[1].strip("[]").split()] == [0.5, 0.0]
+    assert printed[2] == "(2, 2)"

@@ -14,14 +14,17 @@ origins and ``q_rel = conj(q_parent_frame) * q_child_frame`` the relative rotati
   prismatic joint uses the whole relative rotation, ``theta = 2 * R_p * vec(q_rel)``
   (= ``2 sin(angle / 2) * axis_of_rotation``, the gradient of ``4 ke (1 - cos(angle / 2))``);
   a revolute joint only its misalignment, ``theta = a x a_c`` (``a_c`` the axis carried by
-  the child), and damps ``w_rel`` perpendicular to ``a``; a ball joint has none.
+  the child), and damps ``w_rel`` perpendicular to ``a``; a universal joint keeps the parent's
+  ``a`` perpendicular to the child's ``a2`` (``axis2`` carried by the child): ``theta = -(a . a2) n``,
+  ``n = a x a2`` (the gradient of ``(a . a2)^2 / 2``), and damps ``w_rel`` along ``n``; a ball
+  joint has none.
 - Coordinate: revolute ``q = 2 atan2(dot(vec(q_rel), axis), w(q_rel))``, the twist of the
   relative rotation about the axis (in ``[-pi, pi]``), ``qd = dot(a, w_rel)``; prismatic
   ``q = dot(a, x_c - x_p)``, ``qd = dot(a, v_rel)``. Along the axis acts
   ``u = target_ke (joint_target - q) - target_kd qd + joint_act`` plus, outside
   ``[limit_lower, limit_upper]``, the one-sided penalty ``limit_ke (bound - q) - limit_kd qd``:
   a torque ``u a`` (revolute) or a force ``u a`` (prismatic). Ball and fixed joints have no
-  coordinate and ignore ``joint_target``/``joint_act``.
+  coordinate and ignore ``joint_target``/``joint_act``. A free joint applies nothing.
 
 The child receives ``f`` at ``x_c`` and the couple ``tau``; the parent receives exactly the
 opposite, at the same point, so joints conserve the total linear and angular momentum, the
@@ -57,7 +60,7 @@ from types import SimpleNamespace
 import simkit as sk
 from ..core.launch import launch
 from .bodies import body_kernels
-from .structs import JOINT_FIXED, JOINT_PRISMATIC, JOINT_REVOLUTE, model_structs
+from .structs import JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_UNIVERSAL, model_structs
 
 
 @functools.cache
@@ -81,6 +84,8 @@ def joint_kernels(real) -> SimpleNamespace:
                     act: reals, body_f: spatials):
         j = sk.tid()
         kind = joints.kind[j]
+        if kind == JOINT_FREE:
+            return
         p = joints.parent[j]
         c = joints.child[j]
         X_wc = body_q[c]
@@ -130,6 +135,11 @@ def joint_kernels(real) -> SimpleNamespace:
         elif kind == JOINT_FIXED:
             theta = sk.quat_rotate(X_p.q, rel) * 2.0
             w_err = w_rel
+        elif kind == JOINT_UNIVERSAL:
+            a2 = sk.quat_rotate(X_c.q, joints.axis2[j])
+            n = sk.cross(a, a2)
+            theta = n * -sk.dot(a, a2)
+            w_err = n * sk.dot(n, w_rel)
 
         f = -(e * joints.linear_ke[j] + v_rel * joints.linear_kd[j])
         tau = -(theta * joints.angular_ke[j] + w_err * joints.angular_kd[j])

@@ -22,7 +22,14 @@ from ..core.struct import struct
 SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE = 0, 1, 2
 
 # Joint kinds (``Joints.kind``).
-JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_BALL, JOINT_FIXED = 0, 1, 2, 3
+JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_BALL, JOINT_FIXED, JOINT_FREE, JOINT_UNIVERSAL = 0, 1, 2, 3, 4, 5
+
+# Generalized coordinates and velocities of each joint kind, indexed by kind: a revolute or
+# prismatic joint has one of each, a ball joint a quaternion (x, y, z, w) and an angular
+# velocity, a fixed joint none, a free joint a position and a quaternion, a linear and an
+# angular velocity, a universal joint two angles and their rates.
+JOINT_Q_COUNT = (1, 1, 4, 0, 7, 2)
+JOINT_QD_COUNT = (1, 1, 3, 0, 6, 2)
 
 # Stored for a joint limit that is not set: far beyond any coordinate, finite in float32.
 NO_LIMIT = 1.0e30
@@ -135,7 +142,9 @@ def model_structs(real) -> SimpleNamespace:
         """Joints between a ``parent`` body (-1: the world) and a ``child`` body. The joint frame
         is ``parent_xform`` in the parent's frame and ``child_xform`` in the child's; the joint
         holds the two frames together except along/about ``axis`` (in the joint frame) for
-        revolute and prismatic joints, and about every axis for ball joints.
+        revolute and prismatic joints, about every axis for ball joints, about ``axis`` and
+        ``axis2`` (perpendicular, in the joint frame) for universal joints; a free joint holds
+        nothing (the maximal-coordinate integrators apply no force for it).
 
         The coordinate of a revolute (prismatic) joint is the angle (displacement) of the child
         frame about (along) the axis. ``limit_lower/upper`` bound it with a penalty of stiffness
@@ -148,6 +157,7 @@ def model_structs(real) -> SimpleNamespace:
         parent_xform: ArrayType(transform, 1)
         child_xform: ArrayType(transform, 1)
         axis: ArrayType(vec3, 1)
+        axis2: ArrayType(vec3, 1)
         limit_lower: reals
         limit_upper: reals
         limit_ke: reals

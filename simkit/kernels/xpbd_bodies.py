@@ -28,7 +28,7 @@ from types import SimpleNamespace
 
 import simkit as sk
 from .bodies import body_kernels, quat_normalize
-from .structs import JOINT_BALL, JOINT_PRISMATIC, JOINT_REVOLUTE, model_structs
+from .structs import JOINT_BALL, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_UNIVERSAL, model_structs
 from .xpbd import multiplier_step, skew
 
 # Fixed-point passes of the implicit rotation update in ``predict_bodies``: the world inertia
@@ -263,8 +263,10 @@ def xpbd_body_kernels(real) -> SimpleNamespace:
         dtp = zero
         dtc = zero
         dl = real(0.0)
-        if mp * sp + mc * sc > 0.0:
-            # orientation: fixed and prismatic joints lock it, a revolute joint aligns the axes
+        # a free joint constrains nothing
+        if kind != JOINT_FREE and mp * sp + mc * sc > 0.0:
+            # orientation: fixed and prismatic joints lock it, a revolute joint aligns the axes,
+            # a universal joint keeps its two axes perpendicular
             Kr = Ic * sc + Ip * sp
             qjp = qp * Xjp.q
             qjc = qc * Xjc.q
@@ -272,6 +274,16 @@ def xpbd_body_kernels(real) -> SimpleNamespace:
             if kind == JOINT_REVOLUTE:
                 ap = sk.quat_rotate(qjp, axis)
                 L = solve_in_plane(Kr, ap, sk.cross(sk.quat_rotate(qjc, axis), ap))
+            elif kind == JOINT_UNIVERSAL:
+                # turn the child about n = a1 x a2 until the parent's axis and the child's axis2
+                # are perpendicular again: by pi/2 - angle(a1, a2) = atan2(a1 . a2, |a1 x a2|)
+                a1 = sk.quat_rotate(qjp, axis)
+                a2 = sk.quat_rotate(qjc, joints.axis2[j])
+                n = sk.cross(a1, a2)
+                s = sk.length(n)
+                if s > 1.0e-12:
+                    n = n / s
+                    L = n * (sk.atan2(sk.dot(a1, a2), s) / sk.dot(n, Kr @ n))
             elif kind != JOINT_BALL:
                 L = sk.inverse(Kr) @ rotation_vector(qjp * sk.quat_inverse(qjc))
             dtc = Ic @ L

@@ -6,6 +6,9 @@
 - :class:`SemiImplicitEuler` and :class:`XPBD` advance a state by one step;
 - :func:`simulate` runs many steps; ``check=N`` (a :class:`StabilityCheck`) stops a run that
   diverged with a :class:`SimulationError`;
+- articulations (:meth:`ModelBuilder.add_articulation`) give joints generalized coordinates:
+  :func:`eval_fk`, :func:`eval_ik`, :func:`mass_matrix`, :func:`bias_forces` and
+  :func:`joint_accelerations`;
 - :meth:`ModelBuilder.add_builder` puts many copies of a scene (worlds) in one model, stepped
   by the same launches, each seeing only itself and the shared world -1.
 
@@ -19,6 +22,7 @@ Example::
     states = sk.sim.simulate(model, sk.sim.SemiImplicitEuler(), model.state(), steps=100, dt=1e-3)
 """
 
+from .articulation import bias_forces, eval_fk, eval_ik, joint_accelerations, mass_matrix
 from .builder import ModelBuilder
 from .integrators import SemiImplicitEuler
 from .model import Control, Model, State
@@ -27,4 +31,5 @@ from .stability import SimulationError, StabilityCheck
 from .xpbd import XPBD
 
 __all__ = ["ModelBuilder", "Model", "State", "Control", "SemiImplicitEuler", "XPBD", "simulate", "StabilityCheck",
-           "SimulationError"]
+           "SimulationError", "eval_fk", "eval_ik", "mass_matrix", "bias_forces",
+           "joint_accelerations"]

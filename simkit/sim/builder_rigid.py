@@ -18,8 +18,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..kernels.structs import (JOINT_BALL, JOINT_FIXED, JOINT_PRISMATIC, JOINT_REVOLUTE, NO_LIMIT, SHAPE_BOX,
-                               SHAPE_CAPSULE, SHAPE_SPHERE)
+from ..kernels.structs import (JOINT_BALL, JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE,
+                               JOINT_UNIVERSAL, NO_LIMIT, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE)
 from . import geometry as G
 from . import validate as V
 from .contact_material import RIGID_PENALTY, contact_material
@@ -70,8 +70,12 @@ class RigidBuilder:
         self.joint_parent_xform: list = []
         self.joint_child_xform: list = []
         self.joint_axis: list = []
+        self.joint_axis2: list = []
         self.joint_limits: list = []
         self.joint_gains: list = []
+        self.joint_articulation: list = []       # -1: not in an articulation
+        self.articulation_start: list = []       # the first joint of each articulation
+        self._articulation_open = False
 
     @property
     def body_count(self) -> int:
@@ -84,6 +88,10 @@ class RigidBuilder:
     @property
     def joint_count(self) -> int:
         return len(self.joint_kind)
+
+    @property
+    def articulation_count(self) -> int:
+        return len(self.articulation_start)
 
     # -- bodies -------------------------------------------------------------------------
     def add_body(self, origin: Any = None, armature: float = 0.0, *, velocity: Sequence[float] = (0.0, 0.0, 0.0),
@@ -181,7 +189,8 @@ class RigidBuilder:
                                body, density, (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_capsule")
 
     # -- joints -------------------------------------------------------------------------
-    def _add_joint(self, kind: int, where: str, parent, child, parent_xform, child_xform, axis, limits, gains) -> int:
+    def _add_joint(self, kind: int, where: str, parent, child, parent_xform, child_xform, axis, limits, gains,
+                   axis2=(0.0, 1.0, 0.0)) -> int:
         parent = V.index(parent, self.body_count, "parent", "bodies", where, allow_world=True)
         child = V.index(child, self.body_count, "child", "bodies", where)
         if parent == child:
@@ -196,6 +205,12 @@ class RigidBuilder:
         axis = V.vec3(axis, f"{where}: axis")
         if np.linalg.norm(axis) < 1e-9:
             raise ValueError(f"{where}: axis must be a nonzero vector, got {tuple(axis)}")
+        axis2 = V.vec3(axis2, f"{where}: axis2")
+        if np.linalg.norm(axis2) < 1e-9:
+            raise ValueError(f"{where}: axis2 must be a nonzero vector, got {tuple(axis2)}")
+        if kind == JOINT_UNIVERSAL and abs(axis @ axis2) > 1e-6 * np.linalg.norm(axis) * np.linalg.norm(axis2):
+            raise ValueError(f"{where}: axis and axis2 must be perpendicular, got {tuple(map(float, axis))} and "
+                             f"{tuple(map(float, axis2))}")
         lower, upper, limit_ke, limit_kd = limits
         lower = -NO_LIMIT if lower is None else V.number(lower, f"{where}: limit_lower")
         upper = NO_LIMIT if upper is None else V.number(upper, f"{where}: limit_upper")
@@ -204,15 +219,69 @@ class RigidBuilder:
         gains = [V.nonneg(g, f"{where}: {name}") for g, name in zip(gains, (
             "target_ke", "target_kd", "linear_ke", "linear_kd", "angular_ke", "angular_kd"))]
         limit_ke, limit_kd = V.nonneg(limit_ke, f"{where}: limit_ke"), V.nonneg(limit_kd, f"{where}: limit_kd")
+        articulation = self._joint_articulation(where, parent, child)
         self.joint_kind.append(kind)
         self.joint_parent.append(parent)
         self.joint_child.append(child)
         self.joint_parent_xform.append(parent_xform)
         self.joint_child_xform.append(child_xform)
         self.joint_axis.append(axis / np.linalg.norm(axis))
+        self.joint_axis2.append(axis2 / np.linalg.norm(axis2))
         self.joint_limits.append([lower, upper, limit_ke, limit_kd])
         self.joint_gains.append(gains)
+        self.joint_articulation.append(articulation)
         return self.joint_count - 1
+
+    def _joint_articulation(self, where: str, parent: int, child: int) -> int:
+        """The articulation a new joint from ``parent`` to ``child`` joins (-1: none), after
+        checking that it keeps the articulation a tree rooted in the world."""
+        if not self._articulation_open:
+            return -1
+        a = self.articulation_count - 1
+        first = self.articulation_start[a]
+        children = {self.joint_child[j]: j for j in range(first, self.joint_count)}
+        if parent >= 0 and parent not in children:
+            raise ValueError(f"{where}: in articulation {a}, parent must be -1 (the world) or the child of an earlier "
+                             f"joint of the articulation, got body {parent}")
+        for j, (c, art) in enumerate(zip(self.joint_child, self.joint_articulation)):
+            if c == child and art >= 0:
+                raise ValueError(f"{where}: body {child} is already the child of joint {j} of articulation {art}; "
+                                 "a body has at most one parent joint in articulations")
+        return a
+
+    def add_articulation(self) -> int:
+        """Start a new articulation and return its index: the joints added after this call
+        (until the next ``add_articulation``, ``end_articulation`` or ``add_builder``) form a
+        tree of bodies in generalized coordinates, each joint's parent being the world (-1) or
+        the child of an earlier joint of the same articulation, each body the child of at most
+        one of them.
+
+        The joints still act in the maximal-coordinate integrators as before; an articulation
+        adds the generalized coordinates ``model.joint_q`` / ``model.joint_qd`` of its joints,
+        :func:`simkit.sim.eval_fk`, :func:`simkit.sim.eval_ik` and
+        :func:`simkit.sim.mass_matrix` (see docs/articulations.md).
+
+        Example::
+
+            a = b.add_articulation()
+            b.add_joint_revolute(-1, upper, axis=(0.0, 0.0, 1.0))
+            b.add_joint_revolute(upper, lower, axis=(0.0, 0.0, 1.0))
+        """
+        self.articulation_start.append(self.joint_count)
+        self._articulation_open = True
+        return self.articulation_count - 1
+
+    def end_articulation(self) -> None:
+        """End the articulation being built: the joints added next belong to no articulation
+        (for instance a joint that closes a loop, which the maximal-coordinate integrators
+        enforce) until ``add_articulation`` starts another.
+
+        Example::
+
+            b.end_articulation()
+            b.add_joint_ball(left_foot, right_hand)       # a loop closure, outside the tree
+        """
+        self._articulation_open = False
 
     def add_joint_revolute(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None,
                            axis: Sequence[float] = (0.0, 0.0, 1.0), *, limit_lower: float | None = None,
@@ -281,6 +350,50 @@ class RigidBuilder:
                                (1.0, 0.0, 0.0), (None, None, 0.0, 0.0),
                                (0.0, 0.0, linear_ke, linear_kd, angular_ke, angular_kd))
 
+    def add_joint_universal(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None,
+                            axis: Sequence[float] = (1.0, 0.0, 0.0), axis2: Sequence[float] = (0.0, 1.0, 0.0), *,
+                            linear_ke: float = JOINT_LINEAR_KE, linear_kd: float = JOINT_LINEAR_KD,
+                            angular_ke: float = JOINT_ANGULAR_KE, angular_kd: float = JOINT_ANGULAR_KD) -> int:
+        """A universal (Cardan) joint: the joint frames' origins coincide and the child turns
+        about ``axis`` and about ``axis2`` (perpendicular to each other, in the joint frame),
+        never about the third direction. Its coordinates are the two angles: the child's joint
+        frame is the parent's turned by ``q0`` about ``axis``, then by ``q1`` about ``axis2``
+        carried along by the first turn. The maximal-coordinate integrators keep the origins
+        together and the angle between the parent's ``axis`` and the child's ``axis2`` (with
+        ``linear_*`` and ``angular_*`` in the semi-implicit one); it has no limits or drives.
+        Frames as for :meth:`add_joint_revolute`.
+
+        Example::
+
+            b.add_joint_universal(torso, leg, axis=(1.0, 0.0, 0.0), axis2=(0.0, 0.0, 1.0))
+        """
+        return self._add_joint(JOINT_UNIVERSAL, "add_joint_universal", parent, child, parent_xform, child_xform,
+                               axis, (None, None, 0.0, 0.0), (0.0, 0.0, linear_ke, linear_kd, angular_ke, angular_kd),
+                               axis2)
+
+    def add_joint_free(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None) -> int:
+        """A free joint: six degrees of freedom, no constraint (in the maximal-coordinate
+        integrators it does nothing). In an articulation it makes ``child`` a floating base:
+        its coordinates are the position and the quaternion (x, y, z, w) of the child's joint
+        frame in the parent's, its velocities the linear velocity of that frame's origin and its
+        angular velocity, both in the parent's joint frame.
+
+        Unlike the other joints, ``parent_xform=None`` is the identity (the world frame for
+        ``parent=-1``, the parent's frame otherwise), so that the coordinates of a free body are
+        its pose: ``child_xform`` defaults to the child's origin. (``add_builder`` with an
+        ``xform`` moves joint frames attached to the world with the rest, so every copy keeps
+        the coordinates of the original, relative to its placement.)
+
+        Example::
+
+            b.add_articulation()
+            base = b.add_body(sk.transform((0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 1.0)))
+            b.add_joint_free(-1, base)        # model.joint_q[0:7] == the base's pose
+        """
+        return self._add_joint(JOINT_FREE, "add_joint_free", parent, child,
+                               _IDENTITY.copy() if parent_xform is None else parent_xform, child_xform,
+                               (1.0, 0.0, 0.0), (None, None, 0.0, 0.0), (0.0,) * 6)
+
     # -- worlds ---------------------------------------------------------------------------
     def _append_rigid(self, other: "RigidBuilder", X: np.ndarray | None, offset: int) -> None:
         """The bodies, shapes and joints of ``other`` (see ``ModelBuilder.add_builder``), placed by
@@ -309,8 +422,14 @@ class RigidBuilder:
         self.joint_child.extend(body(c) for c in other.joint_child)
         self.joint_parent_xform.extend(place(t) if p < 0 else t
                                        for t, p in zip(other.joint_parent_xform, other.joint_parent))
-        for name in ("joint_child_xform", "joint_axis", "joint_limits", "joint_gains"):
+        for name in ("joint_child_xform", "joint_axis", "joint_axis2", "joint_limits", "joint_gains"):
             getattr(self, name).extend(getattr(other, name))
+        # the joints of other's articulations are the next ones here; joints added after this
+        # call join no articulation until add_articulation starts one
+        first, articulations = self.joint_count - other.joint_count, self.articulation_count
+        self.joint_articulation.extend(a + articulations if a >= 0 else -1 for a in other.joint_articulation)
+        self.articulation_start.extend(s + first for s in other.articulation_start)
+        self._articulation_open = False
 
     # -- finalize -----------------------------------------------------------------------
     def _rigid_data(self) -> dict:
@@ -337,8 +456,9 @@ class RigidBuilder:
             **{f"shape_{name}": material[:, k] for k, name in enumerate(SHAPE_MATERIAL)},
             "joint_kind": self.joint_kind, "joint_parent": self.joint_parent, "joint_child": self.joint_child,
             "joint_parent_xform": self.joint_parent_xform, "joint_child_xform": self.joint_child_xform,
-            "joint_axis": self.joint_axis, "joint_limit_lower": limits[:, 0], "joint_limit_upper": limits[:, 1],
+            "joint_axis": self.joint_axis, "joint_axis2": self.joint_axis2, "joint_limit_lower": limits[:, 0], "joint_limit_upper": limits[:, 1],
             "joint_limit_ke": limits[:, 2], "joint_limit_kd": limits[:, 3],
             "joint_target_ke": gains[:, 0], "joint_target_kd": gains[:, 1], "joint_linear_ke": gains[:, 2],
             "joint_linear_kd": gains[:, 3], "joint_angular_ke": gains[:, 4], "joint_angular_kd": gains[:, 5],
+            "joint_articulation": self.joint_articulation, "articulation_start": self.articulation_start,
         }

@@ -37,6 +37,7 @@ from ..core.launch import launch
 from ..kernels.bodies import body_kernels
 from ..kernels.particles import particle_kernels
 from ..kernels.structs import model_structs
+from .articulation import body_joints, coordinate_starts, initial_coordinates
 
 # The kinds of things a model holds, and the attribute that counts each.
 WORLD_KINDS = {"particle": "particle_count", "spring": "spring_count", "triangle": "tri_count",
@@ -50,6 +51,14 @@ class Model:
     Counts: ``particle_count``, ``spring_count``, ``tri_count``, ``edge_count``,
     ``tet_count``, ``body_count``, ``shape_count``, ``joint_count``. ``dtype`` is the float type of every array
     (``sk.float32`` unless finalized with ``dtype=sk.float64``).
+
+    Articulations (:mod:`simkit.sim.articulation`): ``articulation_count``; per joint the
+    int32 arrays ``joint_q_start``, ``joint_qd_start`` (``joint_count + 1`` offsets into the
+    generalized coordinates ``joint_q`` and velocities ``joint_qd``, whose sizes are
+    ``joint_coord_count`` and ``joint_dof_count``) and ``joint_articulation`` (-1: none);
+    ``articulation_start`` (the first joint of each articulation) and ``body_joint`` (per
+    body, the articulated joint whose child it is, -1: none). ``joint_q`` / ``joint_qd`` start
+    at the coordinates of the bodies as built (what :func:`~simkit.sim.eval_ik` gives).
 
     Worlds: ``world_count`` (0 for a model built without
     :meth:`~simkit.sim.ModelBuilder.add_builder`), and the int32 arrays ``particle_world``,
@@ -139,9 +148,21 @@ class Model:
                                parent_xform=vectors(data["joint_parent_xform"], S.transform, grad=False),
                                child_xform=vectors(data["joint_child_xform"], S.transform, grad=False),
                                axis=vectors(data["joint_axis"], vec3, grad=False),
+                               axis2=vectors(data["joint_axis2"], vec3, grad=False),
                                **{name: reals(data[f"joint_{name}"]) for name in (
                                    "limit_lower", "limit_upper", "limit_ke", "limit_kd", "target_ke", "target_kd",
                                    "linear_ke", "linear_kd", "angular_ke", "angular_kd")})
+
+        # articulations: generalized coordinates of every joint, and which joints form trees
+        q_start, qd_start = coordinate_starts(data["joint_kind"])
+        self.joint_q_start, self.joint_qd_start = ints(q_start), ints(qd_start)
+        self.joint_coord_count, self.joint_dof_count = int(q_start[-1]), int(qd_start[-1])
+        self.joint_articulation = ints(np.asarray(data["joint_articulation"], dtype=np.int32).reshape(-1))
+        self.articulation_start = ints(np.asarray(data["articulation_start"], dtype=np.int32).reshape(-1))
+        self.articulation_count = len(data["articulation_start"])
+        self.body_joint = ints(body_joints(data["joint_child"], self.joint_articulation.numpy(), self.body_count))
+        joint_q, joint_qd = initial_coordinates(data)
+        self.joint_q, self.joint_qd = reals(joint_q), reals(joint_qd)
 
         worlds = data.get("world_ranges", [])
         self.world_count = len(worlds)
@@ -160,6 +181,45 @@ class Model:
     def _check_kind(self, kind: str, where: str) -> None:
         if kind not in WORLD_KINDS:
             raise ValueError(f"{where}: kind must be one of {', '.join(map(repr, WORLD_KINDS))}, got {kind!r}")
+
+    def articulation_joints(self, articulation: int) -> tuple[int, int]:
+        """``(start, stop)``: the joints of ``articulation`` are ``start`` to ``stop - 1``.
+
+        Example::
+
+            start, stop = model.articulation_joints(0)
+        """
+        if not isinstance(articulation, (int, np.integer)) or isinstance(articulation, bool) or \
+                not 0 <= articulation < self.articulation_count:
+            raise ValueError(f"articulation_joints: articulation must be an int in [0, {self.articulation_count}), "
+                             f"got {articulation!r}")
+        start = int(self.articulation_start.numpy()[articulation])
+        members = np.flatnonzero(self.joint_articulation.numpy() == articulation)
+        return start, (int(members[-1]) + 1 if members.size else start)
+
+    def articulation_coords(self, articulation: int) -> tuple[int, int]:
+        """``(start, stop)``: the generalized coordinates of ``articulation`` are
+        ``joint_q[start:stop]``.
+
+        Example::
+
+            q0 = model.joint_q.numpy()[slice(*model.articulation_coords(0))]
+        """
+        first, last = self.articulation_joints(articulation)
+        starts = self.joint_q_start.numpy()
+        return int(starts[first]), int(starts[last])
+
+    def articulation_dofs(self, articulation: int) -> tuple[int, int]:
+        """``(start, stop)``: the generalized velocities of ``articulation`` are
+        ``joint_qd[start:stop]`` (and its block of :func:`~simkit.sim.mass_matrix`).
+
+        Example::
+
+            start, stop = model.articulation_dofs(1)
+        """
+        first, last = self.articulation_joints(articulation)
+        starts = self.joint_qd_start.numpy()
+        return int(starts[first]), int(starts[last])
 
     def world_range(self, kind: str, world: int) -> tuple[int, int]:
         """``(start, stop)``: the things of ``kind`` ("particle", "spring", "triangle", "edge",
@@ -238,6 +298,7 @@ class Model:
         return (f"Model(particles={self.particle_count}, springs={self.spring_count}, triangles={self.tri_count}, "
                 f"edges={self.edge_count}, tets={self.tet_count}, bodies={self.body_count}, "
                 f"shapes={self.shape_count}, joints={self.joint_count}, "
+                + (f"articulations={self.articulation_count}, " if self.articulation_count else "")
                 + (f"worlds={self.world_count}, " if self.world_count else "")
                 + f"dtype={T.type_name(self.dtype)}, device={self.device!r})")
 

@@ -35,8 +35,9 @@ Position Based Dynamics"; kernels in :mod:`simkit.kernels.xpbd_bodies` and
   at the new orientation), so a torque-free body conserves ``L``; ``control.joint_act`` is the
   torque (revolute) or force (prismatic) ``F``, ``tau`` of a joint, with its reaction;
 - joints are rigid constraints (compliance 0): the joint frames' origins coincide (a
-  prismatic joint's only off its axis), a revolute joint keeps the axes aligned, fixed and
-  prismatic joints lock the relative rotation; limits are rigid one-sided constraints on the
+  prismatic joint's only off its axis), a revolute joint keeps the axes aligned, a universal
+  joint its two axes perpendicular, fixed and prismatic joints lock the relative rotation, a
+  free joint does nothing; limits are rigid one-sided constraints on the
   joint coordinate; a drive is a compliant constraint towards ``control.joint_target``
   (compliance ``1 / target_ke``, damping ``target_kd``). ``linear_ke/kd``, ``angular_ke/kd``
   and ``limit_ke/kd`` (the penalty gains of the semi-implicit integrator) are not used;
@@ -98,6 +99,7 @@ from ..kernels.shapes import MAX_SHAPE_POINTS
 from ..kernels.xpbd import xpbd_kernels
 from ..kernels.xpbd_bodies import xpbd_body_kernels
 from ..kernels.xpbd_body_contact import xpbd_body_contact_kernels
+from ..kernels.structs import JOINT_FREE
 from ..kernels.shapes import collision_pairs, particle_shape_rows
 from .integrators import check_step
 from .model import Control, Model, State
@@ -146,12 +148,14 @@ def _particles_meet_bodies(model: Model) -> bool:
 
 
 def _joint_split(model: Model) -> A.Array:
-    """Number of joints attached to each body (int32), cached on the model."""
+    """Number of joints attached to each body (int32), cached on the model; free joints,
+    which constrain nothing, do not count."""
     split = model.__dict__.get("_xpbd_joint_split")
     if split is None:
         count = np.zeros(model.body_count, dtype=np.int32)
         if model.joint_count:
-            for bodies in (model.joints.parent.numpy(), model.joints.child.numpy()):
+            held = model.joints.kind.numpy() != JOINT_FREE
+            for bodies in (model.joints.parent.numpy()[held], model.joints.child.numpy()[held]):
                 count += np.bincount(bodies[bodies >= 0], minlength=model.body_count).astype(np.int32)
         split = A.array(count, dtype=T.int32, device=model.device)
         model._xpbd_joint_split = split

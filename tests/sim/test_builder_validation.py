@@ -65,6 +65,13 @@ VALID = {
     "add_joint_fixed": dict(parent=-1, child=0, parent_xform=(0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 1.0),
                             child_xform=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), linear_ke=1e4, linear_kd=1.0,
                             angular_ke=1e2, angular_kd=0.1),
+    "add_joint_free": dict(parent=-1, child=0, parent_xform=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0),
+                           child_xform=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)),
+    "add_joint_universal": dict(parent=-1, child=0, parent_xform=(0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 1.0),
+                                child_xform=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), axis=(1.0, 0.0, 0.0),
+                                axis2=(0.0, 0.0, 1.0), linear_ke=1e4, linear_kd=1.0, angular_ke=1e2,
+                                angular_kd=0.1),
+    "add_articulation": dict(),
     "add_builder": dict(other=None, xform=(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)),
 }
 
