@@ -314,6 +314,6 @@ def _add_collider(builder, g: Geom, X: np.ndarray, body: int, record: ImportReco
     elif g.kind == "plane":
         record.warn(f"{g.where}: a plane is not imported as a collider (use the ModelBuilder's ground)")
     elif g.kind == "mesh":
-        record.warn(f"{g.where}: a mesh is not a collider in simkit yet (its mass counts)")
+        record.warn(f"{g.where}: a mesh is not a collider in simkit yet (the body's mass is unaffected)")
     else:
-        record.warn(f"{g.where}: simkit has no {g.kind} shape; it is not a collider (its mass counts)")
+        record.warn(f"{g.where}: simkit has no {g.kind} shape; it is not a collider (the body's mass is unaffected)")

@@ -258,8 +258,9 @@ class _Reader:
             if half < 1e-12:
                 raise RobotFileError(f"{where}: fromto has two equal ends")
             pos, quat = 0.5 * (f[:3] + f[3:]), quat_z_to(axis)
+            # MuJoCo reads only the first size: boxes and ellipsoids get a square section
             size = np.array([size[0], half, 0.0]) if kind in ("capsule", "cylinder") else np.array(
-                [size[0], size[1], half])
+                [size[0], size[0], half])
         else:
             pos = _floats(a.get("pos", "0 0 0"), where, "pos", 3)
             quat = self.orientation(elem, d)
