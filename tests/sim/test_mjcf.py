@@ -122,7 +122,7 @@ ORIENTATIONS = """
       <joint type="ball" pos="0.1 0 0"/>
       <geom type="box" size="0.1 0.2 0.3" quat="0.9 0.1 -0.3 0.2"/>
       <geom type="ellipsoid" size="0.1 0.2 0.05" pos="0 0.3 0" axisangle="1 1 0 {e2}"/>
-      <body name="b" pos="0.3 0 0" xyaxes="0 1 0 -1 0 0.2">
+      <body name="b" pos="0.3 0 0" xyaxes="0 1 0 -1 0.5 0.2">
         <joint type="hinge" axis="1 1 0" pos="0 0 0.1" ref="{e1}"/>
         <geom type="cylinder" fromto="0 0 0 0.2 0.1 -0.3" size="0.04"/>
         <geom type="box" fromto="0 0 0 -0.2 0.1 0.3" size="0.04 0.02"/>
@@ -144,6 +144,16 @@ def test_orientations_and_fromto_match_mujoco(tmp_path, angle, seq, euler):
     path = write(tmp_path, ORIENTATIONS.format(angle=angle, seq=seq, e1=euler[0], e2=euler[1], e3=euler[2]))
     err = compare_with_mujoco(path)
     assert max(err.values()) < TOL, err
+
+
+def test_hinge_limits_are_relative_to_ref(tmp_path):
+    path = write(tmp_path, """<mujoco><worldbody><body name="a"><geom size="0.1"/>
+        <joint name="h" range="-30 60" ref="20"/><body name="b" pos="0 0 -0.3"><geom size="0.1"/>
+        <joint name="s" type="slide" range="-0.1 0.3" ref="0.2"/></body></body></worldbody></mujoco>""")
+    _, _, rec, model, _ = load(path)
+    lower, upper = model.joints.limit_lower.numpy(), model.joints.limit_upper.numpy()
+    assert (lower[rec.joints["h"]], upper[rec.joints["h"]]) == pytest.approx((math.radians(-50), math.radians(40)))
+    assert (lower[rec.joints["s"]], upper[rec.joints["s"]]) == pytest.approx((-0.3, 0.1))
 
 
 def test_static_geoms_become_static_colliders(tmp_path):

@@ -104,6 +104,17 @@ def test_unsupported_elements_warn(tmp_path):
     assert any("<joint name='j'> in" in m and "<mimic> is not simulated" in m for m in messages)
 
 
+def test_point_mass_link_gets_a_tiny_inertia_and_a_warning(tmp_path):
+    path = write(tmp_path, """<robot name="r"><link name="a"/><link name="tip"><inertial><mass value="0.3"/>
+        <inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/></inertial></link>
+        <joint name="j" type="continuous"><parent link="a"/><child link="tip"/><origin xyz="0 0 -1"/></joint></robot>""")
+    with pytest.warns(RobotFileWarning, match=r"<link name='tip'> in .*robot.urdf: the inertia of a body of mass 0.3"):
+        b = sk.sim.ModelBuilder()
+        a = b.add_urdf(path)
+    model = b.finalize(dtype=sk.float64)          # an invertible inertia: finalize works
+    assert np.linalg.eigvalsh(model.bodies.inertia.numpy()[b.imports[a].bodies["tip"]]).min() > 0.0
+
+
 def test_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"add_urdf: no such file: .*none.urdf"):
         sk.sim.ModelBuilder().add_urdf(tmp_path / "none.urdf")

@@ -18,6 +18,7 @@ from ...kernels.structs import JOINT_Q_COUNT, JOINT_QD_COUNT
 from .. import geometry as G
 
 IDENTITY_QUAT = np.array([0.0, 0.0, 0.0, 1.0])
+INERTIA_FLOOR = 1e-12      # kg m^2: the smallest principal moment of a body with mass
 
 
 class RobotFileWarning(UserWarning):
@@ -224,6 +225,14 @@ def emit(builder, bodies: list, xform, record: ImportRecord, static_geoms: list)
     ``record.articulation`` placed by ``xform``, and ``static_geoms`` (in the world frame of
     the file) as static shapes."""
     world = np.asarray(xform, dtype=np.float64)
+    for b in bodies:
+        w = np.linalg.eigvalsh(b.inertia)
+        if b.mass > 0.0 and w.min() < INERTIA_FLOOR:
+            # a body with mass needs an invertible inertia in simkit (and in MuJoCo)
+            record.warn(f"{b.where}: the inertia of a body of mass {b.mass:g} has principal moments "
+                        f"{np.round(w, 12).tolist()}; those below {INERTIA_FLOOR:g} kg m^2 are raised to it")
+            V = np.linalg.eigh(b.inertia)[1]
+            b.inertia = V @ np.diag(np.maximum(w, INERTIA_FLOOR)) @ V.T
     poses, index = [], []
     first_joint = builder.joint_count
     chained = []

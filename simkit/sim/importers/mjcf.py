@@ -328,6 +328,8 @@ class _Reader:
             j.target_kd = j.damping        # simkit's drive damping is a joint damping when there is no target
         if name in self.joints:
             raise RobotFileError(f"{where}: two joints are named {name!r}")
+        if body.joints and (kind == "free" or body.joints[0].kind == "free"):
+            raise RobotFileError(f"{body.where}: a free joint must be the body's only joint, got {where} too")
         self.joints[name] = j
         body.joints.append(j)
 
