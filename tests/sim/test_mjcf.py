@@ -146,6 +146,21 @@ def test_orientations_and_fromto_match_mujoco(tmp_path, angle, seq, euler):
     assert max(err.values()) < TOL, err
 
 
+def test_geoms_that_collide_with_nothing_are_not_colliders():
+    # every geom of the inverted pendulum has contype 0 and the default conaffinity 1: MuJoCo
+    # lets none of them touch another, so simkit makes no colliders (the rail would hold the cart)
+    b, _, _, model, _ = load(gym_asset("inverted_pendulum"))
+    assert b.shape_count == 0
+    assert model.bodies.mass.numpy().sum() == pytest.approx(mujoco.mj_getTotalmass(
+        mujoco.MjModel.from_xml_path(gym_asset("inverted_pendulum"))))
+
+
+def test_overlaps_the_file_filters_out_are_warned():
+    # the ant's legs overlap its torso; MuJoCo masks those pairs (conaffinity 0), simkit cannot
+    _, _, _, _, caught = load(gym_asset("ant"))
+    assert any("ant.xml: 10 pairs of colliders may touch" in w and "<geom name='torso_geom'>" in w for w in caught)
+
+
 def test_hinge_limits_are_relative_to_ref(tmp_path):
     path = write(tmp_path, """<mujoco><worldbody><body name="a"><geom size="0.1"/>
         <joint name="h" range="-30 60" ref="20"/><body name="b" pos="0 0 -0.3"><geom size="0.1"/>
@@ -193,7 +208,8 @@ def test_mesh_geom_mass_matches_mujoco(tmp_path):
     box.export(str(tmp_path / "part.stl"))
     trimesh.creation.icosphere(subdivisions=2, radius=0.1).export(str(tmp_path / "ball.obj"))
     path = write(tmp_path, """<mujoco><asset><mesh name="part" file="part.stl" scale="1 2 1"/>
-        <mesh file="ball.obj"/></asset><worldbody><body name="b" pos="0 0 1"><freejoint/>
+        <mesh file="ball.obj"/></asset><worldbody><geom type="plane" size="1 1 1"/>
+        <body name="b" pos="0 0 1"><freejoint/>
         <geom type="mesh" mesh="part" pos="0.1 0.2 0" euler="10 20 30" density="700"/>
         <geom type="mesh" mesh="ball" pos="0 0 -0.3" mass="2"/></body></worldbody></mujoco>""")
     err = compare_with_mujoco(path)
@@ -228,7 +244,7 @@ def test_actuators_become_drives_or_are_recorded(tmp_path):
 
 
 def test_unsupported_geom_warns_and_keeps_its_mass(tmp_path):
-    path = write(tmp_path, """<mujoco><worldbody><body name="a"><joint/>
+    path = write(tmp_path, """<mujoco><worldbody><geom type="plane" size="1 1 1"/><body name="a"><joint/>
         <geom name="can" type="cylinder" size="0.1 0.2"/></body></worldbody></mujoco>""")
     with pytest.warns(RobotFileWarning, match=r"<geom name='can'> in .*model.xml: simkit has no cylinder shape"):
         b = sk.sim.ModelBuilder(up_axis="z")

@@ -118,6 +118,8 @@ class Geom:
     quat: np.ndarray
     size: np.ndarray              # as primitive_mass reads it
     collide: bool = True
+    contype: int = 1              # MuJoCo's collision bitmasks (URDF: always 1)
+    conaffinity: int = 1
 
 
 @dataclass
@@ -225,6 +227,7 @@ def emit(builder, bodies: list, xform, record: ImportRecord, static_geoms: list)
     ``record.articulation`` placed by ``xform``, and ``static_geoms`` (in the world frame of
     the file) as static shapes."""
     world = np.asarray(xform, dtype=np.float64)
+    _warn_unfiltered_overlaps(bodies, static_geoms, record)
     for b in bodies:
         w = np.linalg.eigvalsh(b.inertia)
         if b.mass > 0.0 and w.min() < INERTIA_FLOOR:
@@ -292,6 +295,49 @@ def emit(builder, bodies: list, xform, record: ImportRecord, static_geoms: list)
     record.q_offsets = [int(q_starts[j - first_joint]) for _, _, j in record.joint_order]
     record.qd_offsets = [int(qd_starts[j - first_joint]) for _, _, j in record.joint_order]
     record.q_count, record.qd_count = int(q_starts[-1]), int(qd_starts[-1])
+
+
+def _bounding_radius(g: Geom) -> float | None:
+    if g.kind == "sphere":
+        return float(g.size[0])
+    if g.kind == "capsule":
+        return float(g.size[0] + g.size[1])
+    if g.kind == "box":
+        return float(np.linalg.norm(g.size[:3]))
+    return None                   # not a simkit collider
+
+
+def _warn_unfiltered_overlaps(bodies: list, static_geoms: list, record: ImportRecord) -> None:
+    """Warn about colliders of two bodies (or a body and the world) that overlap as built,
+    which the file never lets collide (MuJoCo's contype/conaffinity bitmasks, or a parent and
+    its child) but simkit will: it only skips the shapes of two bodies joined directly by a
+    joint."""
+    poses = []
+    for b in bodies:
+        local = np.concatenate([b.pos, b.quat])
+        poses.append(local if b.parent < 0 else transform_multiply(poses[b.parent], local))
+    shapes = [(-1, g.pos, _bounding_radius(g), g) for g in static_geoms if g.collide]
+    for i, b in enumerate(bodies):
+        shapes += [(i, transform_multiply(poses[i], np.concatenate([g.pos, g.quat]))[:3], _bounding_radius(g), g)
+                   for g in b.geoms if g.collide]
+    shapes = [s for s in shapes if s[2] is not None]
+    found = []
+    for k, (i, ci, ri, gi) in enumerate(shapes):
+        for j, cj, rj, gj in shapes[k + 1:]:
+            if i == j or np.linalg.norm(ci - cj) >= ri + rj:
+                continue
+            related = i >= 0 and (bodies[j].parent == i or bodies[i].parent == j)
+            child = bodies[j] if related and bodies[j].parent == i else bodies[i]
+            if related and len(child.joints) <= 1:
+                continue          # one simkit joint between them: simkit skips the pair too
+            masked = not (gi.contype & gj.conaffinity or gj.contype & gi.conaffinity)
+            if related or masked:
+                found.append(f"{gi.where.split(' in ')[0]} and {gj.where.split(' in ')[0]}")
+    if found:
+        record.warn(f"{record.path}: {len(found)} pairs of colliders may touch as built though the file never lets "
+                    "them collide (contype/conaffinity, or parent and child); simkit has no collision filter for "
+                    "them, so they push each other apart in SemiImplicitEuler and XPBD: " + ", ".join(found[:8])
+                    + (", ..." if len(found) > 8 else ""))
 
 
 def _record_joint(record: ImportRecord, j: Joint, index: int) -> None:

@@ -184,6 +184,7 @@ class _Reader:
                 names = [e.get("name") for e in child.iter() if e.get("name")]
                 self.record.warn(f"<{child.tag}> in {self.path} is not supported and is ignored"
                                  + (f" ({', '.join(names)})" if names else ""))
+        self.colliders()
         for b, parts in zip(self.bodies, self._parts):
             self.body_mass(b, parts)
         self.adjust_masses()
@@ -242,6 +243,13 @@ class _Reader:
             elif tag not in _QUIET_IN_BODY:
                 self.record.warn(f"{self.where(child)} is not supported and is ignored")
 
+    def colliders(self) -> None:
+        """A geom is a collider when MuJoCo would let it touch a geom of another body (or of the
+        world): ``contype`` of one and ``conaffinity`` of the other share a bit."""
+        geoms = [(-1, g) for g in self.static_geoms] + [(i, g) for i, b in enumerate(self.bodies) for g in b.geoms]
+        for i, g in geoms:
+            g.collide = any(j != i and (g.contype & h.conaffinity or h.contype & g.conaffinity) for j, h in geoms)
+
     def geom(self, elem: ET.Element, body: int, cls: str, frame, parts: list) -> None:
         a, d = self.attrs(elem, cls)
         where = self.where(elem)
@@ -267,8 +275,8 @@ class _Reader:
         X = np.concatenate([pos, quat])
         if frame is not None:
             X = transform_multiply(frame, X)
-        collide = int(a.get("contype", "1")) != 0 or int(a.get("conaffinity", "1")) != 0
-        g = Geom(kind, where, X[:3], X[3:], size, collide)
+        contype, conaffinity = int(a.get("contype", "1")), int(a.get("conaffinity", "1"))
+        g = Geom(kind, where, X[:3], X[3:], size, contype != 0 or conaffinity != 0, contype, conaffinity)
         if body < 0:
             self.static_geoms.append(g)
             return
