@@ -201,6 +201,7 @@ def test_frame_and_include_are_followed(tmp_path):
     assert max(err.values()) < TOL, err
 
 
+@pytest.mark.filterwarnings("ignore:.*a plane is not imported")
 def test_mesh_geom_mass_matches_mujoco(tmp_path):
     trimesh = pytest.importorskip("trimesh")
     box = trimesh.creation.box(extents=(0.2, 0.4, 0.1))
@@ -243,6 +244,7 @@ def test_actuators_become_drives_or_are_recorded(tmp_path):
     assert any("<tendon> in" in w and "model.xml" in w for w in caught)
 
 
+@pytest.mark.filterwarnings("ignore:.*a plane is not imported")
 def test_unsupported_geom_warns_and_keeps_its_mass(tmp_path):
     path = write(tmp_path, """<mujoco><worldbody><geom type="plane" size="1 1 1"/><body name="a"><joint/>
         <geom name="can" type="cylinder" size="0.1 0.2"/></body></worldbody></mujoco>""")

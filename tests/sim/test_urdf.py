@@ -118,6 +118,7 @@ def test_collision_geometries_become_massless_colliders():
     assert model.bodies.mass.numpy()[upper] == pytest.approx(1.0)
 
 
+@pytest.mark.filterwarnings("ignore:.*joint friction is recorded")
 def test_cylinder_collision_warns_naming_element_and_file():
     with pytest.warns(RobotFileWarning, match=r"<cylinder> of <collision> in .*arm7.urdf: simkit has no cylinder"):
         sk.sim.ModelBuilder(up_axis="z").add_urdf(ARM7)
