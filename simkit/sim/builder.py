@@ -31,6 +31,7 @@ from ..core import types as T
 from . import geometry as G
 from . import validate as V
 from .builder_rigid import RigidBuilder
+from .importers import ImporterMixin
 from .columns import Column
 from .contact_material import PARTICLE_PENALTY, contact_material
 from .model import Model
@@ -47,7 +48,7 @@ _COLUMNS = {"particle_q": (3,), "particle_qd": (3,), "particle_mass": (), "parti
             "tet_k_damp": ()}
 
 
-class ModelBuilder(RigidBuilder):
+class ModelBuilder(RigidBuilder, ImporterMixin):
     """Collects the parts of a scene; ``finalize`` turns them into a :class:`Model`.
 
     ``gravity`` is the signed acceleration along ``up_axis`` ("x", "y" or "z");

@@ -23,7 +23,7 @@ from ..kernels.structs import (JOINT_BALL, JOINT_FIXED, JOINT_FREE, JOINT_PRISMA
 from . import geometry as G
 from . import validate as V
 from .contact_material import RIGID_PENALTY, contact_material
-from .mass import body_mass_properties
+from .mass import body_mass_properties, combine_mass_properties
 
 _IDENTITY = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
 
@@ -58,6 +58,7 @@ class RigidBuilder:
         self.body_q: list = []
         self.body_qd: list = []
         self.body_armature: list = []
+        self.body_inertials: dict = {}           # body -> [(mass, com, inertia)], see add_body_inertia
         self.shape_kind: list = []
         self.shape_body: list = []
         self.shape_xform: list = []
@@ -116,6 +117,28 @@ class RigidBuilder:
         self.body_qd.append(np.concatenate([w, v]))
         self.body_armature.append(armature)
         return self.body_count - 1
+
+    def add_body_inertia(self, body: int, mass: float, com: Sequence[float] = (0.0, 0.0, 0.0),
+                         inertia: Any = None) -> None:
+        """Add an explicit mass to ``body``: ``mass`` (kg) centered at ``com`` (body frame) with the
+        3x3 ``inertia`` tensor about ``com`` in body axes (default: a point mass). It adds to
+        the mass of the body's shapes (a body whose mass comes only from here takes shapes of
+        ``density=0`` as colliders); the importers use it for the inertials of robot files.
+
+        Example::
+
+            link = b.add_body()
+            b.add_body_inertia(link, 2.0, com=(0.0, -0.25, 0.0), inertia=np.diag([0.01, 0.002, 0.01]))
+        """
+        body = V.index(body, self.body_count, "body", "bodies", "add_body_inertia")
+        mass = V.nonneg(mass, "add_body_inertia: mass")
+        com = V.vec3(com, "add_body_inertia: com")
+        I = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=np.float64)
+        if I.shape != (3, 3) or not np.all(np.isfinite(I)) or not np.allclose(I, I.T, rtol=0.0, atol=1e-12 * (
+                1.0 + np.abs(I).max())) or np.linalg.eigvalsh(0.5 * (I + I.T)).min() < -1e-12 * (1.0 + np.abs(I).max()):
+            raise ValueError(f"add_body_inertia: inertia must be a finite symmetric positive semidefinite 3x3 matrix, "
+                             f"got {inertia!r}")
+        self.body_inertials.setdefault(body, []).append((mass, com, 0.5 * (I + I.T)))
 
     # -- shapes -------------------------------------------------------------------------
     def _add_shape(self, kind: int, pos, rot, params, body, density, material, where: str) -> int:
@@ -411,6 +434,8 @@ class RigidBuilder:
         self.body_q.extend(place(t) for t in other.body_q)
         self.body_qd.extend(np.concatenate([rotate(v[:3]), rotate(v[3:])]) for v in other.body_qd)
         self.body_armature.extend(other.body_armature)
+        for b, parts in other.body_inertials.items():
+            self.body_inertials.setdefault(b + offset, []).extend(parts)
         self.shape_kind.extend(other.shape_kind)
         self.shape_body.extend(body(b) for b in other.shape_body)
         self.shape_xform.extend(place(t) if b < 0 else t for t, b in zip(other.shape_xform, other.shape_body))
@@ -442,7 +467,8 @@ class RigidBuilder:
             if body >= 0:
                 attached[body].append((k, x, p, d))
         for b in range(n):
-            mass[b], com[b], inertia[b] = body_mass_properties(attached[b])
+            mass[b], com[b], inertia[b] = combine_mass_properties(
+                [body_mass_properties(attached[b])] + self.body_inertials.get(b, []))
             if mass[b] > 0.0:
                 inertia[b] += np.eye(3) * self.body_armature[b]
         material = np.asarray(self.shape_material, dtype=np.float64).reshape(-1, len(SHAPE_MATERIAL))

@@ -53,6 +53,12 @@ def body_mass_properties(shapes) -> tuple[float, np.ndarray, np.ndarray]:
         m, inertia = shape_mass(kind, params, density)
         R = quat_to_matrix(np.asarray(xform[3:], dtype=np.float64))
         parts.append((m, np.asarray(xform[:3], dtype=np.float64), R @ inertia @ R.T))
+    return combine_mass_properties(parts)
+
+
+def combine_mass_properties(parts) -> tuple[float, np.ndarray, np.ndarray]:
+    """Mass, center of mass and inertia about it of rigid parts (mass, center, inertia about
+    the center), all in one frame."""
     mass = sum(m for m, _, _ in parts)
     if mass <= 0.0:
         return 0.0, np.zeros(3), np.zeros((3, 3))

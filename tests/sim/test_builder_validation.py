@@ -3,6 +3,7 @@ one out of its physical range) is refused with an error naming the method and th
 and a refused call leaves the builder as it was."""
 
 import inspect
+import os
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import simkit as sk
 from simkit.sim.columns import Column
 
 NAN, INF = float("nan"), float("inf")
+DATA = os.path.join(os.path.dirname(__file__), "data")
 TET = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
 
 
@@ -71,7 +73,11 @@ VALID = {
                                 child_xform=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), axis=(1.0, 0.0, 0.0),
                                 axis2=(0.0, 0.0, 1.0), linear_ke=1e4, linear_kd=1.0, angular_ke=1e2,
                                 angular_kd=0.1),
+    "add_body_inertia": dict(body=0, mass=1.0, com=(0.0, 0.1, 0.0), inertia=np.eye(3) * 0.01),
     "add_articulation": dict(),
+    "add_urdf": dict(path=os.path.join(DATA, "arm2.urdf"), xform=(0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0),
+                     floating=False),
+    "add_mjcf": dict(path=os.path.join(DATA, "pendulum.xml"), xform=(0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)),
     "add_builder": dict(other=None, xform=(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)),
 }
 

@@ -1,0 +1,38 @@
+"""Mass properties of triangle meshes (STL, OBJ, ...) through trimesh, an optional dependency
+(``pip install simkit[meshes]``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ._tree import RobotFileError
+
+
+def load_mesh(file: Path, scale, where: str):
+    """The trimesh mesh in ``file``, its vertices scaled by ``scale`` (3 factors)."""
+    try:
+        import trimesh
+    except ImportError:
+        raise ImportError(f"{where}: mesh geoms need trimesh: pip install simkit[meshes]") from None
+    if not Path(file).is_file():
+        raise FileNotFoundError(f"{where}: no such mesh file: {file}")
+    try:
+        mesh = trimesh.load(str(file), force="mesh")
+    except Exception as e:   # trimesh raises many kinds on a bad file
+        raise RobotFileError(f"{where}: cannot read the mesh {file}: {e}") from None
+    mesh.apply_scale(np.asarray(scale, dtype=np.float64))
+    return mesh
+
+
+def mesh_mass(file: Path, scale, density: float, mass: float | None, where: str):
+    """(mass, center, inertia about the center) of the solid bounded by the mesh in ``file``
+    (mesh coordinates): ``density`` times its volume, or ``mass`` when given."""
+    mesh = load_mesh(file, scale, where)
+    volume = float(mesh.volume)
+    if not volume > 0.0:
+        raise RobotFileError(f"{where}: the mesh {file} encloses no volume ({volume}); its mass is undefined")
+    mesh.density = 1.0
+    m = density * volume if mass is None else float(mass)
+    return m, np.array(mesh.center_mass, dtype=np.float64), np.array(mesh.moment_inertia) * (m / volume)
