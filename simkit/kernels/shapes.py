@@ -195,7 +195,8 @@ def world_groups(world: np.ndarray, world_count: int) -> list[np.ndarray]:
 
 
 def _pair_list(kind: np.ndarray, body: np.ndarray, joined: set, world: np.ndarray | None = None,
-               world_count: int = 0) -> np.ndarray:
+               world_count: int = 0, collision_group: np.ndarray | None = None,
+               collision_mask: np.ndarray | None = None) -> np.ndarray:
     world = np.full(len(kind), -1) if world is None else world
     found = []
     for group in world_groups(world, world_count):
@@ -214,6 +215,10 @@ def _pair_list(kind: np.ndarray, body: np.ndarray, joined: set, world: np.ndarra
         jkey = np.array([min(p, c) * bodies + max(p, c) for p, c in joined], dtype=np.int64)
         keep = ~np.isin(key, jkey)
         a, b = a[keep], b[keep]
+    if collision_group is not None:
+        g, m = collision_group, collision_mask
+        keep = ((g[a] & m[b]) | (g[b] & m[a])) != 0
+        a, b = a[keep], b[keep]
     order = np.lexsort((b, a))
     return np.stack([a[order], b[order]], axis=1).astype(np.int32).reshape(-1, 2)
 
@@ -224,9 +229,10 @@ def collision_pairs(model) -> A.Array:
 
     A pair ``(a, b)`` means "the contact points of shape ``a`` against the surface of shape
     ``b``". Shapes on the same body, two static shapes, shapes of two bodies joined by
-    a joint, and shapes of two different worlds (``model.shape_world``; world -1 meets
-    every world) never collide (a body jointed to the world still collides with static
-    shapes). A sphere is only ever the ``a`` side (its center against the other surface
+    a joint, shapes of two different worlds (``model.shape_world``; world -1 meets
+    every world) and shapes whose collision masks exclude each other
+    (``ModelBuilder.set_shape_collision``) never collide (a body jointed to the world still
+    collides with static shapes). A sphere is only ever the ``a`` side (its center against the other surface
     is exact); other pairs are tested both ways, so a box corner and a capsule end both
     find the other shape. The contact kernels skip a pair whose bounding spheres are apart
     (the broad phase), so the list is all pairs that could ever touch, fixed for the
@@ -248,7 +254,8 @@ def collision_pairs(model) -> A.Array:
             for p, c in zip(model.joints.parent.numpy(), model.joints.child.numpy()):
                 if p >= 0:
                     joined.add((int(p), int(c)))
-        pairs = A.array(_pair_list(kind, body, joined, model.shape_world.numpy(), model.world_count),
+        pairs = A.array(_pair_list(kind, body, joined, model.shape_world.numpy(), model.world_count,
+                                   model.shape_collision_group, model.shape_collision_mask),
                         dtype=T.int32, device=model.device)
         model._collision_pairs = pairs
     return pairs

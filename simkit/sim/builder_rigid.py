@@ -65,6 +65,7 @@ class RigidBuilder:
         self.shape_params: list = []
         self.shape_density: list = []
         self.shape_material: list = []
+        self.shape_collision: list = []          # [group, mask] bitmasks, see set_shape_collision
         self.joint_kind: list = []
         self.joint_parent: list = []
         self.joint_child: list = []
@@ -156,7 +157,28 @@ class RigidBuilder:
         self.shape_params.append(params)
         self.shape_density.append(density)
         self.shape_material.append(mat)
+        self.shape_collision.append([1, 1])
         return self.shape_count - 1
+
+    def set_shape_collision(self, shape: int, group: int = 1, mask: int = 1) -> None:
+        """Which other shapes ``shape`` touches, with MuJoCo's rule for its contype/conaffinity:
+        shapes ``a`` and ``b`` collide when ``group_a & mask_b`` or ``group_b & mask_a`` is
+        nonzero. Every shape starts with group 1 and mask 1, so all collide; shapes of one
+        robot given ``group=1, mask=0`` stop touching each other but still touch shapes of
+        mask 1 (static scenery). The filter is between shapes: the ground plane and particles
+        touch every shape. Both are bit masks of 32 bits.
+
+        Example::
+
+            leg = b.add_shape_capsule((0, 0, 0), (0, 0, 0, 1), 0.05, 0.2, body=thigh)
+            b.set_shape_collision(leg, group=1, mask=0)   # not against the robot's other parts
+        """
+        where = "set_shape_collision"
+        shape = V.index(shape, self.shape_count, "shape", "shapes", where)
+        for name, value in (("group", group), ("mask", mask)):
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not 0 <= value < 2 ** 32:
+                raise ValueError(f"{where}: {name} must be an int bit mask in [0, 2**32), got {value!r}")
+        self.shape_collision[shape] = [int(group), int(mask)]
 
     def add_shape_sphere(self, pos: Sequence[float], radius: float, body: int = -1, density: float = 1000.0, *,
                          ke: float | None = None, kd: float | None = None, kf: float | None = None,
@@ -442,6 +464,7 @@ class RigidBuilder:
         self.shape_params.extend(other.shape_params)
         self.shape_density.extend(other.shape_density)
         self.shape_material.extend(list(m) for m in other.shape_material)
+        self.shape_collision.extend(list(c) for c in other.shape_collision)
         self.joint_kind.extend(other.joint_kind)
         self.joint_parent.extend(body(p) for p in other.joint_parent)
         self.joint_child.extend(body(c) for c in other.joint_child)
@@ -472,6 +495,7 @@ class RigidBuilder:
             if mass[b] > 0.0:
                 inertia[b] += np.eye(3) * self.body_armature[b]
         material = np.asarray(self.shape_material, dtype=np.float64).reshape(-1, len(SHAPE_MATERIAL))
+        collision = np.asarray(self.shape_collision, dtype=np.int64).reshape(-1, 2)
         limits = np.asarray(self.joint_limits, dtype=np.float64).reshape(-1, 4)
         gains = np.asarray(self.joint_gains, dtype=np.float64).reshape(-1, 6)
         return {
@@ -480,6 +504,7 @@ class RigidBuilder:
             "shape_kind": self.shape_kind, "shape_body": self.shape_body, "shape_xform": self.shape_xform,
             "shape_params": self.shape_params,
             **{f"shape_{name}": material[:, k] for k, name in enumerate(SHAPE_MATERIAL)},
+            "shape_collision_group": collision[:, 0], "shape_collision_mask": collision[:, 1],
             "joint_kind": self.joint_kind, "joint_parent": self.joint_parent, "joint_child": self.joint_child,
             "joint_parent_xform": self.joint_parent_xform, "joint_child_xform": self.joint_child_xform,
             "joint_axis": self.joint_axis, "joint_axis2": self.joint_axis2, "joint_limit_lower": limits[:, 0], "joint_limit_upper": limits[:, 1],

@@ -171,6 +171,9 @@ class Model:
         self.particle_world = ints(self._world_ids("particle"))
         self.body_world = ints(self._world_ids("body"))
         self.shape_world = ints(self._world_ids("shape"))
+        # bit masks of 32 bits, kept as int64 on the host side only (collision_pairs reads them)
+        self.shape_collision_group = np.asarray(data["shape_collision_group"], dtype=np.int64).reshape(-1)
+        self.shape_collision_mask = np.asarray(data["shape_collision_mask"], dtype=np.int64).reshape(-1)
 
     def _world_ids(self, kind: str) -> np.ndarray:
         ids = np.full(getattr(self, WORLD_KINDS[kind]), -1, dtype=np.int32)

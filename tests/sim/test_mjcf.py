@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 
 import numpy as np
 import pytest
 
 import simkit as sk
+from simkit.kernels.shapes import collision_pairs
 from simkit.sim.importers import RobotFileError, RobotFileWarning
 
 from import_helpers import compare_with_mujoco, load
@@ -155,10 +157,33 @@ def test_geoms_that_collide_with_nothing_are_not_colliders():
         mujoco.MjModel.from_xml_path(gym_asset("inverted_pendulum"))))
 
 
-def test_overlaps_the_file_filters_out_are_warned():
-    # the ant's legs overlap its torso; MuJoCo masks those pairs (conaffinity 0), simkit cannot
-    _, _, _, _, caught = load(gym_asset("ant"))
-    assert any("ant.xml: 10 pairs of colliders may touch" in w and "<geom name='torso_geom'>" in w for w in caught)
+def test_the_files_contype_and_conaffinity_become_the_collision_filter():
+    # the ant's legs overlap its torso; its geoms have conaffinity 0, so none touches another
+    b, _, _, model, caught = load(gym_asset("ant"))
+    assert b.shape_count > 0 and b.shape_collision == [[1, 0]] * b.shape_count
+    assert collision_pairs(model).shape[0] == 0
+    assert not any("pairs of colliders" in w for w in caught)
+
+
+def test_the_ant_dropped_on_the_ground_comes_to_rest_in_xpbd():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RobotFileWarning)
+        b = sk.sim.ModelBuilder(up_axis="z", ground=True)
+        b.add_mjcf(gym_asset("ant"))
+    model = b.finalize(dtype=sk.float64)
+    dt = 1e-3
+    end = sk.sim.simulate(model, sk.sim.XPBD(), model.state(), 500, dt, keep_states=False)[-1]
+    torso_z = end.body_q.numpy()[0, 2]
+    assert 0.3 < torso_z < 0.75                     # fell from 0.75 and stands on its legs
+    assert np.abs(end.body_qd.numpy()).max() < 0.1
+
+
+def test_overlaps_of_a_parent_and_a_child_hanging_by_two_joints_are_warned(tmp_path):
+    path = write(tmp_path, """<mujoco><worldbody><body name="a"><geom name="ga" size="0.1"/>
+        <body name="b" pos="0 0 -0.15"><joint name="h1" axis="1 0 0"/><joint name="h2" axis="0 1 0"/>
+        <geom name="gb" size="0.1"/></body></body></worldbody></mujoco>""")
+    _, _, _, _, caught = load(path)
+    assert any("1 pairs of colliders of a parent and its child may touch" in w for w in caught)
 
 
 def test_hinge_limits_are_relative_to_ref(tmp_path):

@@ -308,10 +308,11 @@ def _bounding_radius(g: Geom) -> float | None:
 
 
 def _warn_unfiltered_overlaps(bodies: list, static_geoms: list, record: ImportRecord) -> None:
-    """Warn about colliders of two bodies (or a body and the world) that overlap as built,
-    which the file never lets collide (MuJoCo's contype/conaffinity bitmasks, or a parent and
-    its child) but simkit will: it only skips the shapes of two bodies joined directly by a
-    joint."""
+    """Warn about colliders of a parent and its child that overlap as built, which MuJoCo
+    never lets collide but simkit will where the child hangs from its parent by more than one
+    joint (through massless bodies): simkit skips the shapes of two bodies joined directly by
+    a joint, and the file's contype/conaffinity bitmasks become simkit's collision filter
+    (set_shape_collision)."""
     poses = []
     for b in bodies:
         local = np.concatenate([b.pos, b.quat])
@@ -331,13 +332,13 @@ def _warn_unfiltered_overlaps(bodies: list, static_geoms: list, record: ImportRe
             if related and len(child.joints) <= 1:
                 continue          # one simkit joint between them: simkit skips the pair too
             masked = not (gi.contype & gj.conaffinity or gj.contype & gi.conaffinity)
-            if related or masked:
+            if related and not masked:
                 found.append(f"{gi.where.split(' in ')[0]} and {gj.where.split(' in ')[0]}")
     if found:
-        record.warn(f"{record.path}: {len(found)} pairs of colliders may touch as built though the file never lets "
-                    "them collide (contype/conaffinity, or parent and child); simkit has no collision filter for "
-                    "them, so they push each other apart in SemiImplicitEuler and XPBD: " + ", ".join(found[:8])
-                    + (", ..." if len(found) > 8 else ""))
+        record.warn(f"{record.path}: {len(found)} pairs of colliders of a parent and its child may touch as built "
+                    "though MuJoCo never lets them collide; simkit does (the child hangs by more than one joint), "
+                    "so they push each other apart in SemiImplicitEuler and XPBD (set_shape_collision can separate "
+                    "them): " + ", ".join(found[:8]) + (", ..." if len(found) > 8 else ""))
 
 
 def _record_joint(record: ImportRecord, j: Joint, index: int) -> None:
@@ -359,13 +360,16 @@ def _add_collider(builder, g: Geom, X: np.ndarray, body: int, record: ImportReco
     if not g.collide:
         return
     pos, rot = X[:3], X[3:]
+    shape = None
     if g.kind == "sphere":
-        builder.add_shape_sphere(pos, g.size[0], body=body, density=0.0)
+        shape = builder.add_shape_sphere(pos, g.size[0], body=body, density=0.0)
     elif g.kind == "box":
-        builder.add_shape_box(pos, rot, g.size[:3], body=body, density=0.0)
+        shape = builder.add_shape_box(pos, rot, g.size[:3], body=body, density=0.0)
     elif g.kind == "capsule":
-        builder.add_shape_capsule(pos, G.quat_multiply(rot, _CAPSULE_Y_TO_Z), g.size[0], g.size[1], body=body,
-                                  density=0.0)
+        shape = builder.add_shape_capsule(pos, G.quat_multiply(rot, _CAPSULE_Y_TO_Z), g.size[0], g.size[1],
+                                          body=body, density=0.0)
+    if shape is not None:
+        builder.set_shape_collision(shape, g.contype, g.conaffinity)
     elif g.kind == "plane":
         record.warn(f"{g.where}: a plane is not imported as a collider (use the ModelBuilder's ground)")
     elif g.kind == "mesh":
