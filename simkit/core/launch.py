@@ -272,6 +272,39 @@ class Plan:
         runtime.sk_catch_interrupts()  # again per kernel: the program may have set its own handler since
         self.run = runtime.sk_launch
 
+    def tangent_job(self) -> Job:
+        """The CPU launch of the kernel's tangent entries (compiled on first use, see
+        Kernel.tangent_loaded): splits over threads with atomic adds, as it adds into the
+        tangent buffers as the forward adds into the arrays."""
+        job = getattr(self, "_tangent", None)
+        if job is None:
+            lib, _fir, _path = self.kernel.tangent_loaded()
+            fn = ctypes.cast(getattr(lib, f"{self.fir.cname}_cpu_tangent"), ctypes.c_void_p).value
+            get_error = lib.sk_get_error
+            get_error.restype = ctypes.POINTER(ErrorRecord)
+            self.tangent_error = get_error().contents
+            scatters = ctypes.c_int.in_dll(lib, f"{self.fir.cname}_cpu_tangent_scatters").value
+            job = Job(fn, self.base, ctypes.sizeof(self.Args), grain_of(self.fir, True),
+                      SCATTER_MIN_THREADS if scatters else 2, None, -1, ctypes.addressof(self.tangent_error),
+                      ctypes.addressof(self.extent_pairs), len(self.extent_pairs) // 2 if self.extents else 0)
+            self._tangent = job = (job, ctypes.c_void_p(ctypes.addressof(job)))
+        return job
+
+    def run_tangent(self, dim, values) -> None:
+        """Run the tangent entry over ``dim`` on the CPU; ``values`` are packed as for a launch
+        (their arrays' grad slots holding the tangent buffers)."""
+        self.ensure_cpu()
+        _job, addr = self.tangent_job()
+        self.pack_on(values, "cpu")
+        if self.set_bounds(dim):
+            self.run(addr)
+            if self.tangent_error.code:
+                self.error, saved = self.tangent_error, self.error
+                try:
+                    self.check_error()
+                finally:
+                    self.error = saved
+
     def cpu_job(self, adjoint: bool, args: int | None = None) -> Job:
         """The runtime's description of a launch of one direction over the args struct at
         ``args`` (this plan's own by default): its grain and how its grid may split."""
