@@ -17,7 +17,7 @@ zero tangent (the new values do not depend on the inputs), ``assign`` of an sk a
 turned into a launch's float argument) loses its tangent: keep differentiable data on
 device, in arrays.
 
-Tangent launches run on the CPU; a launch on a GPU inside a JVP raises.
+Tangent launches run where the forward launch would (CPU or GPU); not inside ``sk.capture``.
 
 Example::
 
@@ -94,10 +94,12 @@ class JVP:
         """``a``'s tangent buffer, allocated zero (laid out like ``a``) on first use."""
         entry = self._tan.get(id(a))
         if entry is None:
-            if a._np is None:
-                raise NotImplementedError(f"forward mode runs on the CPU for now; an array on {a.device} "
-                                          "takes part in this JVP (move it with .to('cpu'))")
-            t = Array(_zeros_laid_out_like(a._np), a.dtype, a.shape, a.device)
+            if a._np is not None:
+                t = Array(_zeros_laid_out_like(a._np), a.dtype, a.shape, a.device)
+            else:
+                from ..core.cuda import arrays
+
+                t = arrays.zeros_alike(a)
             entry = self._tan[id(a)] = (a, t)
             self._alias.pop(id(a), None)
         return entry[1]
@@ -120,7 +122,7 @@ class JVP:
         if not _is_float(a):
             return
         if source is not None and id(source) in self._tan:
-            self._buffer(a)._write(self._tan[id(source)][1].numpy())
+            self._buffer(a)._copy_from(self._tan[id(source)][1])
         elif id(a) in self._tan:
             self._tan[id(a)][1]._write(0)
 
@@ -129,13 +131,17 @@ class JVP:
         if adjoint:
             raise RuntimeError(f"an adjoint launch of '{kernel.name}' inside a JVP: forward mode runs tangent "
                                "launches only (run reverse mode outside the JVP block)")
-        if device is not None and device != "cpu":
-            raise NotImplementedError(f"forward mode runs on the CPU for now; '{kernel.name}' was launched on "
-                                      f"{device}")
+        dev = _launch.launch_device(plan, values, device)
         for _k, _p, a in _launch.resolve_arrays(values, plan.writes):
             if _is_float(a):
                 self._buffer(a)
-        plan.run_tangent(dim, [self._aliased(v) for v in values])
+        aliased = [self._aliased(v) for v in values]
+        if dev == "cpu":
+            plan.run_tangent(dim, aliased)
+        else:
+            from ..core.cuda import launch as cuda_launch
+
+            cuda_launch.launch_tangent(plan, dim, aliased, dev)
         _launch.bump_versions(plan, values)
         return True
 

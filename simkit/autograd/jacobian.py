@@ -334,9 +334,8 @@ def jacobian(kernel: Any, dim: Any, inputs: Sequence, outputs: Sequence,
     ``mode``: ``"reverse"`` runs one adjoint launch per output component (plus one
     forward), ``"forward"`` one tangent launch per input component (column by column,
     simkit.autograd.forward), ``"auto"`` (default) the forward mode when the inputs
-    have fewer components than the outputs, and the reverse mode otherwise, when the
-    kernel has no tangent (a builtin without a tangent rule, atomic_min/max on floats)
-    or when the arrays are on a GPU (tangent launches run on the CPU for now).
+    have fewer components than the outputs, and the reverse mode otherwise or when the
+    kernel has no tangent (a builtin without a tangent rule, atomic_min/max on floats).
 
     Example::
 
@@ -354,8 +353,7 @@ def jacobian(kernel: Any, dim: Any, inputs: Sequence, outputs: Sequence,
         raise ValueError(f"jacobian: mode must be 'auto', 'forward' or 'reverse', got {mode!r}")
     problem = _Problem("jacobian", kernel, dim, inputs, outputs, input_output_mask)
     with problem.session():
-        on_cpu = all(c.device == "cpu" for c in problem.copies)  # tangent launches run on the CPU only
-        if mode == "auto" and on_cpu and problem.pairs and problem.components(0) < problem.components(1):
+        if mode == "auto" and problem.pairs and problem.components(0) < problem.components(1):
             try:
                 problem.kernel.tangent_loaded()
                 mode = "forward"

@@ -227,6 +227,7 @@ class Kernel:
         self._ir = {}
         self._loaded: dict[str, tuple] = {}
         self._tangent_loaded: dict[str, tuple] = {}  # mode -> (library, IR, path) of the tangent entries
+        self._cuda_tangent_loaded: dict[tuple, tuple] = {}  # (mode, GPU index) -> (CudaModule, IR), tangents
         self._cuda_loaded: dict[tuple, tuple] = {}  # (mode, GPU index) -> (CudaModule, IR)
         self._plan = {}
         self._index = -1

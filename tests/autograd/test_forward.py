@@ -6,7 +6,6 @@ import pytest
 
 import simkit as sk
 
-pytestmark = pytest.mark.cpu_only("tangent launches run on the CPU")
 F64 = sk.float64
 V3 = sk.vec3d
 
@@ -155,3 +154,12 @@ def test_tangent_source_mirrors_the_forward_statements():
     src = scale.tangent_source()
     assert "sk::tan_store(" in src and "sk::tan_load(" in src
     assert "tan_" in src and "scale_" in src and "_cpu_tangent" in src and "_cuda_tangent" in src
+
+
+def test_a_jvp_runs_the_tangent_entry_where_the_arrays_are(device):
+    x = sk.array([1.0, 2.0], dtype=F64)
+    y = sk.zeros(2, dtype=F64)
+    assert x.device == device
+    _, ty = sk.autograd.jvp(lambda x: (sk.launch(scale, 2, inputs=[x], outputs=[y]), y)[1], [x], [[1.0, -1.0]])
+    assert ty.device == device and ty.numpy().tolist() == [3.0, -3.0]
+    assert bool(scale._cuda_tangent_loaded) == (device != "cpu")

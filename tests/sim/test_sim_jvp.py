@@ -9,7 +9,7 @@ from sim_helpers import position_loss, spring_triangle
 STEPS = 20
 W = np.array([[0.0, 0.0, 0.0], [0.3, -1.0, 0.7], [1.0, 0.5, -0.4]])
 INTEGRATORS = {"semi-implicit": (sk.sim.SemiImplicitEuler, 2e-3, True), "xpbd": (sk.sim.XPBD, 1e-2, False)}
-pytestmark = pytest.mark.cpu_only("tangent launches run on the CPU")
+pytestmark = pytest.mark.cpu_only("the GPU path of tangent launches is tested in tests/autograd/test_forward.py")
 
 
 @pytest.fixture(params=list(INTEGRATORS))
