@@ -646,6 +646,10 @@ import bench_optim  # noqa: E402  (checkpointed rollouts: the memory target)
 
 bench_optim.add_sections(section, Result, Row, fmt)
 
+import bench_forward  # noqa: E402  (forward mode: jvp cost, LM vs Adam)
+
+bench_forward.add_sections(section, Result, Row, fmt)
+
 import bench_builder  # noqa: E402  (build + finalize of big grids: time and memory)
 
 bench_builder.add_sections(section, Result, Row, fmt)

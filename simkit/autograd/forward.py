@@ -35,7 +35,6 @@ import numpy as np
 from ..core import launch as _launch
 from ..core import array as _array
 from ..core.array import Array, _refuse_in_capture, _zeros_laid_out_like
-from ..core.struct import is_struct_instance
 
 
 def _is_float(a: Array) -> bool:
@@ -60,8 +59,6 @@ class JVP:
 
     def __init__(self, tangents: dict | None = None):
         self._tan: dict[int, tuple[Array, Array]] = {}
-        self._alias: dict[int, Array] = {}
-        self._keep: dict[int, Array] = {}
         self._active = False
         for a, t in (tangents or {}).items():
             self.set_tangent(a, t)
@@ -101,7 +98,6 @@ class JVP:
 
                 t = arrays.zeros_alike(a)
             entry = self._tan[id(a)] = (a, t)
-            self._alias.pop(id(a), None)
         return entry[1]
 
     # -- the launch hook ----------------------------------------------------------------
@@ -131,37 +127,34 @@ class JVP:
         if adjoint:
             raise RuntimeError(f"an adjoint launch of '{kernel.name}' inside a JVP: forward mode runs tangent "
                                "launches only (run reverse mode outside the JVP block)")
-        dev = _launch.launch_device(plan, values, device)
-        for _k, _p, a in _launch.resolve_arrays(values, plan.writes):
-            if _is_float(a):
+        dev = _launch.launch_device(plan, values, device)  # packs the arguments for a CPU launch
+        written = {id(a) for _k, _p, a in _launch.resolve_arrays(values, plan.writes)}
+        slots = []
+        for k, path, word in plan.array_slots():
+            a = values[k]
+            for f in path:
+                a = getattr(a, f, None)
+            if type(a) is not Array:
+                a = None
+            elif id(a) in written and _is_float(a):
                 self._buffer(a)
-        aliased = [self._aliased(v) for v in values]
+            slots.append((a, word))
+
+        def patch():
+            """Each array's grad word: its tangent buffer (none: null, a zero tangent)."""
+            i64 = plan.i64
+            for a, word in slots:
+                entry = self._tan.get(id(a)) if a is not None else None
+                i64[word] = entry[1]._ptr if entry is not None and entry[1].size else 0
         if dev == "cpu":
-            plan.run_tangent(dim, aliased)
+            patch()
+            plan.run_tangent(dim)
         else:
             from ..core.cuda import launch as cuda_launch
 
-            cuda_launch.launch_tangent(plan, dim, aliased, dev)
+            cuda_launch.launch_tangent(plan, dim, values, dev, patch)
         _launch.bump_versions(plan, values)
         return True
-
-    def _aliased(self, v: Any) -> Any:
-        """``v`` for a tangent launch: an array becomes an alias (same data) whose grad slot holds its
-        tangent buffer (or nothing); a struct, a copy holding such aliases."""
-        if type(v) is Array:
-            alias = self._alias.get(id(v))
-            if alias is None:
-                alias = Array(v._np, v.dtype, v.shape, v.device, owner=v, ptr=v._ptr, strides=v._strides)
-                entry = self._tan.get(id(v))
-                if entry is not None:
-                    alias.grad = entry[1]
-                self._alias[id(v)] = alias
-                self._keep[id(v)] = v  # the alias cache is keyed by id: keep the array alive
-            return alias
-        if is_struct_instance(v):
-            fields = {n: self._aliased(getattr(v, n)) for n in type(v)._sk_fields}
-            return type(v)(**fields)
-        return v
 
 
 def _flatten(out: Any) -> tuple[list, Callable[[list], Any]]:

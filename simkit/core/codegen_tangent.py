@@ -6,9 +6,9 @@ directional derivative are computed together in one pass; dynamic loops carry ta
 like values, branches hold the tangents of the statements they hold.
 
 Arrays carry no tangent variable: during a tangent launch each array argument's *grad*
-slot holds its tangent buffer (simkit.autograd.forward packs aliases so), so a load
-reads ``tan = *grad_ptr(a, i)`` (zero where there is no buffer), a store writes it and an
-``atomic_add`` adds into it. Scalar, vector and struct arguments of a kernel have zero
+slot holds its tangent buffer (simkit.autograd.forward writes it into the packed
+arguments), so a load reads ``tan = *grad_ptr(a, i)`` (zero where there is no buffer), a
+store writes it and an ``atomic_add`` adds into it. Scalar, vector and struct arguments of a kernel have zero
 tangents. A call of an ``@sk.func`` becomes one call of its tangent function, which
 returns the values and their tangents (a custom adjoint does not take part: tangents
 come from the function's body).

@@ -290,12 +290,31 @@ class Plan:
             self._tangent = job = (job, ctypes.c_void_p(ctypes.addressof(job)))
         return job
 
-    def run_tangent(self, dim, values) -> None:
-        """Run the tangent entry over ``dim`` on the CPU; ``values`` are packed as for a launch
-        (their arrays' grad slots holding the tangent buffers)."""
+    def array_slots(self) -> list:
+        """``(parameter index, field path, int64 word of the grad pointer)`` of every array among
+        the parameters, struct fields at any depth included: where a tangent launch puts the
+        tangent buffers (simkit.autograd.forward) after packing the arguments as usual."""
+        slots = getattr(self, "_array_slots", None)
+        if slots is None:
+            slots = []
+            grad_at = ArrayHeader.grad.offset
+
+            def visit(k, path, t, off):
+                if t._sk_kind == "array":
+                    slots.append((k, path, (off + grad_at) // 8))
+                elif t._sk_kind == "struct":
+                    for name, ft in t._sk_fields.items():
+                        visit(k, path + (name,), ft, off + getattr(t._sk_ctypes, name).offset)
+            for k, v in enumerate(self.fir.params):
+                visit(k, (), v.type, getattr(self.Args, v.cname).offset)
+            self._array_slots = slots
+        return slots
+
+    def run_tangent(self, dim) -> None:
+        """Run the tangent entry over ``dim`` on the CPU, over the arguments packed last (the
+        arrays' grad words holding their tangent buffers, see :meth:`array_slots`)."""
         self.ensure_cpu()
         _job, addr = self.tangent_job()
-        self.pack_on(values, "cpu")
         if self.set_bounds(dim):
             self.run(addr)
             if self.tangent_error.code:

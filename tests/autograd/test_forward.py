@@ -162,4 +162,5 @@ def test_a_jvp_runs_the_tangent_entry_where_the_arrays_are(device):
     assert x.device == device
     _, ty = sk.autograd.jvp(lambda x: (sk.launch(scale, 2, inputs=[x], outputs=[y]), y)[1], [x], [[1.0, -1.0]])
     assert ty.device == device and ty.numpy().tolist() == [3.0, -3.0]
-    assert bool(scale._cuda_tangent_loaded) == (device != "cpu")
+    if device != "cpu":
+        assert scale._cuda_tangent_loaded  # the tangent module built for the GPU

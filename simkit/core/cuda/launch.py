@@ -95,13 +95,13 @@ def launch(plan: Any, dim: Any, values: Any, device: str, adjoint: bool, capturi
         ctx.sync()
 
 
-def launch_tangent(plan: Any, dim: Any, values: Any, device: str) -> None:
-    """Queue one launch of the kernel's tangent entry (forward mode) on ``device``; ``values`` hold
-    the arrays' tangent buffers in their grad slots (simkit.autograd.forward).
+def launch_tangent(plan: Any, dim: Any, values: Any, device: str, patch: Any) -> None:
+    """Queue one launch of the kernel's tangent entry (forward mode) on ``device``; ``patch()``
+    writes the tangent buffers into the packed arguments' grad words (simkit.autograd.forward).
 
     Example::
 
-        launch_tangent(plan_for(saxpy), n, aliased_values, "cuda:0")
+        launch_tangent(plan_for(saxpy), n, values, "cuda:0", patch)
     """
     ck = kernel_for(plan, device)  # checks the parameter size; the forward module is not needed
     ctx = ck.ctx
@@ -114,6 +114,7 @@ def launch_tangent(plan: Any, dim: Any, values: Any, device: str) -> None:
         found = functions[device] = (module, module.function(f"{plan.fir.cname}_cuda_tangent"))
     module, function = found
     plan.pack_on(values, device)
+    patch()
     n = plan.set_bounds(dim)
     if not n:
         return
