@@ -18,6 +18,8 @@ turned into a launch's float argument) loses its tangent: keep differentiable da
 device, in arrays.
 
 Tangent launches run where the forward launch would (CPU or GPU); not inside ``sk.capture``.
+A ``sk.Tape`` recording inside or around the block records each launch as a forward launch
+(a tangent launch leaves the same values), so reverse mode works on the same run.
 
 Example::
 
@@ -103,7 +105,7 @@ class JVP:
     # -- the launch hook ----------------------------------------------------------------
     def __enter__(self) -> "JVP":
         _refuse_in_capture("a JVP (forward mode)")
-        _launch.hooks.append(self)
+        _launch.hooks.insert(0, self)  # outermost: a Tape inside or around it still records each launch
         _array.write_hooks.append(self._written)
         self._active = True
         return self

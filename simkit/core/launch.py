@@ -482,10 +482,18 @@ def bump_versions(plan: Plan, values) -> None:
             v._version += 1
 
 
-# Tapes and captures (simkit.autograd, simkit.core.capture) push themselves here;
-# core never imports the layers above it. The innermost one sees each launch first:
-# its ``intercept`` returns True when it has taken the launch over (a capture).
+# Tapes, captures and forward-mode JVPs (simkit.autograd, simkit.core.capture) push themselves
+# here; core never imports the layers above it. The innermost one sees each launch first, and
+# the next one out only if it did not take the launch over: ``intercept`` returns True when it
+# has (a capture, a JVP). A JVP sits outermost, so every Tape records a launch it runs.
 hooks: list = []
+
+
+def _intercepted(kernel, plan, dim, values, device, adjoint) -> bool:
+    for h in reversed(hooks):
+        if h.intercept(kernel, plan, dim, values, device, adjoint):
+            return True
+    return False
 
 
 def plan_for(kernel) -> Plan:
@@ -535,7 +543,7 @@ def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), devi
                         f"got {len(values)}")
     if plan.forwarded and not adjoint:
         refuse_forwarding_alias(plan, values)
-    if hooks and hooks[-1].intercept(kernel, plan, dim, values, device, adjoint):
+    if hooks and _intercepted(kernel, plan, dim, values, device, adjoint):
         return
     if device is not None and device != "cpu":
         return launch_on(plan, dim, values, device, adjoint)

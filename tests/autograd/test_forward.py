@@ -164,3 +164,65 @@ def test_a_jvp_runs_the_tangent_entry_where_the_arrays_are(device):
     assert ty.device == device and ty.numpy().tolist() == [3.0, -3.0]
     if device != "cpu":
         assert scale._cuda_tangent_loaded  # the tangent module built for the GPU
+
+
+@pytest.mark.parametrize("tape_inside", [True, False])
+def test_a_tape_around_or_inside_a_jvp_records_its_launches(tape_inside):
+    x = sk.array([1.0, 2.0], dtype=F64, requires_grad=True)
+    y = sk.zeros(2, dtype=F64, requires_grad=True)
+    if tape_inside:
+        with sk.autograd.JVP({x: [1.0, 0.0]}) as fwd, sk.Tape() as tape:
+            sk.launch(scale, 2, inputs=[x], outputs=[y])
+    else:
+        with sk.Tape() as tape, sk.autograd.JVP({x: [1.0, 0.0]}) as fwd:
+            sk.launch(scale, 2, inputs=[x], outputs=[y])
+    assert fwd.tangent(y).numpy().tolist() == [3.0, 0.0]
+    tape.backward(grads={y: np.ones(2)})
+    assert x.grad.numpy().tolist() == [3.0, 3.0]
+
+
+@sk.func
+def clipped(v: F64) -> F64:
+    return sk.min(v, 1.0)
+
+
+@sk.func_grad(clipped)
+def clipped_grad(v: F64, adj_ret: F64):
+    sk.adjoint[v] += adj_ret  # a straight-through estimator: reverse mode ignores the clip
+
+
+@sk.kernel
+def clip_kernel(x: sk.array(dtype=F64), y: sk.array(dtype=F64)):
+    i = sk.tid()
+    y[i] = clipped(x[i])
+
+
+def test_the_tangent_of_a_function_with_a_custom_adjoint_comes_from_its_body():
+    x, y = sk.array([0.5, 2.0], dtype=F64), sk.zeros(2, dtype=F64)
+    _, ty = sk.autograd.jvp(lambda x: (sk.launch(clip_kernel, 2, inputs=[x], outputs=[y]), y)[1], [x], [[1.0, 1.0]])
+    assert ty.numpy().tolist() == [1.0, 0.0]
+
+
+@sk.kernel
+def first_above(x: sk.array(dtype=F64), limit: F64, n: int, y: sk.array(dtype=F64)):
+    # break and an early return inside a dynamic loop
+    i = sk.tid()
+    acc = F64(0.0)
+    for j in range(n):
+        v = x[(i + j) % n]
+        if v < 0.0:
+            y[i] = -v
+            return
+        acc = acc + v * v
+        if acc > limit:
+            break
+    y[i] = acc
+
+
+def test_tangents_follow_break_and_early_return_in_a_dynamic_loop():
+    x = sk.array([0.5, 0.8, -0.3, 0.9, 0.4], dtype=F64)
+    outs = [sk.zeros(5, dtype=F64)]
+    fwd = sk.autograd.jacobian(first_above, 5, inputs=[x, 1.0, 5], outputs=outs, mode="forward")
+    rev = sk.autograd.jacobian(first_above, 5, inputs=[x, 1.0, 5], outputs=outs, mode="reverse")
+    np.testing.assert_allclose(fwd[(0, 0)], rev[(0, 0)], rtol=1e-14, atol=0)
+    assert np.count_nonzero(rev[(0, 0)]) > 5
