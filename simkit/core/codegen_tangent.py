@@ -26,8 +26,8 @@ import re
 
 from . import builtins as B
 from . import ir
-from .codegen import (FunctionWriter, _order_funcs, _order_structs, ctype, dense_check, dense_template,
-                      differentiable, entry_points, has_dense_loop, param_decl, struct_source)
+from .codegen import (ADJOINT_INLINE_STATEMENTS, FunctionWriter, _order_funcs, _order_structs, ctype, dense_check,
+                      dense_template, differentiable, entry_points, has_dense_loop, param_decl, struct_source)
 from .errors import CompileError
 
 
@@ -133,7 +133,8 @@ def function_tangent_source(f: ir.FunctionIR) -> str:
     tans = [f"const {ctype(v.type)}& {w.tan_name(v)}" for v in f.params if getattr(v.type, "_sk_kind", "") != "array"]
     outs = [f"{ctype(t)}& ret{k}, {ctype(t)}& tan_ret{k}" for k, t in enumerate(f.ret_types)]
     tmpl = dense_template(v.type for v in f.params)
-    attr = "SK_FUNC" if ir.work_estimate(f, True) <= 32 else "SK_USER_FUNC"
+    # inlined like an adjoint of the same size: a tangent does about the work of one
+    attr = "SK_FUNC" if ir.work_estimate(f, True) <= ADJOINT_INLINE_STATEMENTS else "SK_USER_FUNC"
     sig = f"{tmpl}static {attr} void tan_{f.cname}({', '.join(params + tans + outs)})"
     epi = []
     for k, r in enumerate(f.returns):
