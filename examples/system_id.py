@@ -19,11 +19,19 @@ over all frames (a ``frame_loss`` of ``sk.optim.Rollout``, on a full tape).
 Expected result: ke and kd are recovered to better than 0.2 % in 40 iterations of Adam
 (the damping, which shows in the trajectory less than the stiffness does, is the slower
 of the two: 0.15 %, ke 0.003 %); the loss falls by almost seven orders of magnitude.
+With ``--optimizer lm``, Levenberg-Marquardt recovers both to machine precision in 6
+iterations (its loss is below Adam's 40th in 5).
+
+``--optimizer lm`` fits with Levenberg-Marquardt instead (``sk.optim.LevenbergMarquardt``):
+the residuals are the simulated minus the observed positions, and their Jacobian with
+respect to ``theta`` comes from forward mode (one ``sk.autograd.jvp`` of the rollout per
+unknown).
 
 Run::
 
     python examples/system_id.py                     # writes examples/out/system_id.usd
     python examples/system_id.py --iterations 20 --usd fit.usda --quiet
+    python examples/system_id.py --optimizer lm      # 8 iterations
 """
 
 import time
@@ -35,7 +43,7 @@ from tqdm import tqdm
 import simkit as sk
 
 import command_line
-from tracking import observe, tracking_loss
+from tracking import observe, tracking_loss, tracking_residuals
 
 TRUE_KE, TRUE_KD = 60.0, 2.0       # what the observation is made with
 GUESS_KE, GUESS_KD = 40.0, 1.0     # where the fit starts
@@ -46,6 +54,7 @@ SUBSTEPS = round(1.0 / (FPS * DT))
 LEARNING_RATE = 0.3
 LR_DECAY = 0.01                    # the learning rate falls geometrically to LEARNING_RATE * LR_DECAY
 DEFAULT_ITERATIONS = 40
+LM_ITERATIONS = 8                  # the default of --optimizer lm (an iteration: 2 forward-mode rollouts + 1 trial)
 DEFAULT_USD = Path(__file__).resolve().parent / "out" / "system_id.usd"
 
 
@@ -107,6 +116,31 @@ def identify(model: sk.sim.Model, observed: np.ndarray, iterations: int, quiet: 
     return np.array([GUESS_KE, GUESS_KD]) * np.exp(theta.numpy()), losses
 
 
+def identify_lm(model: sk.sim.Model, observed: np.ndarray, iterations: int, quiet: bool) -> tuple[np.ndarray, list]:
+    """Levenberg-Marquardt on ``theta`` (residuals: simulated minus observed positions, the
+    Jacobian by forward mode); returns what :func:`identify` does."""
+    theta = sk.zeros(2, dtype=sk.float64)
+    rollout = tracking_residuals(model, observed, SUBSTEPS, DT)
+
+    def residuals() -> sk.Array:
+        sk.launch(set_springs, model.spring_count,
+                  inputs=[theta, sk.vec2d(GUESS_KE, GUESS_KD), model.springs.ke, model.springs.kd])
+        return rollout()
+    opt = sk.optim.LevenbergMarquardt([theta], residuals)
+    losses = []
+    with tqdm(total=iterations, desc="system_id (lm)", unit="it", disable=quiet) as bar:
+        for it in range(iterations):
+            ke, kd = np.array([GUESS_KE, GUESS_KD]) * np.exp(theta.numpy())
+            loss = opt.step()
+            losses.append(loss)
+            bar.set_postfix(loss=f"{loss:.3e}")
+            bar.update()
+            if not quiet:
+                tqdm.write(f"iteration {it:3d}  loss {loss:.6e} m^2  ke {ke:.4f} N/m  kd {kd:.5f} N s/m")
+    set_parameters(model, theta)
+    return np.array([GUESS_KE, GUESS_KD]) * np.exp(theta.numpy()), losses
+
+
 def replay(model: sk.sim.Model, observed: np.ndarray, path: Path) -> np.ndarray:
     """Simulate the identified model, write every frame to ``path`` with the observation as
     the points of ``/World/Observed``; returns the simulated positions of every frame."""
@@ -132,7 +166,8 @@ def replay(model: sk.sim.Model, observed: np.ndarray, path: Path) -> np.ndarray:
     return np.array(frames)
 
 
-def main(iterations: int = DEFAULT_ITERATIONS, usd_path: str | Path = DEFAULT_USD, quiet: bool = False) -> dict:
+def main(iterations: int | None = None, usd_path: str | Path = DEFAULT_USD, quiet: bool = False,
+         optimizer: str = "adam") -> dict:
     """Observe the true mobile, identify ``ke`` and ``kd`` from the observation, write the
     identified model's motion to ``usd_path`` and return ``losses`` (per iteration),
     ``final_loss``, ``ke``, ``kd``, ``ke_error`` and ``kd_error`` (relative to the true
@@ -140,7 +175,11 @@ def main(iterations: int = DEFAULT_ITERATIONS, usd_path: str | Path = DEFAULT_US
     t0 = time.perf_counter()
     observed = observe(build_model(TRUE_KE, TRUE_KD), FRAMES, SUBSTEPS, DT)
     model = build_model(GUESS_KE, GUESS_KD)
-    (ke, kd), losses = identify(model, observed, iterations, quiet)
+    if optimizer not in ("adam", "lm"):
+        raise ValueError(f"optimizer must be 'adam' or 'lm', got {optimizer!r}")
+    if iterations is None:
+        iterations = LM_ITERATIONS if optimizer == "lm" else DEFAULT_ITERATIONS
+    (ke, kd), losses = (identify_lm if optimizer == "lm" else identify)(model, observed, iterations, quiet)
     fitted = replay(model, observed, Path(usd_path))
     final_loss = float(np.mean(np.sum((fitted - observed) ** 2, axis=-1)))
     return {"losses": losses, "final_loss": final_loss, "ke": float(ke), "kd": float(kd),
@@ -160,4 +199,4 @@ def summary(result: dict) -> str:
 
 
 if __name__ == "__main__":
-    command_line.run(__doc__, main, summary, DEFAULT_ITERATIONS, DEFAULT_USD)
+    command_line.run(__doc__, main, summary, DEFAULT_ITERATIONS, DEFAULT_USD, optimizers=("adam", "lm"))

@@ -20,6 +20,35 @@ def add_tracking_error(q: sk.array(dtype=sk.vec3d), observed: sk.array(dtype=sk.
     sk.atomic_add(loss, 0, weight * sk.dot(d, d))
 
 
+@sk.kernel
+def tracking_residual(q: sk.array(dtype=sk.vec3d), observed: sk.array(dtype=sk.vec3d, ndim=2), frame: int,
+                      scale: sk.float64, r: sk.array(dtype=sk.vec3d, ndim=2)):
+    i = sk.tid()
+    r[frame, i] = (q[i] - observed[frame, i]) * scale
+
+
+def tracking_residuals(model: sk.sim.Model, observed: np.ndarray, substeps: int, dt: float):
+    """``run()``: simulate ``model`` from its initial state as :func:`observe` does and return the
+    residuals ``(simulated - observed) / sqrt(frames * particles)`` of every frame (an sk array of
+    vec3d, ``(frames, particles)``), whose sum of squares is the loss of :func:`tracking_loss`:
+    what a least-squares optimizer (``sk.optim.LevenbergMarquardt``) takes."""
+    frames, n = observed.shape[:2]
+    target = sk.array(observed, dtype=sk.vec3d)
+    r = sk.zeros((frames, n), dtype=sk.vec3d)
+    scale = 1.0 / np.sqrt(frames * n)
+    integrator = sk.sim.SemiImplicitEuler()
+
+    def run() -> sk.Array:
+        state, spare = model.state(), model.state()
+        for frame in range(frames):
+            for _ in range(substeps):
+                integrator.step(model, state, spare, None, dt)
+                state, spare = spare, state
+            sk.launch(tracking_residual, n, inputs=[state.particle_q, target, frame, scale, r])
+        return r
+    return run
+
+
 def observe(model: sk.sim.Model, frames: int, substeps: int, dt: float) -> np.ndarray:
     """The positions of every particle at the end of each frame, ``(frames, particles, 3)``,
     from ``frames * substeps`` semi-implicit steps of ``dt``."""

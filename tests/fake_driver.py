@@ -232,7 +232,7 @@ def cuMemsetD8(dst, value, n):
 
 # -- modules and launches -----------------------------------------------------------------------
 
-_ENTRY = re.compile(rb"(\w+?)_cuda_(forward|backward)")
+_ENTRY = re.compile(rb"(\w+?)_cuda_(forward|backward|tangent)")
 # The CPU entry: fn(args, start, end, exclusive); one call runs the whole grid alone, so exclusive.
 _Entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_bool)
 
@@ -251,18 +251,20 @@ class FakeModule:
         if missing:
             raise AssertionError(f"fake CUDA: no simkit kernel for entries {sorted(missing)}")
         some = next(iter(self.kernels.values()))
-        lib, _fir, _path = some.loaded()
+        # a tangent module (forward mode) runs the CPU build of the kernels' tangent entries
+        self.tangent = b"_cuda_tangent" in image
+        lib, _fir, _path = some.tangent_loaded() if self.tangent else some.loaded()
         get_error = lib.sk_get_error
         get_error.restype = ctypes.c_void_p
         self.error = get_error()
         _globals[self.error] = ctypes.sizeof(_launch.ErrorRecord)
 
     def function(self, name: str):
-        m = re.fullmatch(r"(\w+?)_cuda_(forward|backward)", name)
+        m = re.fullmatch(r"(\w+?)_cuda_(forward|backward|tangent)", name)
         if not m or m.group(1) not in self.kernels:
             return None
         kernel = self.kernels[m.group(1)]
-        lib, _fir, _path = kernel.loaded()
+        lib, _fir, _path = kernel.tangent_loaded() if m.group(2) == "tangent" else kernel.loaded()
         fn = getattr(lib, f"{m.group(1)}_cpu_{m.group(2)}")
         return FakeFunction(name, kernel, ctypes.cast(fn, ctypes.c_void_p).value)
 
@@ -388,8 +390,10 @@ def _forget_gpu_state() -> None:
     for mod in Module._registry.values():
         for k in mod.kernels:
             k._cuda_loaded.clear()
+            k._cuda_tangent_loaded.clear()
             for plan in k._plan.values():
                 plan.cuda.clear()
+                getattr(plan, "cuda_tangent", {}).clear()
     driver._reset_for_tests()
     D._checked.clear()
     D.state.default = "cpu"

@@ -1,4 +1,5 @@
-"""Every registered kernel compiles for the GPU: NVRTC builds its forward and its adjoint (no GPU needed).
+"""Every registered kernel compiles for the GPU: NVRTC builds its forward and its adjoint (no GPU needed),
+and its tangent (forward mode) where it has one.
 
 pytest collects the files and folders of tests/ in name order, so this file comes after
 every test folder: the kernels it walks are all those registered by then, which is every
@@ -23,7 +24,7 @@ pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python (cuda.bindings) i
 import simkit as sk  # noqa: E402
 import simkit.kernels  # noqa: E402
 import simkit.optim  # noqa: E402
-from simkit.core import codegen, compiler, nvrtc  # noqa: E402
+from simkit.core import codegen, codegen_tangent, compiler, nvrtc  # noqa: E402
 from simkit.core.kernel import Kernel, Module  # noqa: E402
 
 
@@ -74,6 +75,27 @@ def _all_ptx() -> dict:
         return dict(zip(sources, pool.map(_compile, sources, sources.values())))
 
 
+def _has_tangent(k) -> bool:
+    """False for a kernel using something without a tangent rule (atomic_min/max on floats)."""
+    try:
+        codegen_tangent.kernel_tangent_source(k.build_ir())
+    except sk.CompileError:
+        return False
+    return True
+
+
+@functools.cache
+def _all_tangent_ptx() -> dict:
+    """Module name -> the PTX of its tangent module (or the NVRTC error), as a JVP on a GPU would build it."""
+    modules: dict[str, list] = {}
+    for k in KERNELS:
+        if _has_tangent(k):
+            modules.setdefault(k.module.name, []).append(k.build_ir())
+    sources = {name: codegen_tangent.tangent_module_source(irs) for name, irs in modules.items()}
+    with ThreadPoolExecutor(len(os.sched_getaffinity(0))) as pool:
+        return dict(zip(sources, pool.map(_compile, sources, sources.values())))
+
+
 KERNELS = _registered_kernels()
 
 
@@ -97,3 +119,14 @@ def test_kernel_compiles_to_ptx_forward_and_adjoint(kernel):
         raise ptx
     for entry in nvrtc.entry_names(kernel):
         assert re.search(rf"\.visible\s+\.entry\s+{entry}\s*\(", ptx), f"{entry} is missing from the PTX"
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=[f"{k.module.name}.{k.name}" for k in KERNELS])
+def test_kernel_tangent_compiles_to_ptx(kernel):
+    if not _has_tangent(kernel):
+        pytest.skip("uses an operation without a tangent rule (refused with a CompileError when used)")
+    ptx = _all_tangent_ptx()[kernel.module.name]
+    if isinstance(ptx, Exception):
+        raise ptx
+    entry = f"{kernel.build_ir().cname}_cuda_tangent"
+    assert re.search(rf"\.visible\s+\.entry\s+{entry}\s*\(", ptx), f"{entry} is missing from the PTX"

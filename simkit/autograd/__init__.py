@@ -1,8 +1,12 @@
-"""simkit.autograd: reverse-mode differentiation of kernel launches.
+"""simkit.autograd: reverse- and forward-mode differentiation of kernel launches.
 
 - :class:`Tape` records launches and replays their adjoints (``tape.backward``);
 - :func:`jacobian` builds a launch's Jacobian from the kernel's generated adjoint,
-  one adjoint launch per output component;
+  one adjoint launch per output component, or (``mode="forward"``, chosen by default
+  when the inputs have fewer components than the outputs) from its tangent entry, one
+  tangent launch per input component;
+- :func:`jvp` and :class:`JVP` run launches and rollouts in forward mode (tangent
+  kernels) and give Jacobian-vector products;
 - :func:`jacobian_fd` builds the same matrices by central differences;
 - :func:`gradcheck` compares the two and reports the worst entry
   (a :class:`GradcheckResult`).
@@ -24,5 +28,6 @@ Example::
 
 from .tape import Tape
 from .jacobian import GradcheckResult, gradcheck, jacobian, jacobian_fd
+from .forward import JVP, jvp
 
-__all__ = ["Tape", "jacobian", "jacobian_fd", "gradcheck", "GradcheckResult"]
+__all__ = ["Tape", "jacobian", "jacobian_fd", "gradcheck", "GradcheckResult", "JVP", "jvp"]

@@ -43,6 +43,7 @@ import numpy as np
 from ..core import launch as _launch
 from ..core import types as T
 from ..core.array import Array, _refuse_in_capture, as_array
+from ..core.errors import CompileError
 from ..core.struct import is_struct_instance
 
 MaskKey = Union[int, str]
@@ -252,6 +253,32 @@ class _Problem:
                     jac[(i, o)][row] = self.array(i).grad.numpy().reshape(-1)
         return jac
 
+    def tangents(self) -> Jacobians:
+        """One tangent launch per input component, each seeded with a one-hot tangent
+        (forward mode, simkit.autograd.forward), from restored arrays."""
+        from .forward import JVP
+
+        jac = self.empty_jacobians()
+        for i in dict.fromkeys(i for i, _o in self.pairs):
+            outs = [o for ii, o in self.pairs if ii == i]
+            arr = self.array(i)
+            seed = np.zeros(arr._host_shape, arr._np_dtype)
+            for col in range(seed.size):
+                self.restore()
+                idx = np.unravel_index(col, seed.shape)
+                seed[idx] = 1
+                with JVP({arr: seed}) as fwd:
+                    self.forward()
+                seed[idx] = 0
+                for o in outs:
+                    jac[(i, o)][:, col] = fwd.tangent(self.array(self.n_in + o)).numpy().reshape(-1)
+        return jac
+
+    def components(self, side: int) -> int:
+        """Float components of the inputs (``side`` 0) or outputs (1) the pairs involve."""
+        ks = dict.fromkeys(p[side] + (self.n_in if side else 0) for p in self.pairs)
+        return sum(self.array(k).numpy().size for k in ks)
+
     def numeric(self, eps: float) -> Jacobians:
         """Central differences: two forward launches per input component, from restored arrays."""
         if not (isinstance(eps, (int, float, np.floating)) and math.isfinite(eps) and eps > 0):
@@ -287,8 +314,8 @@ class _Problem:
 
 
 def jacobian(kernel: Any, dim: Any, inputs: Sequence, outputs: Sequence,
-             input_output_mask: Mask | None = None) -> Jacobians:
-    """The Jacobians of one launch, computed with the kernel's generated adjoint.
+             input_output_mask: Mask | None = None, mode: str = "auto") -> Jacobians:
+    """The Jacobians of one launch, computed with the kernel's generated adjoint or tangent.
 
     Returns ``{(input_index, output_index): J}`` where ``J[r, c]`` is the derivative
     of component ``r`` of ``outputs[output_index]`` with respect to component ``c`` of
@@ -302,8 +329,13 @@ def jacobian(kernel: Any, dim: Any, inputs: Sequence, outputs: Sequence,
     result are always integer indices.
 
     The caller's inputs and grads are left untouched and its outputs hold the result
-    of one forward launch (see the module docstring). Costs one forward launch plus
-    one adjoint launch per output component.
+    of one forward launch (see the module docstring).
+
+    ``mode``: ``"reverse"`` runs one adjoint launch per output component (plus one
+    forward), ``"forward"`` one tangent launch per input component (column by column,
+    simkit.autograd.forward), ``"auto"`` (default) the forward mode when the inputs
+    have fewer components than the outputs, and the reverse mode otherwise or when the
+    kernel has no tangent (a builtin without a tangent rule, atomic_min/max on floats).
 
     Example::
 
@@ -317,9 +349,17 @@ def jacobian(kernel: Any, dim: Any, inputs: Sequence, outputs: Sequence,
                                  input_output_mask=[("x", "y"), (1, 0)])
         J[(0, 0)]   # diag(cos(x) * a)
     """
+    if mode not in ("auto", "forward", "reverse"):
+        raise ValueError(f"jacobian: mode must be 'auto', 'forward' or 'reverse', got {mode!r}")
     problem = _Problem("jacobian", kernel, dim, inputs, outputs, input_output_mask)
     with problem.session():
-        jac = problem.analytic()
+        if mode == "auto" and problem.pairs and problem.components(0) < problem.components(1):
+            try:
+                problem.kernel.tangent_loaded()
+                mode = "forward"
+            except CompileError:
+                mode = "reverse"  # no tangent rule for something in it; the adjoint gives the same matrices
+        jac = problem.tangents() if mode == "forward" else problem.analytic()
         problem.finish()
     return jac
 

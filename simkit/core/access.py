@@ -129,7 +129,9 @@ class AccessMixin:
         ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
         fwd = self.bounds_check(len(idx)) + f"$o0 = sk::at<Dense>($a0, {ix});"
         accum = "accum_grad_owned" if owned else "accum_grad"
-        self.emit([out], [arr, *idx], fwd, f"sk::{accum}(sk::grad_ptr<Dense>($a0, {ix}), $adj_o0);")
+        # tangent: the array's tangent buffer travels as its grad (autograd.forward), null: zero
+        self.emit([out], [arr, *idx], fwd, f"sk::{accum}(sk::grad_ptr<Dense>($a0, {ix}), $adj_o0);",
+                  tan=f"$tan_o0 = sk::tan_load(sk::grad_ptr<Dense>($a0, {ix}));")
         return out
 
     def store(self, arr, idx, value, node):
@@ -143,7 +145,8 @@ class AccessMixin:
         owned = self.owned(arr, idx)
         take = "take_grad" if owned else "take_grad_shared"
         adj = f"sk::{take}(sk::grad_ptr<Dense>($a0, {ix}), $adj_a{len(idx) + 1});"
-        self.emit([], [arr, *idx, value], fwd, adj, replay=False)
+        self.emit([], [arr, *idx, value], fwd, adj, replay=False,
+                  tan=f"sk::tan_store(sk::grad_ptr<Dense>($a0, {ix}), $tan_a{len(idx) + 1});")
         self.note_store(arr, value if owned and isinstance(value, ir.Var) else None)
 
     def atomic(self, name, arr, idx, value, node, want_result=True):
@@ -181,7 +184,14 @@ class AccessMixin:
         else:
             adj = f"sk::take_grad_if_won(sk::grad_ptr<Dense>($a0, {ix}), sk::at<Dense>($a0, {ix}), {v}, {adj_v});"
         replay_fwd = (check + f"$o0 = sk::at<Dense>($a0, {ix});") if out is not None else None
-        self.emit([out] if out is not None else [], [arr, *idx, value], fwd, adj, replay=False, replay_fwd=replay_fwd)
+        # tangent: an add's goes into the tangent buffer alike; a used old value or a min/max winner
+        # would need the tangent updated atomically with the value: no rule (refused when used)
+        tan = None
+        if name in ("atomic_add", "atomic_sub") and out is None:
+            tan = f"if (auto* g = sk::grad_ptr<Dense>($a0, {ix})) sk::{fn}(g, {'-' if name == 'atomic_sub' else ''}$tan_a{len(idx) + 1});"
+        what = f"{name} on a float array" + (" whose result is used" if out is not None and name in ("atomic_add", "atomic_sub") else "")
+        self.emit([out] if out is not None else [], [arr, *idx, value], fwd, adj, replay=False, replay_fwd=replay_fwd,
+                  tan=tan, what=what)
         return out
 
     def extract(self, base, idx, node):
@@ -193,11 +203,11 @@ class AccessMixin:
             self.static_bounds(idx[0], t._sk_shape[0], node)
             out = self.new_var(t._sk_scalar)
             if isinstance(idx[0], ir.Const):
-                self.emit([out], [base, idx[0]], "$o0 = $a0[$a1];", "$adj_a0[$a1] += $adj_o0;")
+                self.emit([out], [base, idx[0]], "$o0 = $a0[$a1];", "$adj_a0[$a1] += $adj_o0;", tan=ir.LINEAR)
             else:
                 self.check_component(idx[0], t._sk_shape[0])
                 self.emit([out], [base, idx[0]], "$o0 = sk::component($a0, $a1);",
-                          "sk::add_component($adj_a0, $a1, $adj_o0);")
+                          "sk::add_component($adj_a0, $a1, $adj_o0);", tan=ir.LINEAR)
             return out
         if kind == "mat":
             r, c = t._sk_shape
@@ -205,13 +215,13 @@ class AccessMixin:
                 self.static_bounds(idx[0], r, node)
                 self.static_bounds(idx[1], c, node)
                 out = self.new_var(t._sk_scalar)
-                self.emit([out], [base, *idx], "$o0 = $a0[$a1][$a2];", "$adj_a0[$a1][$a2] += $adj_o0;")
+                self.emit([out], [base, *idx], "$o0 = $a0[$a1][$a2];", "$adj_a0[$a1][$a2] += $adj_o0;", tan=ir.LINEAR)
                 return out
             if len(idx) == 1:
                 self.static_bounds(idx[0], r, node)
                 out = self.new_var(T.vector(c, t._sk_scalar))
                 self.emit([out], [base, idx[0]], f"SK_UNROLL for (int k = 0; k < {c}; ++k) $o0[k] = $a0[$a1][k];",
-                          f"SK_UNROLL for (int k = 0; k < {c}; ++k) $adj_a0[$a1][k] += $adj_o0[k];")
+                          f"SK_UNROLL for (int k = 0; k < {c}; ++k) $adj_a0[$a1][k] += $adj_o0[k];", tan=ir.LINEAR)
                 return out
         self.error(f"{type_str(t)} cannot be indexed like this", node)
 
@@ -235,19 +245,19 @@ class AccessMixin:
             value = self.convert(value, t._sk_scalar, node)
             if isinstance(idx[0], ir.Const):
                 self.emit([out], [base, idx[0], value], "$o0 = $a0; $o0[$a1] = $a2;",
-                          "$adj_a2 += $adj_o0[$a1]; $adj_o0[$a1] = 0; $adj_a0 += $adj_o0; $adj_o0 = {};")
+                          "$adj_a2 += $adj_o0[$a1]; $adj_o0[$a1] = 0; $adj_a0 += $adj_o0; $adj_o0 = {};", tan=ir.LINEAR)
             else:
                 self.check_component(idx[0], t._sk_shape[0])
                 self.emit([out], [base, idx[0], value], "$o0 = $a0; sk::set_component($o0, $a1, $a2);",
                           "$adj_a2 += sk::component($adj_o0, $a1); sk::set_component($adj_o0, $a1, 0); "
-                          "$adj_a0 += $adj_o0; $adj_o0 = {};")
+                          "$adj_a0 += $adj_o0; $adj_o0 = {};", tan=ir.LINEAR)
             return out
         if kind == "mat" and len(idx) == 2:
             self.static_bounds(idx[0], t._sk_shape[0], node)
             self.static_bounds(idx[1], t._sk_shape[1], node)
             value = self.convert(value, t._sk_scalar, node)
             self.emit([out], [base, *idx, value], "$o0 = $a0; $o0[$a1][$a2] = $a3;",
-                      "$adj_a3 += $adj_o0[$a1][$a2]; $adj_o0[$a1][$a2] = 0; $adj_a0 += $adj_o0; $adj_o0 = {};")
+                      "$adj_a3 += $adj_o0[$a1][$a2]; $adj_o0[$a1][$a2] = 0; $adj_a0 += $adj_o0; $adj_o0 = {};", tan=ir.LINEAR)
             return out
         self.error(f"cannot assign to this component of {type_str(t)}", node)
 
@@ -262,10 +272,10 @@ class AccessMixin:
             ft = t._sk_fields[name]
             value = self.convert(value, ft, node)
             if ft._sk_kind == "array":
-                self.emit([out], [base, value], f"$o0 = $a0; $o0.{name} = $a1;", "$adj_a0 += $adj_o0; $adj_o0 = {};")
+                self.emit([out], [base, value], f"$o0 = $a0; $o0.{name} = $a1;", "$adj_a0 += $adj_o0; $adj_o0 = {};", tan=ir.LINEAR)
             else:
                 self.emit([out], [base, value], f"$o0 = $a0; $o0.{name} = $a1;",
-                          f"$adj_a1 += $adj_o0.{name}; $adj_o0.{name} = {{}}; $adj_a0 += $adj_o0; $adj_o0 = {{}};")
+                          f"$adj_a1 += $adj_o0.{name}; $adj_o0.{name} = {{}}; $adj_a0 += $adj_o0; $adj_o0 = {{}};", tan=ir.LINEAR)
             return out
         if kind in ("vec", "quat") and name in _COMPONENTS:
             return self.insert(base, [ir.Const(_COMPONENTS[name], T.int32)], value, node)
@@ -273,7 +283,7 @@ class AccessMixin:
             ft = T.vector(3, t._sk_scalar) if name == "p" else T.quat_of(t._sk_scalar)
             value = self.convert(value, ft, node)
             self.emit([out], [base, value], f"$o0 = $a0; $o0.{name} = $a1;",
-                      f"$adj_a1 += $adj_o0.{name}; $adj_o0.{name} = {{}}; $adj_a0 += $adj_o0; $adj_o0 = {{}};")
+                      f"$adj_a1 += $adj_o0.{name}; $adj_o0.{name} = {{}}; $adj_a0 += $adj_o0; $adj_o0 = {{}};", tan=ir.LINEAR)
             return out
         self.error(f"{type_str(t)} has no assignable attribute '{name}'", node)
 

@@ -126,6 +126,17 @@ def _zeros_laid_out_like(a: np.ndarray) -> np.ndarray:
     return np.ndarray(a.shape, a.dtype, buffer=buf, offset=-lo, strides=a.strides)
 
 
+# Called as hook(array, source) after a write outside kernels (zero_, fill_, assign, clone):
+# ``source`` is the sk array copied from, or None for host data. simkit.autograd.forward uses
+# it to keep tangents in step (core does not import the layers above it).
+write_hooks: list = []
+
+
+def _written(a: "Array", source: "Array | None") -> None:
+    for hook in write_hooks:
+        hook(a, source)
+
+
 def _refuse_in_capture(what: str) -> None:
     if D.state.capturing:
         raise RuntimeError(f"{what} is not allowed inside sk.capture(): a capture records kernel launches only "
@@ -365,6 +376,8 @@ class Array:
         _refuse_in_capture("zero_()")
         self._write(0)
         self._version += 1
+        if write_hooks:
+            _written(self, None)
         return self
 
     def _write(self, data) -> None:
@@ -387,6 +400,8 @@ class Array:
         _refuse_in_capture("fill_()")
         self._write(self._fill_value(value))
         self._version += 1
+        if write_hooks:
+            _written(self, None)
         return self
 
     def _fill_value(self, value) -> np.ndarray:
@@ -421,6 +436,8 @@ class Array:
                                  f"{self.shape} elements of {T.type_name(self.dtype)} (numpy shape {self._host_shape})")
             self._write(data)
         self._version += 1
+        if write_hooks:
+            _written(self, src if isinstance(src, Array) else None)
         return self
 
     def clone(self, requires_grad: bool | None = None) -> "Array":
@@ -432,9 +449,12 @@ class Array:
         """
         rg = self.requires_grad if requires_grad is None else requires_grad
         if self._np is not None:
-            return _from_storage(self._np.copy(), self.dtype, self.device, rg)
-        out = empty(self.shape, self.dtype, self.device, rg)
-        out._copy_from(self)
+            out = _from_storage(self._np.copy(), self.dtype, self.device, rg)
+        else:
+            out = empty(self.shape, self.dtype, self.device, rg)
+            out._copy_from(self)
+        if write_hooks:
+            _written(out, self)
         return out
 
     def type(self) -> ArrayType:

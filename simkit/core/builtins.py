@@ -14,11 +14,20 @@ Signature patterns (a tiny language):
 - concrete scalars: ``float32 float64 int32 int64 uint32 bool``
 
 Adjoint bodies see the inputs by name, ``adj_<name>`` accumulators for each input
-and ``adj_ret`` for the result. ``adj=None`` marks a builtin without gradient.
+and ``adj_ret`` for the result. ``adj=None`` marks a builtin without gradient
+(piecewise constant or integer-valued: its tangent is zero too).
+
+Tangent (forward-mode) bodies, ``tan=``, see the inputs by name and ``tan_<name>``,
+the tangent of each input (of the input's type), and return the result's tangent.
+A differentiable builtin without ``tan`` cannot be used in a tangent kernel: building
+one refuses with a CompileError naming it (tests/core/test_builtins.py checks that
+every differentiable builtin has one). Tangent functions go into a header of their
+own (:func:`generate_tangent_header`), included only by tangent modules.
 
 Example entry::
 
-    _("sin", "x: F", "F", "return m::sin(x);", "adj_x += m::cos(x) * adj_ret;")
+    _("sin", "x: F", "F", "return m::sin(x);", "adj_x += m::cos(x) * adj_ret;",
+      tan="return m::cos(x) * tan_x;")
 """
 
 from __future__ import annotations
@@ -69,6 +78,7 @@ class Builtin:
     cname: str
     doc: str = ""
     tparams: list[str] = field(default_factory=list)
+    tan: str | None = None
 
     @property
     def differentiable(self) -> bool:
@@ -79,7 +89,7 @@ TABLE: dict[str, list[Builtin]] = {}
 _cnames: dict[str, int] = {}
 
 
-def _(name: str, sig: str, ret: str, fwd: str, adj: str | None, *, doc: str = ""):
+def _(name: str, sig: str, ret: str, fwd: str, adj: str | None, *, tan: str | None = None, doc: str = ""):
     params = []
     for part in filter(None, (s.strip() for s in re.split(r",\s*(?![^()]*\))", sig))):
         pname, pat = part.split(":")
@@ -87,7 +97,7 @@ def _(name: str, sig: str, ret: str, fwd: str, adj: str | None, *, doc: str = ""
     n = _cnames.get(name, 0)
     _cnames[name] = n + 1
     cname = f"{name}_{n}" if n else name
-    b = Builtin(name, params, _parse(ret), fwd, adj, cname, doc)
+    b = Builtin(name, params, _parse(ret), fwd, adj, cname, doc, tan=tan)
     TABLE.setdefault(name, []).append(b)
     return b
 
@@ -95,36 +105,59 @@ def _(name: str, sig: str, ret: str, fwd: str, adj: str | None, *, doc: str = ""
 # ---------------------------------------------------------------------------
 # Scalar math
 # ---------------------------------------------------------------------------
-_("sin", "x: F", "F", "return m::sin(x);", "adj_x += m::cos(x) * adj_ret;")
-_("cos", "x: F", "F", "return m::cos(x);", "adj_x -= m::sin(x) * adj_ret;")
-_("tan", "x: F", "F", "return m::tan(x);", "F c = m::cos(x); adj_x += adj_ret / (c * c);")
-_("asin", "x: F", "F", "return m::asin(x);", "adj_x += adj_ret / m::sqrt(F(1) - x * x);")
-_("acos", "x: F", "F", "return m::acos(x);", "adj_x -= adj_ret / m::sqrt(F(1) - x * x);")
-_("atan", "x: F", "F", "return m::atan(x);", "adj_x += adj_ret / (F(1) + x * x);")
+_("sin", "x: F", "F", "return m::sin(x);", "adj_x += m::cos(x) * adj_ret;",
+  tan="return m::cos(x) * tan_x;")
+_("cos", "x: F", "F", "return m::cos(x);", "adj_x -= m::sin(x) * adj_ret;",
+  tan="return -m::sin(x) * tan_x;")
+_("tan", "x: F", "F", "return m::tan(x);", "F c = m::cos(x); adj_x += adj_ret / (c * c);",
+  tan="F c = m::cos(x); return tan_x / (c * c);")
+_("asin", "x: F", "F", "return m::asin(x);", "adj_x += adj_ret / m::sqrt(F(1) - x * x);",
+  tan="return tan_x / m::sqrt(F(1) - x * x);")
+_("acos", "x: F", "F", "return m::acos(x);", "adj_x -= adj_ret / m::sqrt(F(1) - x * x);",
+  tan="return -tan_x / m::sqrt(F(1) - x * x);")
+_("atan", "x: F", "F", "return m::atan(x);", "adj_x += adj_ret / (F(1) + x * x);",
+  tan="return tan_x / (F(1) + x * x);")
 _("atan2", "y: F, x: F", "F", "return m::atan2(y, x);",
-  "F d = x * x + y * y; adj_y += adj_ret * x / d; adj_x -= adj_ret * y / d;")
-_("sinh", "x: F", "F", "return m::sinh(x);", "adj_x += m::cosh(x) * adj_ret;")
-_("cosh", "x: F", "F", "return m::cosh(x);", "adj_x += m::sinh(x) * adj_ret;")
-_("tanh", "x: F", "F", "return m::tanh(x);", "F t = m::tanh(x); adj_x += (F(1) - t * t) * adj_ret;")
-_("sqrt", "x: F", "F", "return m::sqrt(x);", "adj_x += adj_ret / (F(2) * m::sqrt(x));")
-_("exp", "x: F", "F", "return m::exp(x);", "adj_x += m::exp(x) * adj_ret;")
-_("log", "x: F", "F", "return m::log(x);", "adj_x += adj_ret / x;")
-_("log2", "x: F", "F", "return m::log2(x);", "adj_x += adj_ret / (x * F(0.6931471805599453));")
-_("log10", "x: F", "F", "return m::log10(x);", "adj_x += adj_ret / (x * F(2.302585092994046));")
+  "F d = x * x + y * y; adj_y += adj_ret * x / d; adj_x -= adj_ret * y / d;",
+  tan="return (x * tan_y - y * tan_x) / (x * x + y * y);")
+_("sinh", "x: F", "F", "return m::sinh(x);", "adj_x += m::cosh(x) * adj_ret;",
+  tan="return m::cosh(x) * tan_x;")
+_("cosh", "x: F", "F", "return m::cosh(x);", "adj_x += m::sinh(x) * adj_ret;",
+  tan="return m::sinh(x) * tan_x;")
+_("tanh", "x: F", "F", "return m::tanh(x);", "F t = m::tanh(x); adj_x += (F(1) - t * t) * adj_ret;",
+  tan="F t = m::tanh(x); return (F(1) - t * t) * tan_x;")
+_("sqrt", "x: F", "F", "return m::sqrt(x);", "adj_x += adj_ret / (F(2) * m::sqrt(x));",
+  tan="return tan_x / (F(2) * m::sqrt(x));")
+_("exp", "x: F", "F", "return m::exp(x);", "adj_x += m::exp(x) * adj_ret;",
+  tan="return m::exp(x) * tan_x;")
+_("log", "x: F", "F", "return m::log(x);", "adj_x += adj_ret / x;",
+  tan="return tan_x / x;")
+_("log2", "x: F", "F", "return m::log2(x);", "adj_x += adj_ret / (x * F(0.6931471805599453));",
+  tan="return tan_x / (x * F(0.6931471805599453));")
+_("log10", "x: F", "F", "return m::log10(x);", "adj_x += adj_ret / (x * F(2.302585092994046));",
+  tan="return tan_x / (x * F(2.302585092994046));")
 _("pow", "x: F, y: F", "F", "return m::pow(x, y);",
-  "adj_x += adj_ret * y * m::pow(x, y - F(1)); if (x > F(0)) adj_y += adj_ret * m::log(x) * m::pow(x, y);")
-_("abs", "x: S", "S", "return abs_(x);", "adj_x += x < S(0) ? -adj_ret : adj_ret;")
+  "adj_x += adj_ret * y * m::pow(x, y - F(1)); if (x > F(0)) adj_y += adj_ret * m::log(x) * m::pow(x, y);",
+  tan="F r = tan_x * y * m::pow(x, y - F(1)); if (x > F(0)) r += tan_y * m::log(x) * m::pow(x, y); return r;")
+_("abs", "x: S", "S", "return abs_(x);", "adj_x += x < S(0) ? -adj_ret : adj_ret;",
+  tan="return x < S(0) ? -tan_x : tan_x;")
 _("abs", "x: vec(N,S)", "vec(N,S)", "vec_t<N, S> r; SK_UNROLL for (int i = 0; i < N; ++i) r[i] = abs_(x[i]); return r;",
-  "SK_UNROLL for (int i = 0; i < N; ++i) adj_x[i] += x[i] < S(0) ? -adj_ret[i] : adj_ret[i];")
+  "SK_UNROLL for (int i = 0; i < N; ++i) adj_x[i] += x[i] < S(0) ? -adj_ret[i] : adj_ret[i];",
+  tan="vec_t<N, S> r; SK_UNROLL for (int i = 0; i < N; ++i) r[i] = x[i] < S(0) ? -tan_x[i] : tan_x[i]; return r;")
 _("sign", "x: S", "S", "return sign_(x);", None)
-_("min", "a: S, b: S", "S", "return min_(a, b);", "if (a <= b) adj_a += adj_ret; else adj_b += adj_ret;")
-_("max", "a: S, b: S", "S", "return max_(a, b);", "if (a >= b) adj_a += adj_ret; else adj_b += adj_ret;")
+_("min", "a: S, b: S", "S", "return min_(a, b);", "if (a <= b) adj_a += adj_ret; else adj_b += adj_ret;",
+  tan="return a <= b ? tan_a : tan_b;")
+_("max", "a: S, b: S", "S", "return max_(a, b);", "if (a >= b) adj_a += adj_ret; else adj_b += adj_ret;",
+  tan="return a >= b ? tan_a : tan_b;")
 _("min", "a: vec(N,S), b: vec(N,S)", "vec(N,S)", "vec_t<N, S> r; SK_UNROLL for (int i = 0; i < N; ++i) r[i] = min_(a[i], b[i]); return r;",
-  "SK_UNROLL for (int i = 0; i < N; ++i) { if (a[i] <= b[i]) adj_a[i] += adj_ret[i]; else adj_b[i] += adj_ret[i]; }")
+  "SK_UNROLL for (int i = 0; i < N; ++i) { if (a[i] <= b[i]) adj_a[i] += adj_ret[i]; else adj_b[i] += adj_ret[i]; }",
+  tan="vec_t<N, S> r; SK_UNROLL for (int i = 0; i < N; ++i) r[i] = a[i] <= b[i] ? tan_a[i] : tan_b[i]; return r;")
 _("max", "a: vec(N,S), b: vec(N,S)", "vec(N,S)", "vec_t<N, S> r; SK_UNROLL for (int i = 0; i < N; ++i) r[i] = max_(a[i], b[i]); return r;",
-  "SK_UNROLL for (int i = 0; i < N; ++i) { if (a[i] >= b[i]) adj_a[i] += adj_ret[i]; else adj_b[i] += adj_ret[i]; }")
+  "SK_UNROLL for (int i = 0; i < N; ++i) { if (a[i] >= b[i]) adj_a[i] += adj_ret[i]; else adj_b[i] += adj_ret[i]; }",
+  tan="vec_t<N, S> r; SK_UNROLL for (int i = 0; i < N; ++i) r[i] = a[i] >= b[i] ? tan_a[i] : tan_b[i]; return r;")
 _("clamp", "x: S, lo: S, hi: S", "S", "return min_(max_(x, lo), hi);",
-  "if (x < lo) adj_lo += adj_ret; else if (x > hi) adj_hi += adj_ret; else adj_x += adj_ret;")
+  "if (x < lo) adj_lo += adj_ret; else if (x > hi) adj_hi += adj_ret; else adj_x += adj_ret;",
+  tan="return x < lo ? tan_lo : (x > hi ? tan_hi : tan_x);")
 _("floor", "x: F", "F", "return m::floor(x);", None)
 _("ceil", "x: F", "F", "return m::ceil(x);", None)
 _("round", "x: F", "F", "return m::round(x);", None)
@@ -133,39 +166,61 @@ _("trunc", "x: F", "F", "return m::trunc(x);", None)
 # ---------------------------------------------------------------------------
 # Operators (the frontend maps + - * / % // @ and unary - onto these)
 # ---------------------------------------------------------------------------
-_("add", "a: V, b: V", "V", "return a + b;", "adj_a += adj_ret; adj_b += adj_ret;")
-_("sub", "a: V, b: V", "V", "return a - b;", "adj_a += adj_ret; adj_b -= adj_ret;")
-_("neg", "a: V", "V", "return -a;", "adj_a -= adj_ret;")
-_("mul", "a: S, b: S", "S", "return a * b;", "adj_a += b * adj_ret; adj_b += a * adj_ret;")
-_("mul", "s: S, v: vec(N,S)", "vec(N,S)", "return s * v;", "adj_s += dot_(v, adj_ret); adj_v += adj_ret * s;")
-_("mul", "v: vec(N,S), s: S", "vec(N,S)", "return v * s;", "adj_s += dot_(v, adj_ret); adj_v += adj_ret * s;")
-_("mul", "s: F, a: mat(R,C,F)", "mat(R,C,F)", "return s * a;", "adj_s += inner_(a, adj_ret); adj_a += adj_ret * s;")
-_("mul", "a: mat(R,C,F), s: F", "mat(R,C,F)", "return a * s;", "adj_s += inner_(a, adj_ret); adj_a += adj_ret * s;")
-_("mul", "s: F, q: quat(F)", "quat(F)", "return s * q;", "adj_s += inner_(q, adj_ret); adj_q += adj_ret * s;")
-_("mul", "q: quat(F), s: F", "quat(F)", "return q * s;", "adj_s += inner_(q, adj_ret); adj_q += adj_ret * s;")
+_("add", "a: V, b: V", "V", "return a + b;", "adj_a += adj_ret; adj_b += adj_ret;",
+  tan="return tan_a + tan_b;")
+_("sub", "a: V, b: V", "V", "return a - b;", "adj_a += adj_ret; adj_b -= adj_ret;",
+  tan="return tan_a - tan_b;")
+_("neg", "a: V", "V", "return -a;", "adj_a -= adj_ret;",
+  tan="return -tan_a;")
+_("mul", "a: S, b: S", "S", "return a * b;", "adj_a += b * adj_ret; adj_b += a * adj_ret;",
+  tan="return tan_a * b + a * tan_b;")
+_("mul", "s: S, v: vec(N,S)", "vec(N,S)", "return s * v;", "adj_s += dot_(v, adj_ret); adj_v += adj_ret * s;",
+  tan="return tan_s * v + s * tan_v;")
+_("mul", "v: vec(N,S), s: S", "vec(N,S)", "return v * s;", "adj_s += dot_(v, adj_ret); adj_v += adj_ret * s;",
+  tan="return tan_v * s + v * tan_s;")
+_("mul", "s: F, a: mat(R,C,F)", "mat(R,C,F)", "return s * a;", "adj_s += inner_(a, adj_ret); adj_a += adj_ret * s;",
+  tan="return tan_s * a + s * tan_a;")
+_("mul", "a: mat(R,C,F), s: F", "mat(R,C,F)", "return a * s;", "adj_s += inner_(a, adj_ret); adj_a += adj_ret * s;",
+  tan="return tan_a * s + a * tan_s;")
+_("mul", "s: F, q: quat(F)", "quat(F)", "return s * q;", "adj_s += inner_(q, adj_ret); adj_q += adj_ret * s;",
+  tan="return tan_s * q + s * tan_q;")
+_("mul", "q: quat(F), s: F", "quat(F)", "return q * s;", "adj_s += inner_(q, adj_ret); adj_q += adj_ret * s;",
+  tan="return tan_q * s + q * tan_s;")
 _("mul", "a: mat(R,C,F), v: vec(C,F)", "vec(R,F)", "return matvec(a, v);",
-  "adj_a += outer_(adj_ret, v); adj_v += matvec(transpose_(a), adj_ret);")
+  "adj_a += outer_(adj_ret, v); adj_v += matvec(transpose_(a), adj_ret);",
+  tan="return matvec(tan_a, v) + matvec(a, tan_v);")
 _("mul", "a: mat(R,K,F), b: mat(K,C,F)", "mat(R,C,F)", "return matmat(a, b);",
-  "adj_a += matmat(adj_ret, transpose_(b)); adj_b += matmat(transpose_(a), adj_ret);")
+  "adj_a += matmat(adj_ret, transpose_(b)); adj_b += matmat(transpose_(a), adj_ret);",
+  tan="return matmat(tan_a, b) + matmat(a, tan_b);")
 _("mul", "a: quat(F), b: quat(F)", "quat(F)", "return qmul(a, b);",
-  "adj_a += qmul(adj_ret, qconj(b)); adj_b += qmul(qconj(a), adj_ret);")
+  "adj_a += qmul(adj_ret, qconj(b)); adj_b += qmul(qconj(a), adj_ret);",
+  tan="return qmul(tan_a, b) + qmul(a, tan_b);")
 _("matmul", "a: mat(R,C,F), v: vec(C,F)", "vec(R,F)", "return matvec(a, v);",
-  "adj_a += outer_(adj_ret, v); adj_v += matvec(transpose_(a), adj_ret);")
+  "adj_a += outer_(adj_ret, v); adj_v += matvec(transpose_(a), adj_ret);",
+  tan="return matvec(tan_a, v) + matvec(a, tan_v);")
 _("matmul", "a: mat(R,K,F), b: mat(K,C,F)", "mat(R,C,F)", "return matmat(a, b);",
-  "adj_a += matmat(adj_ret, transpose_(b)); adj_b += matmat(transpose_(a), adj_ret);")
-_("div", "a: F, b: F", "F", "return a / b;", "adj_a += adj_ret / b; adj_b -= adj_ret * a / (b * b);")
+  "adj_a += matmat(adj_ret, transpose_(b)); adj_b += matmat(transpose_(a), adj_ret);",
+  tan="return matmat(tan_a, b) + matmat(a, tan_b);")
+_("div", "a: F, b: F", "F", "return a / b;", "adj_a += adj_ret / b; adj_b -= adj_ret * a / (b * b);",
+  tan="return tan_a / b - a * tan_b / (b * b);")
 _("div", "v: vec(N,F), s: F", "vec(N,F)", "return v * (F(1) / s);",
-  "adj_v += adj_ret * (F(1) / s); adj_s -= dot_(v, adj_ret) / (s * s);")
+  "adj_v += adj_ret * (F(1) / s); adj_s -= dot_(v, adj_ret) / (s * s);",
+  tan="return tan_v * (F(1) / s) - v * (tan_s / (s * s));")
 _("div", "a: mat(R,C,F), s: F", "mat(R,C,F)", "return a * (F(1) / s);",
-  "adj_a += adj_ret * (F(1) / s); adj_s -= inner_(a, adj_ret) / (s * s);")
+  "adj_a += adj_ret * (F(1) / s); adj_s -= inner_(a, adj_ret) / (s * s);",
+  tan="return tan_a * (F(1) / s) - a * (tan_s / (s * s));")
 _("div", "q: quat(F), s: F", "quat(F)", "return q * (F(1) / s);",
-  "adj_q += adj_ret * (F(1) / s); adj_s -= inner_(q, adj_ret) / (s * s);")
+  "adj_q += adj_ret * (F(1) / s); adj_s -= inner_(q, adj_ret) / (s * s);",
+  tan="return tan_q * (F(1) / s) - q * (tan_s / (s * s));")
 _("floordiv", "a: S, b: S", "S", "return floordiv_(a, b);", None)
-_("mod", "a: S, b: S", "S", "return mod_(a, b);", "adj_a += adj_ret; adj_b -= floordiv_(a, b) * adj_ret;")
+_("mod", "a: S, b: S", "S", "return mod_(a, b);", "adj_a += adj_ret; adj_b -= floordiv_(a, b) * adj_ret;",
+  tan="return tan_a - floordiv_(a, b) * tan_b;")
 _("cw_mul", "a: vec(N,S), b: vec(N,S)", "vec(N,S)", "vec_t<N, S> r; SK_UNROLL for (int i = 0; i < N; ++i) r[i] = a[i] * b[i]; return r;",
-  "SK_UNROLL for (int i = 0; i < N; ++i) { adj_a[i] += b[i] * adj_ret[i]; adj_b[i] += a[i] * adj_ret[i]; }")
+  "SK_UNROLL for (int i = 0; i < N; ++i) { adj_a[i] += b[i] * adj_ret[i]; adj_b[i] += a[i] * adj_ret[i]; }",
+  tan="vec_t<N, S> r; SK_UNROLL for (int i = 0; i < N; ++i) r[i] = tan_a[i] * b[i] + a[i] * tan_b[i]; return r;")
 _("cw_div", "a: vec(N,F), b: vec(N,F)", "vec(N,F)", "vec_t<N, F> r; SK_UNROLL for (int i = 0; i < N; ++i) r[i] = a[i] / b[i]; return r;",
-  "SK_UNROLL for (int i = 0; i < N; ++i) { adj_a[i] += adj_ret[i] / b[i]; adj_b[i] -= adj_ret[i] * a[i] / (b[i] * b[i]); }")
+  "SK_UNROLL for (int i = 0; i < N; ++i) { adj_a[i] += adj_ret[i] / b[i]; adj_b[i] -= adj_ret[i] * a[i] / (b[i] * b[i]); }",
+  tan="vec_t<N, F> r; SK_UNROLL for (int i = 0; i < N; ++i) r[i] = tan_a[i] / b[i] - a[i] * tan_b[i] / (b[i] * b[i]); return r;")
 # Bitwise operators on integers (and &, |, ^ on bools). Shift counts outside [0, bit width)
 # are defined, unlike in C++: << gives 0, >> gives the sign fill (0, or -1 for a negative a).
 for _op, _c in (("bit_and", "&"), ("bit_or", "|"), ("bit_xor", "^")):
@@ -185,24 +240,35 @@ _("ne", "a: B, b: B", "bool", "return a != b;", None)
 # ---------------------------------------------------------------------------
 # Vectors and matrices
 # ---------------------------------------------------------------------------
-_("dot", "a: vec(N,S), b: vec(N,S)", "S", "return dot_(a, b);", "adj_a += b * adj_ret; adj_b += a * adj_ret;")
+_("dot", "a: vec(N,S), b: vec(N,S)", "S", "return dot_(a, b);", "adj_a += b * adj_ret; adj_b += a * adj_ret;",
+  tan="return dot_(tan_a, b) + dot_(a, tan_b);")
 _("cross", "a: vec(3,S), b: vec(3,S)", "vec(3,S)", "return cross_(a, b);",
-  "adj_a += cross_(b, adj_ret); adj_b += cross_(adj_ret, a);")
+  "adj_a += cross_(b, adj_ret); adj_b += cross_(adj_ret, a);",
+  tan="return cross_(tan_a, b) + cross_(a, tan_b);")
 _("length", "v: vec(N,F)", "F", "return m::sqrt(dot_(v, v));",
-  "F l = m::sqrt(dot_(v, v)); if (l > F(0)) adj_v += v * (adj_ret / l);")
-_("length_sq", "v: vec(N,S)", "S", "return dot_(v, v);", "adj_v += v * (S(2) * adj_ret);")
+  "F l = m::sqrt(dot_(v, v)); if (l > F(0)) adj_v += v * (adj_ret / l);",
+  tan="F l = m::sqrt(dot_(v, v)); return l > F(0) ? dot_(v, tan_v) / l : F(0);")
+_("length_sq", "v: vec(N,S)", "S", "return dot_(v, v);", "adj_v += v * (S(2) * adj_ret);",
+  tan="return S(2) * dot_(v, tan_v);")
 _("normalize", "v: vec(N,F)", "vec(N,F)", "F l = m::sqrt(dot_(v, v)); return l > F(0) ? v * (F(1) / l) : v;",
-  "F l = m::sqrt(dot_(v, v)); if (l > F(0)) { vec_t<N, F> n = v * (F(1) / l); adj_v += (adj_ret - n * dot_(n, adj_ret)) * (F(1) / l); } else { adj_v += adj_ret; }")
+  "F l = m::sqrt(dot_(v, v)); if (l > F(0)) { vec_t<N, F> n = v * (F(1) / l); adj_v += (adj_ret - n * dot_(n, adj_ret)) * (F(1) / l); } else { adj_v += adj_ret; }",
+  tan="F l = m::sqrt(dot_(v, v)); if (!(l > F(0))) return tan_v; vec_t<N, F> n = v * (F(1) / l); return (tan_v - n * dot_(n, tan_v)) * (F(1) / l);")
 _("outer", "a: vec(R,F), b: vec(C,F)", "mat(R,C,F)", "return outer_(a, b);",
-  "adj_a += matvec(adj_ret, b); adj_b += matvec(transpose_(adj_ret), a);")
-_("transpose", "a: mat(R,C,F)", "mat(C,R,F)", "return transpose_(a);", "adj_a += transpose_(adj_ret);")
-_("determinant", "a: mat(N,N,F)", "F", "return det_(a);", "adj_a += cofactor_(a) * adj_ret;")
+  "adj_a += matvec(adj_ret, b); adj_b += matvec(transpose_(adj_ret), a);",
+  tan="return outer_(tan_a, b) + outer_(a, tan_b);")
+_("transpose", "a: mat(R,C,F)", "mat(C,R,F)", "return transpose_(a);", "adj_a += transpose_(adj_ret);",
+  tan="return transpose_(tan_a);")
+_("determinant", "a: mat(N,N,F)", "F", "return det_(a);", "adj_a += cofactor_(a) * adj_ret;",
+  tan="return inner_(cofactor_(a), tan_a);")
 _("inverse", "a: mat(N,N,F)", "mat(N,N,F)", "return inverse_(a);",
-  "mat_t<N, N, F> t = transpose_(inverse_(a)); adj_a -= matmat(matmat(t, adj_ret), t);")
+  "mat_t<N, N, F> t = transpose_(inverse_(a)); adj_a -= matmat(matmat(t, adj_ret), t);",
+  tan="mat_t<N, N, F> i = inverse_(a); return -matmat(matmat(i, tan_a), i);")
 _("trace", "a: mat(N,N,F)", "F", "F r = F(0); SK_UNROLL for (int i = 0; i < N; ++i) r += a[i][i]; return r;",
-  "SK_UNROLL for (int i = 0; i < N; ++i) adj_a[i][i] += adj_ret;")
+  "SK_UNROLL for (int i = 0; i < N; ++i) adj_a[i][i] += adj_ret;",
+  tan="F r = F(0); SK_UNROLL for (int i = 0; i < N; ++i) r += tan_a[i][i]; return r;")
 _("diag", "v: vec(N,F)", "mat(N,N,F)", "mat_t<N, N, F> r = {}; SK_UNROLL for (int i = 0; i < N; ++i) r[i][i] = v[i]; return r;",
-  "SK_UNROLL for (int i = 0; i < N; ++i) adj_v[i] += adj_ret[i][i];")
+  "SK_UNROLL for (int i = 0; i < N; ++i) adj_v[i] += adj_ret[i][i];",
+  tan="mat_t<N, N, F> r = {}; SK_UNROLL for (int i = 0; i < N; ++i) r[i][i] = tan_v[i]; return r;")
 
 # ---------------------------------------------------------------------------
 # Quaternions (x, y, z, w) and transforms (p, q)
@@ -211,55 +277,71 @@ _("quat_from_axis_angle", "axis: vec(3,F), angle: F", "quat(F)",
   "F s = m::sin(angle * F(0.5)); return quat_t<F>{{axis[0] * s, axis[1] * s, axis[2] * s, m::cos(angle * F(0.5))}};",
   "F s = m::sin(angle * F(0.5)), c = m::cos(angle * F(0.5));"
   " SK_UNROLL for (int i = 0; i < 3; ++i) adj_axis[i] += adj_ret[i] * s;"
-  " adj_angle += F(0.5) * (c * (axis[0] * adj_ret[0] + axis[1] * adj_ret[1] + axis[2] * adj_ret[2]) - s * adj_ret[3]);")
+  " adj_angle += F(0.5) * (c * (axis[0] * adj_ret[0] + axis[1] * adj_ret[1] + axis[2] * adj_ret[2]) - s * adj_ret[3]);",
+  tan="F s = m::sin(angle * F(0.5)), c = m::cos(angle * F(0.5)), h = F(0.5) * tan_angle; return quat_t<F>{{tan_axis[0] * s + axis[0] * c * h, tan_axis[1] * s + axis[1] * c * h, tan_axis[2] * s + axis[2] * c * h, -s * h}};")
 _("quat_rotate", "q: quat(F), v: vec(3,F)", "vec(3,F)", "return qrotate(q, v);",
-  "adj_qrotate_(q, v, adj_q, adj_v, adj_ret);")
+  "adj_qrotate_(q, v, adj_q, adj_v, adj_ret);",
+  tan="return tan_qrotate_(q, v, tan_q, tan_v);")
 _("quat_rotate_inv", "q: quat(F), v: vec(3,F)", "vec(3,F)", "return qrotate(qconj(q), v);",
-  "quat_t<F> adj_c = {}; adj_qrotate_(qconj(q), v, adj_c, adj_v, adj_ret); adj_q += qconj(adj_c);")
+  "quat_t<F> adj_c = {}; adj_qrotate_(qconj(q), v, adj_c, adj_v, adj_ret); adj_q += qconj(adj_c);",
+  tan="return tan_qrotate_(qconj(q), v, qconj(tan_q), tan_v);")
 _("quat_inverse", "q: quat(F)", "quat(F)", "return qconj(q) * (F(1) / inner_(q, q));",
-  "F n = inner_(q, q); adj_q += qconj(adj_ret) * (F(1) / n) - q * (F(2) * inner_(qconj(q), adj_ret) / (n * n));")
+  "F n = inner_(q, q); adj_q += qconj(adj_ret) * (F(1) / n) - q * (F(2) * inner_(qconj(q), adj_ret) / (n * n));",
+  tan="F n = inner_(q, q); return qconj(tan_q) * (F(1) / n) - qconj(q) * (F(2) * inner_(q, tan_q) / (n * n));")
 _("quat_to_matrix", "q: quat(F)", "mat(3,3,F)",
   "mat_t<3, 3, F> r; SK_UNROLL for (int j = 0; j < 3; ++j) { vec_t<3, F> e = {}; e[j] = F(1); vec_t<3, F> c = qrotate(q, e); SK_UNROLL for (int i = 0; i < 3; ++i) r[i][j] = c[i]; } return r;",
-  "SK_UNROLL for (int j = 0; j < 3; ++j) { vec_t<3, F> e = {}; e[j] = F(1); vec_t<3, F> a = {{adj_ret[0][j], adj_ret[1][j], adj_ret[2][j]}}; vec_t<3, F> adj_e = {}; adj_qrotate_(q, e, adj_q, adj_e, a); }")
+  "SK_UNROLL for (int j = 0; j < 3; ++j) { vec_t<3, F> e = {}; e[j] = F(1); vec_t<3, F> a = {{adj_ret[0][j], adj_ret[1][j], adj_ret[2][j]}}; vec_t<3, F> adj_e = {}; adj_qrotate_(q, e, adj_q, adj_e, a); }",
+  tan="mat_t<3, 3, F> r; SK_UNROLL for (int j = 0; j < 3; ++j) { vec_t<3, F> e = {}; e[j] = F(1); vec_t<3, F> c = tan_qrotate_(q, e, tan_q, vec_t<3, F>{}); SK_UNROLL for (int i = 0; i < 3; ++i) r[i][j] = c[i]; } return r;")
 _("transform_point", "t: transform(F), p: vec(3,F)", "vec(3,F)", "return qrotate(t.q, p) + t.p;",
-  "adj_t.p += adj_ret; adj_qrotate_(t.q, p, adj_t.q, adj_p, adj_ret);")
+  "adj_t.p += adj_ret; adj_qrotate_(t.q, p, adj_t.q, adj_p, adj_ret);",
+  tan="return tan_qrotate_(t.q, p, tan_t.q, tan_p) + tan_t.p;")
 _("transform_vector", "t: transform(F), v: vec(3,F)", "vec(3,F)", "return qrotate(t.q, v);",
-  "adj_qrotate_(t.q, v, adj_t.q, adj_v, adj_ret);")
+  "adj_qrotate_(t.q, v, adj_t.q, adj_v, adj_ret);",
+  tan="return tan_qrotate_(t.q, v, tan_t.q, tan_v);")
 _("transform_multiply", "a: transform(F), b: transform(F)", "transform(F)",
   "return transform_t<F>{qrotate(a.q, b.p) + a.p, qmul(a.q, b.q)};",
   "adj_a.p += adj_ret.p; adj_qrotate_(a.q, b.p, adj_a.q, adj_b.p, adj_ret.p);"
-  " adj_a.q += qmul(adj_ret.q, qconj(b.q)); adj_b.q += qmul(qconj(a.q), adj_ret.q);")
+  " adj_a.q += qmul(adj_ret.q, qconj(b.q)); adj_b.q += qmul(qconj(a.q), adj_ret.q);",
+  tan="return transform_t<F>{tan_qrotate_(a.q, b.p, tan_a.q, tan_b.p) + tan_a.p, qmul(tan_a.q, b.q) + qmul(a.q, tan_b.q)};")
 _("transform_inverse", "t: transform(F)", "transform(F)",
   "quat_t<F> qi = qconj(t.q); return transform_t<F>{-qrotate(qi, t.p), qi};",
   "quat_t<F> qi = qconj(t.q); quat_t<F> adj_qi = adj_ret.q; vec_t<3, F> adj_p = {};"
-  " adj_qrotate_(qi, t.p, adj_qi, adj_p, -adj_ret.p); adj_t.p += adj_p; adj_t.q += qconj(adj_qi);")
+  " adj_qrotate_(qi, t.p, adj_qi, adj_p, -adj_ret.p); adj_t.p += adj_p; adj_t.q += qconj(adj_qi);",
+  tan="quat_t<F> qi = qconj(t.q), tqi = qconj(tan_t.q); return transform_t<F>{-tan_qrotate_(qi, t.p, tqi, tan_t.p), tqi};")
 
 # ---------------------------------------------------------------------------
 # Spatial vectors (angular top, linear bottom: Featherstone's [w; v]) and 6x6 matrices
 # ---------------------------------------------------------------------------
 _("spatial_top", "a: vec(6,F)", "vec(3,F)", "return top_(a);", "adj_a += join_(adj_ret, vec_t<3, F>{});",
+  tan="return top_(tan_a);",
   doc="The angular (first) half of a spatial vector.")
 _("spatial_bottom", "a: vec(6,F)", "vec(3,F)", "return bottom_(a);", "adj_a += join_(vec_t<3, F>{}, adj_ret);",
+  tan="return bottom_(tan_a);",
   doc="The linear (second) half of a spatial vector.")
-_("spatial_dot", "a: vec(6,F), b: vec(6,F)", "F", "return dot_(a, b);", "adj_a += b * adj_ret; adj_b += a * adj_ret;")
+_("spatial_dot", "a: vec(6,F), b: vec(6,F)", "F", "return dot_(a, b);", "adj_a += b * adj_ret; adj_b += a * adj_ret;",
+  tan="return dot_(tan_a, b) + dot_(a, tan_b);")
 _("spatial_cross", "a: vec(6,F), b: vec(6,F)", "vec(6,F)",
   "return join_(cross_(top_(a), top_(b)), cross_(bottom_(a), top_(b)) + cross_(top_(a), bottom_(b)));",
   "vec_t<3, F> gw = top_(adj_ret), gv = bottom_(adj_ret);"
   " adj_a += join_(cross_(top_(b), gw) + cross_(bottom_(b), gv), cross_(top_(b), gv));"
   " adj_b += join_(cross_(gw, top_(a)) + cross_(gv, bottom_(a)), cross_(gv, top_(a)));",
+  tan="return spatial_cross(tan_a, b) + spatial_cross(a, tan_b);",
   doc="Motion cross product a x b: (wa x wb, va x wb + wa x vb).")
 _("spatial_cross_dual", "a: vec(6,F), b: vec(6,F)", "vec(6,F)",
   "return join_(cross_(top_(a), top_(b)) + cross_(bottom_(a), bottom_(b)), cross_(top_(a), bottom_(b)));",
   "vec_t<3, F> gw = top_(adj_ret), gv = bottom_(adj_ret);"
   " adj_a += join_(cross_(top_(b), gw) + cross_(bottom_(b), gv), cross_(bottom_(b), gw));"
   " adj_b += join_(cross_(gw, top_(a)), cross_(gw, bottom_(a)) + cross_(gv, top_(a)));",
+  tan="return spatial_cross_dual(tan_a, b) + spatial_cross_dual(a, tan_b);",
   doc="Force cross product a x* b: (wa x wb + va x vb, wa x vb).")
-_("spatial_transpose", "a: mat(6,6,F)", "mat(6,6,F)", "return transpose_(a);", "adj_a += transpose_(adj_ret);")
+_("spatial_transpose", "a: mat(6,6,F)", "mat(6,6,F)", "return transpose_(a);", "adj_a += transpose_(adj_ret);",
+  tan="return transpose_(tan_a);")
 _("spatial_adjoint", "r: mat(3,3,F), s: mat(3,3,F)", "mat(6,6,F)",
   "mat_t<6, 6, F> m = {}; SK_UNROLL for (int i = 0; i < 3; ++i) SK_UNROLL for (int j = 0; j < 3; ++j)"
   " { m[i][j] = r[i][j]; m[i + 3][j + 3] = r[i][j]; m[i + 3][j] = s[i][j]; } return m;",
   "SK_UNROLL for (int i = 0; i < 3; ++i) SK_UNROLL for (int j = 0; j < 3; ++j)"
   " { adj_r[i][j] += adj_ret[i][j] + adj_ret[i + 3][j + 3]; adj_s[i][j] += adj_ret[i + 3][j]; }",
+  tan="return spatial_adjoint(tan_r, tan_s);",
   doc="The 6x6 matrix [[r, 0], [s, r]].")
 _("transform_twist", "t: transform(F), x: vec(6,F)", "vec(6,F)",
   "vec_t<3, F> w = qrotate(t.q, top_(x)); return join_(w, qrotate(t.q, bottom_(x)) + cross_(t.p, w));",
@@ -267,6 +349,7 @@ _("transform_twist", "t: transform(F), x: vec(6,F)", "vec(6,F)",
   " adj_t.p += cross_(w, gv); gw += cross_(gv, t.p); vec_t<3, F> adj_w = {}, adj_v = {};"
   " adj_qrotate_(t.q, top_(x), adj_t.q, adj_w, gw); adj_qrotate_(t.q, bottom_(x), adj_t.q, adj_v, gv);"
   " adj_x += join_(adj_w, adj_v);",
+  tan="vec_t<3, F> w = qrotate(t.q, top_(x)); vec_t<3, F> tw = tan_qrotate_(t.q, top_(x), tan_t.q, top_(tan_x)); return join_(tw, tan_qrotate_(t.q, bottom_(x), tan_t.q, bottom_(tan_x)) + cross_(tan_t.p, w) + cross_(t.p, tw));",
   doc="A twist (w, v) moved by t: (R w, R v + p x R w).")
 _("transform_wrench", "t: transform(F), x: vec(6,F)", "vec(6,F)",
   "vec_t<3, F> f = qrotate(t.q, bottom_(x)); return join_(qrotate(t.q, top_(x)) + cross_(t.p, f), f);",
@@ -274,15 +357,18 @@ _("transform_wrench", "t: transform(F), x: vec(6,F)", "vec(6,F)",
   " adj_t.p += cross_(f, gw); gf += cross_(gw, t.p); vec_t<3, F> adj_w = {}, adj_f = {};"
   " adj_qrotate_(t.q, top_(x), adj_t.q, adj_w, gw); adj_qrotate_(t.q, bottom_(x), adj_t.q, adj_f, gf);"
   " adj_x += join_(adj_w, adj_f);",
+  tan="vec_t<3, F> f = qrotate(t.q, bottom_(x)); vec_t<3, F> tf = tan_qrotate_(t.q, bottom_(x), tan_t.q, bottom_(tan_x)); return join_(tan_qrotate_(t.q, top_(x), tan_t.q, top_(tan_x)) + cross_(tan_t.p, f) + cross_(t.p, tf), tf);",
   doc="A wrench (torque, force) moved by t: (R tau + p x R f, R f).")
 
 # ---------------------------------------------------------------------------
 # Selection
 # ---------------------------------------------------------------------------
 _("select", "cond: B, a: V, b: V", "V", "return cond ? b : a;",
-  "if (cond) adj_b += adj_ret; else adj_a += adj_ret;", doc="Warp's order: select(cond, value_if_false, value_if_true).")
+  "if (cond) adj_b += adj_ret; else adj_a += adj_ret;", tan="return cond ? tan_b : tan_a;",
+  doc="Warp's order: select(cond, value_if_false, value_if_true).")
 _("where", "cond: B, a: V, b: V", "V", "return cond ? a : b;",
-  "if (cond) adj_a += adj_ret; else adj_b += adj_ret;", doc="where(cond, value_if_true, value_if_false).")
+  "if (cond) adj_a += adj_ret; else adj_b += adj_ret;", tan="return cond ? tan_a : tan_b;",
+  doc="where(cond, value_if_true, value_if_false).")
 
 # Helpers the table bodies use, emitted once ahead of the table functions.
 _PRELUDE = r"""
@@ -331,13 +417,17 @@ def _cpp_pat(pat) -> str:
     return pat
 
 
-def _cpp_function(b: Builtin) -> str:
+def _template_head(b: Builtin) -> str:
     tvars = []
     for _n, p in b.params:
         _vars(p, tvars)
     _vars(b.ret, tvars)
     tpl = ", ".join(("int " if v in LENGTH_VARS else "typename ") + v for v in tvars)
-    head = f"template <{tpl}> " if tpl else ""
+    return f"template <{tpl}> " if tpl else ""
+
+
+def _cpp_function(b: Builtin) -> str:
+    head = _template_head(b)
     ins = ", ".join(f"const {_cpp_pat(p)}& {n}" for n, p in b.params)
     ret = _cpp_pat(b.ret)
     out = [f"{head}SK_FUNC {ret} {b.cname}({ins}) {{ {b.fwd} }}"]
@@ -356,6 +446,43 @@ def generate_header() -> str:
             lines.append(_cpp_function(b))
     lines.append("}  // namespace sk")
     return "\n".join(lines) + "\n"
+
+
+# Helpers the tangent bodies use.
+_TANGENT_PRELUDE = r"""
+// An array element's tangent (its tangent buffer travels in the grad slot; none: zero), and a store of one.
+template <typename T> SK_FUNC T tan_load(const T* g) { return g ? *g : T{}; }
+template <typename T> SK_FUNC void tan_store(T* g, const T& v) { if (g) *g = v; }
+// Tangent of qrotate(q, v) = v + 2 w (u x v) + 2 u x (u x v), u = q.xyz, along (tq, tv).
+template <typename F> SK_FUNC vec_t<3, F> tan_qrotate_(const quat_t<F>& q, const vec_t<3, F>& v, const quat_t<F>& tq, const vec_t<3, F>& tv) {
+    vec_t<3, F> u = {{q[0], q[1], q[2]}}, du = {{tq[0], tq[1], tq[2]}};
+    vec_t<3, F> uv = cross_(u, v);
+    return qrotate(q, tv) + uv * (F(2) * tq[3]) + cross_(du, v) * (F(2) * q[3]) + cross_(du, uv) * F(2)
+        + cross_(u, cross_(du, v)) * F(2);
+}
+"""
+
+
+def tangent_function(b: Builtin) -> str:
+    """``tan_<cname>(inputs..., input tangents...)``: the result's tangent (``b.tan`` set)."""
+    head = _template_head(b)
+    ins = ", ".join(f"const {_cpp_pat(p)}& {n}" for n, p in b.params)
+    tans = ", ".join(f"const {_cpp_pat(p)}& tan_{n}" for n, p in b.params)
+    return f"{head}SK_FUNC {_cpp_pat(b.ret)} tan_{b.cname}({ins}, {tans}) {{ {b.tan} }}"
+
+
+def generate_tangent_header() -> str:
+    """The C++ tangent functions of the table, included by tangent (forward-mode) modules only,
+    so modules that never take a tangent parse none of them."""
+    lines = ["// Generated from simkit/core/builtins.py: do not edit.", "#pragma once", f'#include "{HEADER}"',
+             "namespace sk {", _TANGENT_PRELUDE]
+    lines += [tangent_function(b) for entries in TABLE.values() for b in entries if b.tan is not None]
+    lines.append("}  // namespace sk")
+    return "\n".join(lines) + "\n"
+
+
+HEADER = "simkit_builtins.h"
+TANGENT_HEADER = "simkit_tangents.h"
 
 
 # ---------------------------------------------------------------------------

@@ -56,11 +56,13 @@ class CallMixin:
         self.inherit_weak_origin(out, args)
         args = [self.convert(a, t, node) for a, t in zip(args, concrete)]
         ins = ", ".join(f"$a{k}" for k in range(len(args)))
-        adj = None
+        adj = tan = None
         if b.differentiable:
             adjs = ", ".join(f"$adj_a{k}" for k in range(len(args)))
             adj = f"sk::adj_{b.cname}({ins}, {adjs}, $adj_o0);"
-        self.emit([out], args, f"$o0 = sk::{b.cname}({ins});", adj)
+        if b.tan is not None:
+            tan = f"$tan_o0 = sk::tan_{b.cname}({ins}, {', '.join(f'$tan_a{k}' for k in range(len(args)))});"
+        self.emit([out], args, f"$o0 = sk::{b.cname}({ins});", adj, tan=tan, what=f"builtin '{name}'")
         return out
 
     def inherit_weak_origin(self, out, args):
@@ -253,7 +255,7 @@ class CallMixin:
             return v
         out = self.new_var(t)
         adj = f"$adj_a0 += {v.type._sk_ctype}($adj_o0);" if t.is_float and v.type.is_float else None
-        self.emit([out], [v], f"$o0 = sk::cast<{t._sk_ctype}>($a0);", adj)
+        self.emit([out], [v], f"$o0 = sk::cast<{t._sk_ctype}>($a0);", adj, tan=ir.LINEAR if adj else None)
         return out
 
     def construct(self, t, args, node):
@@ -267,7 +269,8 @@ class CallMixin:
                 and getattr(args[0].type, "_sk_kind", "") == t._sk_kind:
             out = self.new_var(t)
             self.emit([out], args, f"$o0 = sk::convert<{t._sk_ctype}>($a0);",
-                      f"sk::adj_convert<{t._sk_ctype}>($a0, $adj_a0, $adj_o0);" if t._sk_scalar.is_float else None)
+                      f"sk::adj_convert<{t._sk_ctype}>($a0, $adj_a0, $adj_o0);" if t._sk_scalar.is_float else None,
+                      tan=ir.LINEAR if args[0].type._sk_scalar.is_float else ir.ZERO)
             return out
         if len(args) == 1 and (args[0].type is t):
             return args[0]
@@ -276,7 +279,7 @@ class CallMixin:
             if v.type is not t._sk_scalar:
                 self.error(f"{type_str(t)}(x) broadcasts a {type_str(t._sk_scalar)}, got {type_str(v.type)}", node)
             out = self.new_var(t)
-            self.emit([out], [v], f"$o0 = sk::splat<{t._sk_ctype}>($a0);", f"sk::adj_splat<{t._sk_ctype}>($a0, $adj_a0, $adj_o0);")
+            self.emit([out], [v], f"$o0 = sk::splat<{t._sk_ctype}>($a0);", f"sk::adj_splat<{t._sk_ctype}>($a0, $adj_a0, $adj_o0);", tan=ir.LINEAR)
             return out
         conv, count = [], 0
         for a in args:
@@ -294,7 +297,7 @@ class CallMixin:
         out = self.new_var(t)
         ins = ", ".join(f"$a{k}" for k in range(len(conv)))
         adjs = ", ".join(f"$adj_a{k}" for k in range(len(conv)))
-        self.emit([out], conv, f"$o0 = sk::construct<{t._sk_ctype}>({ins});", f"sk::adj_construct($adj_o0, {adjs});")
+        self.emit([out], conv, f"$o0 = sk::construct<{t._sk_ctype}>({ins});", f"sk::adj_construct($adj_o0, {adjs});", tan=ir.LINEAR)
         return out
 
     def construct_struct(self, t, node):
@@ -389,7 +392,12 @@ class CallMixin:
         else:
             fwd = f"{name}({ins}{''.join(f', $o{k}' for k in range(len(outs)))});"
         adj = f"adj_{name}({ins}{adj_ins}{adj_outs});"
-        self.emit(outs, args, fwd.replace("(, ", "("), adj.replace("(, ", "("))
+        # tangent: one call computing the outputs and their tangents (codegen.function_tangent_source)
+        tan_ins = "".join(f", $tan_a{k}" for k in diff)
+        tan_outs = "".join(f", $o{k}, $tan_o{k}" for k in range(len(outs)))
+        tan = f"tan_{name}({ins}{tan_ins}{tan_outs});"
+        self.emit(outs, args, fwd.replace("(, ", "("), adj.replace("(, ", "("), tan=tan.replace("(, ", "("),
+                  tan_fused=True, what=f"function '{fn.name}'")
         if len(outs) == 1:
             return outs[0]
         return Py(tuple(outs)) if outs else Py(None)

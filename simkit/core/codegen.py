@@ -22,7 +22,7 @@ from . import ir
 from .config import config
 from .exprs import literal
 
-_PLACEHOLDER = re.compile(r"\$(adj_)?([oa])(\d+)|\$RETURN")
+_PLACEHOLDER = re.compile(r"\$(adj_|tan_)?([oa])(\d+)|\$RETURN")
 
 
 def ctype(t) -> str:
@@ -89,9 +89,11 @@ class FunctionWriter:
         def sub(m):
             if m.group(0) == "$RETURN":
                 return ret
-            adj, kind, k = m.group(1), m.group(2), int(m.group(3))
+            prefix, kind, k = m.group(1), m.group(2), int(m.group(3))
             v = op.outs[k] if kind == "o" else op.args[k]
-            return self.arg_text(v, bool(adj))
+            if prefix == "tan_":
+                return self.tan_text(v)
+            return self.arg_text(v, bool(prefix))
         return _PLACEHOLDER.sub(sub, template)
 
     def ret_stmt(self, adjoint: bool) -> str:
@@ -113,7 +115,7 @@ class FunctionWriter:
                         continue
                     text = s.replay_fwd
                 self.marker(s.line)
-                self.put(self.render(text, s, ret))
+                self.emit_op(s, text, ret)
             elif isinstance(s, ir.If):
                 self.put(f"if ({self.cond_text(s.cond)}) {{")
                 self.indent += 1
@@ -162,10 +164,21 @@ class FunctionWriter:
             self.put(f"++L{s.id}_n;")
         self.forward(s.body, replay, adjoint)
         for c, final in s.carried:
-            self.put(f"{c.cname} = {final.cname};")
+            self.carry(c, final)
         self.indent -= 1
         self.put("}")
         self.last_line = None
+
+    def emit_op(self, s: ir.Op, text: str, ret: str):
+        """One forward statement (the tangent writer adds the op's tangent after it)."""
+        self.put(self.render(text, s, ret))
+
+    def carry(self, c: ir.Var, final: ir.Var):
+        """A loop-carried value's update at the end of an iteration."""
+        self.put(f"{c.cname} = {final.cname};")
+
+    def tan_text(self, v) -> str:
+        raise NotImplementedError("tangent placeholders are rendered by codegen_tangent.TangentWriter")
 
     def stacked(self, s: ir.Loop) -> list:
         vs = [c for c, _f in s.carried]
@@ -447,7 +460,7 @@ def cpu_entry(f: ir.FunctionIR, which: str, body: str) -> str:
     the entry beside the strided loop, the soft grid's tet adjoint ran 1.1x slower."""
     name = f"{f.cname}_{which}"
     entry = f"{f.cname}_cpu_{which}"
-    dense = has_dense_loop(f, which == "backward")
+    dense = has_dense_loop(f, which != "forward")  # a tangent calls functions out of line like an adjoint
     lines = []
     if dense:
         lines += [f"static SK_NOINLINE void {entry}_dense(const {f.cname}_args* args, int32_t start, int32_t end) {{",
@@ -467,6 +480,17 @@ def cpu_entry(f: ir.FunctionIR, which: str, body: str) -> str:
     return "\n".join(lines)
 
 
+def entry_points(f: ir.FunctionIR, which: str, body: str) -> str:
+    """The CUDA entry (``{kernel}_cuda_{which}``) and the CPU one of a per-element function."""
+    return (f"#ifdef SK_CUDA\n"
+            f'extern "C" __global__ void {f.cname}_cuda_{which}({f.cname}_args args) {{\n'
+            f"    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < args.launch.size;"
+            f" i += int64_t(blockDim.x) * gridDim.x) {f.cname}_{which}<false>(args, i);\n}}\n"
+            f"#else\n"
+            f"{cpu_entry(f, which, body)}\n"
+            f"#endif")
+
+
 def kernel_source(f: ir.FunctionIR) -> str:
     """Argument struct, forward and adjoint bodies and the entry points of a kernel."""
     w = FunctionWriter(f)
@@ -478,16 +502,7 @@ def kernel_source(f: ir.FunctionIR) -> str:
     fwd = w.assemble(sig, False, pro, [])
     sig = f"template <bool Dense>\nstatic SK_FUNC void {f.cname}_backward(const {f.cname}_args& args, int64_t _idx)"
     adj = w.assemble(sig, True, adj_pro, []) if f.enable_backward else sig + " {}  // enable_backward=False"
-    entries = []
-    for which, body in (("forward", fwd), ("backward", adj)):
-        entries.append(
-            f"#ifdef SK_CUDA\n"
-            f'extern "C" __global__ void {f.cname}_cuda_{which}({f.cname}_args args) {{\n'
-            f"    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < args.launch.size;"
-            f" i += int64_t(blockDim.x) * gridDim.x) {f.cname}_{which}<false>(args, i);\n}}\n"
-            f"#else\n"
-            f"{cpu_entry(f, which, body)}\n"
-            f"#endif")
+    entries = [entry_points(f, which, body) for which, body in (("forward", fwd), ("backward", adj))]
     head = f"// kernel {f.name}  ({os.path.basename(f.file)}:{f.line})"
     dense = [dense_check(f), ""] if has_dense_loop(f, False) or has_dense_loop(f, True) else []
     return "\n".join([head, args_struct, "", fwd, "", adj, "", *dense, *entries])

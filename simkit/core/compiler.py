@@ -146,6 +146,13 @@ def header_text() -> str:
 
 
 @lru_cache(maxsize=None)
+def tangent_header_text() -> str:
+    """The tangent builtins (forward mode), included by tangent modules only; their sources
+    name this text's hash, so it keys their cache entries and no other module's."""
+    return B.generate_tangent_header()
+
+
+@lru_cache(maxsize=None)
 def headers_hash() -> str:
     h = hashlib.sha256(header_text().encode())
     for p in sorted(NATIVE_DIR.glob("*.h")):
@@ -161,6 +168,10 @@ def include_dir() -> Path:
     if not target.exists():
         d.mkdir(mode=0o700, parents=True, exist_ok=True)
         _atomic_write(target, header_text().encode())
+    tangents = d / B.TANGENT_HEADER
+    text = tangent_header_text().encode()
+    if not tangents.exists() or tangents.stat().st_size != len(text) or tangents.read_bytes() != text:
+        _atomic_write(tangents, text)
     return d
 
 

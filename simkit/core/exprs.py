@@ -172,7 +172,7 @@ class ExprMixin:
         if kind == "transform" and a in ("p", "q"):
             t = T.vector(3, base.type._sk_scalar) if a == "p" else T.quat_of(base.type._sk_scalar)
             out = self.new_var(t)
-            self.emit([out], [base], f"$o0 = $a0.{a};", f"$adj_a0.{a} += $adj_o0;")
+            self.emit([out], [base], f"$o0 = $a0.{a};", f"$adj_a0.{a} += $adj_o0;", tan=ir.LINEAR)
             return out
         if kind == "struct":
             fields = base.type._sk_fields
@@ -182,7 +182,7 @@ class ExprMixin:
             self.note_type(fields[a])
             self.inherit_origin(out, base, field=a)
             adj = None if fields[a]._sk_kind == "array" else f"$adj_a0.{a} += $adj_o0;"
-            self.emit([out], [base], f"$o0 = $a0.{a};", adj)
+            self.emit([out], [base], f"$o0 = $a0.{a};", adj, tan=ir.LINEAR)
             return out
         if kind == "array" and a == "shape":
             return Py(ShapeOf(base))

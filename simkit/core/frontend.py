@@ -159,11 +159,11 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
         self.all_vars.append(v)
         return v
 
-    def emit(self, outs, args, fwd, adj=None, *, replay=True, replay_fwd=None):
-        self.block.append(ir.Op(list(outs), list(args), fwd, adj, self.line, replay, replay_fwd))
+    def emit(self, outs, args, fwd, adj=None, *, replay=True, replay_fwd=None, tan=None, tan_fused=False, what=""):
+        self.block.append(ir.Op(list(outs), list(args), fwd, adj, self.line, replay, replay_fwd, tan, tan_fused, what))
 
     def copy(self, dst: ir.Var, src):
-        self.emit([dst], [src], "$o0 = $a0;", "$adj_a0 += $adj_o0; $adj_o0 = {};")
+        self.emit([dst], [src], "$o0 = $a0;", "$adj_a0 += $adj_o0; $adj_o0 = {};", tan=ir.LINEAR)
         self.inherit_origin(dst, src)
 
     def inherit_origin(self, dst, src, field=None):

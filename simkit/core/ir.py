@@ -2,8 +2,8 @@
 
 A function body is a tree of :class:`Block` s holding three kinds of statement:
 
-- :class:`Op`: one forward C++ statement and its adjoint, as templates over the
-  op's outputs and arguments (``$o0 $a1 $adj_o0 $adj_a1``);
+- :class:`Op`: one forward C++ statement, its adjoint and its tangent (forward mode),
+  as templates over the op's outputs and arguments (``$o0 $a1 $adj_o0 $adj_a1 $tan_a1``);
 - :class:`If`: a structured branch; values that differ between the branches are
   merged by copy ops at the end of each branch (SSA phi nodes made explicit);
 - :class:`Loop`: a dynamic ``range`` or ``while`` loop with its loop-carried
@@ -65,6 +65,12 @@ class Const:
     type: Any
 
 
+# An Op's tangent that is its forward statement over tangents: the op is linear in its float
+# values (a copy, a component or field access, a constructor); integers (indices) stay primal.
+LINEAR = "<linear>"
+ZERO = "<zero>"  # a tangent that is zero although the op has an adjoint (an int converted to float)
+
+
 @dataclass
 class Op:
     outs: list
@@ -74,6 +80,11 @@ class Op:
     line: int
     replay: bool = True  # False: a side effect (store, atomic, printf) the adjoint's replay must skip
     replay_fwd: str | None = None  # what the replay runs instead, when it must still produce outputs
+    # Tangent (codegen.TangentWriter): a template over $tan_oK/$tan_aK (and the primal $oK/$aK),
+    # LINEAR, ZERO, or None: zero where adj is None too (no derivative), else no rule (refused).
+    tan: str | None = None
+    tan_fused: bool = False  # the tangent statement also computes the outputs (a call's tangent)
+    what: str = ""           # what the op is, for the refusal of a missing tangent rule
 
 
 @dataclass

@@ -125,6 +125,31 @@ class Module:
         for k, fir in zip(batch, irs):
             k._loaded[mode] = (lib, fir, lib_path)
 
+    def load_tangent(self, kernel: "Kernel"):
+        """Compile (or load) the tangent entries of ``kernel`` and of this module's other kernels
+        whose tangents can be generated: a translation unit of their own, built on the first
+        tangent launch, so the forward/adjoint module is unchanged (codegen_tangent)."""
+        from . import codegen_tangent
+
+        mode = config.mode
+        batch, irs = self.batch(kernel, lambda k: mode in k._tangent_loaded)
+        ok_batch, ok_irs = [], []
+        for k, fir in zip(batch, irs):
+            try:
+                codegen_tangent.kernel_tangent_source(fir)
+            except CompileError:
+                if k is kernel:
+                    raise
+                continue  # no tangent rule for something in a neighbour: it refuses when it is used
+            ok_batch.append(k)
+            ok_irs.append(fir)
+        source = codegen_tangent.tangent_module_source(ok_irs)
+        safe = "".join(c if c.isalnum() else "_" for c in self.name)[-32:] + "_tangent"
+        lib_path = compiler.build_shared(source, safe)
+        lib = ctypes.CDLL(str(lib_path))
+        for k, fir in zip(ok_batch, ok_irs):
+            k._tangent_loaded[mode] = (lib, fir, lib_path)
+
 
 def is_generic(t) -> bool:
     """Whether a parameter annotation is generic (``typing.Any``, ``sk.array(dtype=Any)``)."""
@@ -201,6 +226,8 @@ class Kernel:
         self._dispatch: dict[tuple, Kernel] = {}  # instance_for's cache
         self._ir = {}
         self._loaded: dict[str, tuple] = {}
+        self._tangent_loaded: dict[str, tuple] = {}  # mode -> (library, IR, path) of the tangent entries
+        self._cuda_tangent_loaded: dict[tuple, tuple] = {}  # (mode, GPU index) -> (CudaModule, IR), tangents
         self._cuda_loaded: dict[tuple, tuple] = {}  # (mode, GPU index) -> (CudaModule, IR)
         self._plan = {}
         self._index = -1
@@ -298,6 +325,25 @@ class Kernel:
             self.module.load(self)
             entry = self._loaded[config.mode]
         return entry
+
+    def tangent_loaded(self):
+        """(library, IR, path) of the tangent (forward-mode) entries, compiling them on first use."""
+        entry = self._tangent_loaded.get(config.mode)
+        if entry is None:
+            self.module.load_tangent(self)
+            entry = self._tangent_loaded[config.mode]
+        return entry
+
+    def tangent_source(self) -> str:
+        """The generated C++ of this kernel's tangent (forward-mode) entries.
+
+        Example::
+
+            print(my_kernel.tangent_source())
+        """
+        from . import codegen_tangent
+
+        return codegen_tangent.tangent_module_source([self.build_ir()])
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"kernel '{self.name}' is launched with sk.launch({self.name}, dim, inputs=[...]), not called")

@@ -272,6 +272,58 @@ class Plan:
         runtime.sk_catch_interrupts()  # again per kernel: the program may have set its own handler since
         self.run = runtime.sk_launch
 
+    def tangent_job(self) -> Job:
+        """The CPU launch of the kernel's tangent entries (compiled on first use, see
+        Kernel.tangent_loaded): splits over threads with atomic adds, as it adds into the
+        tangent buffers as the forward adds into the arrays."""
+        job = getattr(self, "_tangent", None)
+        if job is None:
+            lib, _fir, _path = self.kernel.tangent_loaded()
+            fn = ctypes.cast(getattr(lib, f"{self.fir.cname}_cpu_tangent"), ctypes.c_void_p).value
+            get_error = lib.sk_get_error
+            get_error.restype = ctypes.POINTER(ErrorRecord)
+            self.tangent_error = get_error().contents
+            scatters = ctypes.c_int.in_dll(lib, f"{self.fir.cname}_cpu_tangent_scatters").value
+            job = Job(fn, self.base, ctypes.sizeof(self.Args), grain_of(self.fir, True),
+                      SCATTER_MIN_THREADS if scatters else 2, None, -1, ctypes.addressof(self.tangent_error),
+                      ctypes.addressof(self.extent_pairs), len(self.extent_pairs) // 2 if self.extents else 0)
+            self._tangent = job = (job, ctypes.c_void_p(ctypes.addressof(job)))
+        return job
+
+    def array_slots(self) -> list:
+        """``(parameter index, field path, int64 word of the grad pointer)`` of every array among
+        the parameters, struct fields at any depth included: where a tangent launch puts the
+        tangent buffers (simkit.autograd.forward) after packing the arguments as usual."""
+        slots = getattr(self, "_array_slots", None)
+        if slots is None:
+            slots = []
+            grad_at = ArrayHeader.grad.offset
+
+            def visit(k, path, t, off):
+                if t._sk_kind == "array":
+                    slots.append((k, path, (off + grad_at) // 8))
+                elif t._sk_kind == "struct":
+                    for name, ft in t._sk_fields.items():
+                        visit(k, path + (name,), ft, off + getattr(t._sk_ctypes, name).offset)
+            for k, v in enumerate(self.fir.params):
+                visit(k, (), v.type, getattr(self.Args, v.cname).offset)
+            self._array_slots = slots
+        return slots
+
+    def run_tangent(self, dim) -> None:
+        """Run the tangent entry over ``dim`` on the CPU, over the arguments packed last (the
+        arrays' grad words holding their tangent buffers, see :meth:`array_slots`)."""
+        self.ensure_cpu()
+        _job, addr = self.tangent_job()
+        if self.set_bounds(dim):
+            self.run(addr)
+            if self.tangent_error.code:
+                self.error, saved = self.tangent_error, self.error
+                try:
+                    self.check_error()
+                finally:
+                    self.error = saved
+
     def cpu_job(self, adjoint: bool, args: int | None = None) -> Job:
         """The runtime's description of a launch of one direction over the args struct at
         ``args`` (this plan's own by default): its grain and how its grid may split."""
@@ -433,10 +485,18 @@ def bump_versions(plan: Plan, values) -> None:
             v._version += 1
 
 
-# Tapes and captures (simkit.autograd, simkit.core.capture) push themselves here;
-# core never imports the layers above it. The innermost one sees each launch first:
-# its ``intercept`` returns True when it has taken the launch over (a capture).
+# Tapes, captures and forward-mode JVPs (simkit.autograd, simkit.core.capture) push themselves
+# here; core never imports the layers above it. The innermost one sees each launch first, and
+# the next one out only if it did not take the launch over: ``intercept`` returns True when it
+# has (a capture, a JVP). A JVP sits outermost, so every Tape records a launch it runs.
 hooks: list = []
+
+
+def _intercepted(kernel, plan, dim, values, device, adjoint) -> bool:
+    for h in reversed(hooks):
+        if h.intercept(kernel, plan, dim, values, device, adjoint):
+            return True
+    return False
 
 
 def plan_for(kernel) -> Plan:
@@ -486,7 +546,7 @@ def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), devi
                         f"got {len(values)}")
     if plan.forwarded and not adjoint:
         refuse_forwarding_alias(plan, values)
-    if hooks and hooks[-1].intercept(kernel, plan, dim, values, device, adjoint):
+    if hooks and _intercepted(kernel, plan, dim, values, device, adjoint):
         return
     if device is not None and device != "cpu":
         return launch_on(plan, dim, values, device, adjoint)

@@ -109,6 +109,7 @@ def headers() -> dict[str, str]:
     """Include name -> text of every header a generated module may include."""
     out = {p.name: p.read_text() for p in sorted(NATIVE_DIR.glob("*.h"))}
     out[compiler.HEADER_NAME] = compiler.header_text()
+    out[compiler.B.TANGENT_HEADER] = compiler.tangent_header_text()
     return out
 
 

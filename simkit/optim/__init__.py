@@ -3,6 +3,8 @@
 - :class:`SGD` and :class:`Adam` update sk arrays (any float element type) in place from
   their ``.grad`` with kernels; :func:`clip_grad_norm` and :func:`grad_norm` work on the
   global norm of many grads;
+- :class:`LevenbergMarquardt` and :class:`GaussNewton` minimize a sum of squared
+  residuals computed by kernels, with Jacobians from forward mode (one jvp per parameter);
 - :class:`Rollout` runs a simulation and a loss and backpropagates through it, on one Tape
   or with gradient checkpointing (memory O(sqrt(T)) for T steps, the same gradient).
 
@@ -22,5 +24,7 @@ Example::
 
 from .optimizers import SGD, Adam, Optimizer, clip_grad_norm, grad_norm
 from .rollout import Rollout, RolloutResult
+from .least_squares import GaussNewton, LevenbergMarquardt
 
-__all__ = ["SGD", "Adam", "Optimizer", "clip_grad_norm", "grad_norm", "Rollout", "RolloutResult"]
+__all__ = ["SGD", "Adam", "Optimizer", "clip_grad_norm", "grad_norm", "Rollout", "RolloutResult",
+           "GaussNewton", "LevenbergMarquardt"]

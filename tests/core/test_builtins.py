@@ -2,9 +2,10 @@
 
 Forward values are compared with a numpy (or hand-derived) reference on random
 inputs for float32 and float64, vectors of length 2, 3 and 4 and matrices 2x2 to
-4x4. Adjoints of every differentiable builtin are compared with central finite
-differences of the kernel's own forward pass in float64. Two coverage tests keep
-the table and the tests in step: a new table entry without a test fails them.
+4x4. Adjoints and tangents (forward mode) of every differentiable builtin are
+compared with central finite differences of the kernel's own forward pass in
+float64. Coverage tests keep the table and the tests in step: a new table entry
+without a test, or a differentiable one without a tangent rule, fails them.
 tests/test_every_kernel_compiles_for_cuda.py compiles every kernel here to PTX.
 
 All kernels are created at import time by small factories, so the whole module
@@ -225,6 +226,15 @@ class Op:
         out.grad.assign(seed)
         sk.launch(self.kernel, n, inputs=[*ins, out], adjoint=True)
         return [a.grad.numpy().copy() if a.requires_grad else None for a in ins]
+
+    def tangent(self, xs, dxs) -> np.ndarray:
+        """Forward mode: the output's tangent along ``dxs`` (None for inputs that are not float)."""
+        n = len(xs[0])
+        ins = self._arrays(xs, grad=False)
+        out = sk.zeros(n, dtype=self.out)
+        with sk.autograd.JVP({a: d for a, d in zip(ins, dxs) if d is not None}) as fwd:
+            sk.launch(self.kernel, n, inputs=[*ins, out])
+        return fwd.tangent(out).numpy().copy()
 
 
 UNARY_MATH = ["sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "sqrt", "exp", "log", "log2",
@@ -1319,6 +1329,32 @@ def test_gradcheck_passes_for_every_differentiable_builtin(case):
     assert result.ok, str(result)
 
 
+def assert_tangent_matches_fd(op: Op, xs: list, eps=1e-6, rtol=1e-5, atol=1e-7):
+    """The tangent of ``op(xs)`` along a random direction against central differences along it."""
+    rng = np.random.default_rng(2)
+    dxs = [rng.standard_normal(np.shape(x)) if np.asarray(x).dtype.kind == "f" else None for x in xs]
+
+    def moved(h):
+        return op(*[x if d is None else np.asarray(x, np.float64) + h * d for x, d in zip(xs, dxs)])
+    fd = (moved(eps).astype(np.float64) - moved(-eps)) / (2 * eps)
+    np.testing.assert_allclose(op.tangent(xs, dxs), fd, rtol=rtol, atol=atol, err_msg=f"tangent of {op.spelling}")
+
+
+@pytest.mark.cpu_only("tangent rules are the same C++ on every device; tests/autograd/test_forward.py runs tangents on GPUs")
+@pytest.mark.parametrize("case", list(ADJOINT_CASES))
+def test_tangent_matches_finite_differences(case):
+    key, samplers = ADJOINT_CASES[case]
+    xs = samplers() if callable(samplers) else [draw() for draw in samplers]
+    assert_tangent_matches_fd(OPS[key], xs)
+
+
+@pytest.mark.cpu_only("tangent rules are the same C++ on every device; tests/autograd/test_forward.py runs tangents on GPUs")
+@pytest.mark.parametrize("spelling", ["floor", "ceil", "round", "trunc", "sign"])
+def test_tangent_of_a_piecewise_constant_builtin_is_zero(spelling):
+    xs = [uniform(D, -3, 3, ()) + 0.25]
+    assert np.all(OPS[spelling, D].tangent(xs, [np.ones(N)]) == 0)
+
+
 # ---------------------------------------------------------------------------
 # The table and the tests stay in step
 # ---------------------------------------------------------------------------
@@ -1338,3 +1374,9 @@ def test_every_differentiable_overload_has_a_finite_difference_check():
     differentiable = {b.cname for entries in B.TABLE.values() for b in entries if b.differentiable}
     assert differentiable - checked == set()
     assert all(OPS[key].overload.differentiable for key, _ in ADJOINT_CASES.values())
+
+
+def test_every_differentiable_overload_has_a_tangent_rule():
+    missing = {b.cname for entries in B.TABLE.values() for b in entries if b.differentiable and b.tan is None}
+    assert missing == set()
+    assert all(b.tan is None for entries in B.TABLE.values() for b in entries if not b.differentiable)

@@ -93,6 +93,20 @@ def test_soft_id_recovers_lame_parameters_within_2_percent(runs):
     assert result["k_lambda"] == pytest.approx(true_lambda, rel=0.02)
 
 
+@pytest.mark.parametrize("name, iterations", [("system_id", 6), ("soft_id", 11)])
+def test_levenberg_marquardt_identifies_to_a_millionth_in_a_few_iterations(tmp_path, name, iterations):
+    module = load(name)
+    result = module.main(iterations=iterations, usd_path=tmp_path / f"{name}.usda", quiet=True, optimizer="lm")
+    errors = [v for k, v in result.items() if k.endswith("_error")]
+    assert len(errors) == 2 and max(errors) < 1e-6
+    assert result["final_loss"] < result["losses"][0] * 1e-12
+
+
+def test_an_unknown_optimizer_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="optimizer must be 'adam' or 'lm'"):
+        load("system_id").main(iterations=1, usd_path=tmp_path / "x.usda", quiet=True, optimizer="newton")
+
+
 def test_box_throw_loss_falls_tenfold(runs):
     _, result = runs("box_throw")
     assert result["losses"][-1] < result["losses"][0] / 10
@@ -130,3 +144,11 @@ def test_system_id_runs_from_the_command_line_and_prints_its_result(tmp_path):
     assert "ke " in run.stdout and "kd " in run.stdout
     assert run.stderr == ""
     assert usd.exists()
+
+
+def test_system_id_runs_levenberg_marquardt_from_the_command_line(tmp_path):
+    usd = tmp_path / "fit.usda"
+    run = subprocess.run([sys.executable, str(EXAMPLES / "system_id.py"), "--optimizer", "lm", "--iterations", "1",
+                          "--usd", str(usd), "--quiet"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("system_id: loss ") and " in 1 iterations " in run.stdout

@@ -93,3 +93,40 @@ def launch(plan: Any, dim: Any, values: Any, device: str, adjoint: bool, capturi
     ctx.pending[id(module)] = module
     if config.mode == "debug" and not capturing:
         ctx.sync()
+
+
+def launch_tangent(plan: Any, dim: Any, values: Any, device: str, patch: Any) -> None:
+    """Queue one launch of the kernel's tangent entry (forward mode) on ``device``; ``patch()``
+    writes the tangent buffers into the packed arguments' grad words (simkit.autograd.forward).
+
+    Example::
+
+        launch_tangent(plan_for(saxpy), n, values, "cuda:0", patch)
+    """
+    ck = kernel_for(plan, device)  # checks the parameter size; the forward module is not needed
+    ctx = ck.ctx
+    functions = getattr(plan, "cuda_tangent", None)
+    if functions is None:
+        functions = plan.cuda_tangent = {}
+    found = functions.get(device)
+    if found is None:
+        module, _fir = M.load_tangent(plan.kernel, ctx)
+        found = functions[device] = (module, module.function(f"{plan.fir.cname}_cuda_tangent"))
+    module, function = found
+    plan.pack_on(values, device)
+    patch()
+    n = plan.set_bounds(dim)
+    if not n:
+        return
+    if plan.extents:
+        plan.check_extents(dim)
+    drv = ctx.drv
+    ctx.activate()
+    blocks = min((n + BLOCK - 1) // BLOCK, MAX_BLOCKS)
+    (err,) = drv.cuLaunchKernel(function, blocks, 1, 1, BLOCK, 1, 1, 0, ctx.stream, ck.params_addr, 0)
+    if err != drv.CUresult.CUDA_SUCCESS:
+        driver.check((err,), f"cuLaunchKernel({plan.kernel.name}, tangent) on {device}")
+    module.last = (plan.kernel, plan.fir)
+    ctx.pending[id(module)] = module
+    if config.mode == "debug":
+        ctx.sync()

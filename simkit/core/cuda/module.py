@@ -175,6 +175,40 @@ class CudaModule:
                 pass
 
 
+def load_tangent(kernel: Any, ctx: Context) -> tuple[CudaModule, Any]:
+    """``(CudaModule, IR)`` of ``kernel``'s tangent entries on ``ctx``'s GPU: the tangent module of
+    its Python module (codegen_tangent), built on the first tangent launch there.
+
+    Example::
+
+        module, fir = load_tangent(saxpy, driver.context(0))
+    """
+    from .. import codegen_tangent
+    from ..errors import CompileError
+
+    key = (config.mode, ctx.index)
+    entry = kernel._cuda_tangent_loaded.get(key)
+    if entry is not None:
+        return entry
+    batch, irs = kernel.module.batch(kernel, lambda k: key in k._cuda_tangent_loaded)
+    ok = []
+    for k, fir in zip(batch, irs):
+        try:
+            codegen_tangent.kernel_tangent_source(fir)
+        except CompileError:
+            if k is kernel:
+                raise
+            continue  # a neighbour without a tangent rule refuses when it is used itself
+        ok.append((k, fir))
+    source = codegen_tangent.tangent_module_source([fir for _k, fir in ok])
+    name = "".join(c if c.isalnum() else "_" for c in kernel.module.name)[-32:] + "_tangent"
+    image, kind = build(source, name, ctx.arch)
+    module = CudaModule(ctx, image, kind, [k for k, _f in ok], [f for _k, f in ok], kernel.module.name)
+    for k, fir in ok:
+        k._cuda_tangent_loaded[key] = (module, fir)
+    return kernel._cuda_tangent_loaded[key]
+
+
 def load(kernel: Any, ctx: Context) -> tuple[CudaModule, Any]:
     """``(CudaModule, IR)`` of ``kernel`` on ``ctx``'s GPU, building its whole Python module once.
 
