@@ -127,6 +127,7 @@ class Pool {
         alone_until_.store(Clock::time_point{}, std::memory_order_relaxed);
         alone_for_ = Clock::duration(0);
         strikes_ = clean_ = 0;
+        alone_would_take_ = split_took_ = 0.0;
     }
 
     void resize(int workers) {
@@ -200,7 +201,14 @@ class Pool {
     // A dispatch stalled when the caller ran its chunks with under 3/4 of a core (more
     // threads want the cores than there are), when, out of chunks to claim, it waited for a
     // worker's chunk much longer than its own chunks took (that worker lost its core
-    // mid-chunk), or when a worker spinning for work missed a dispatch.
+    // mid-chunk), or when a worker spinning for work missed a dispatch. Two stalls in a row
+    // send the pool alone; so does a losing split: the time the caller alone would have
+    // taken (its time per chunk times every chunk) over the time the dispatches took, summed
+    // over the recent ones (decaying by 7/8 a dispatch), below 1. One worker losing its core
+    // for a scheduler slice (milliseconds) costs more than dozens of 50 us dispatches gain,
+    // however rarely it happens: with one other busy process on two cores that was every few
+    // dispatches, too seldom twice in a row, and the cloth step ran 1.2-1.9x slower than on
+    // one thread.
     void judge(Clock::time_point start, Clock::time_point claimed_all, Clock::time_point end, int64_t cpu_ns,
                int64_t mine, int64_t count) {
         const int64_t wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(claimed_all - start).count();
@@ -210,12 +218,15 @@ class Pool {
         if (!stalled && mine == count) return;  // the workers ran nothing: nothing to learn
         const auto own = (claimed_all - start) / std::max<int64_t>(mine, 1);
         stalled = stalled || end - claimed_all > 4 * own + std::chrono::microseconds(50);
+        alone_would_take_ = alone_would_take_ * 0.875 + double(own.count()) * double(count);
+        split_took_ = split_took_ * 0.875 + double((end - start).count());
         using D = Clock::duration;
         strikes_ = stalled ? strikes_ + 1 : 0;
-        if (strikes_ >= 2) {
+        if (strikes_ >= 2 || alone_would_take_ < split_took_) {
             alone_for_ = alone_for_.count() ? std::min(2 * alone_for_, D(ALONE_MAX)) : D(ALONE_FIRST);
             alone_until_.store(end + alone_for_, std::memory_order_relaxed);
-            clean_ = 0;
+            clean_ = strikes_ = 0;
+            alone_would_take_ = split_took_ = 0.0;  // the next split is judged afresh
         } else if (++clean_ >= TRUST_AFTER) {
             alone_for_ = alone_for_ > D(ALONE_FIRST) ? alone_for_ / 2 : D(0);
             clean_ = 0;
@@ -288,6 +299,10 @@ class Pool {
     Clock::duration alone_for_{0};
     int strikes_ = 0;  // stalled dispatches in a row
     int clean_ = 0;  // dispatches in a row that did not stall
+    // Decaying sums over the recent split dispatches (clock ticks): how long the caller alone
+    // would have taken, and how long they took (judge).
+    double alone_would_take_ = 0.0;
+    double split_took_ = 0.0;
 };
 
 }  // namespace
