@@ -208,7 +208,7 @@ def _pair_list(kind: np.ndarray, body: np.ndarray, joined: set, world: np.ndarra
         found.append((a, b))
     a = np.concatenate([f[0] for f in found]).astype(np.int64)
     b = np.concatenate([f[1] for f in found]).astype(np.int64)
-    if joined:
+    if joined and len(a):
         bodies = int(body.max()) + 2
         ba, bb = body[a], body[b]
         key = np.minimum(ba, bb) * bodies + np.maximum(ba, bb)

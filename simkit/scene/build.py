@@ -25,6 +25,7 @@ from ..sim.integrators import SemiImplicitEuler
 from ..sim.model import Control, Model, State
 from ..sim.xpbd import XPBD
 from .kernels import scene_kernels
+from .robots import Schedule, add_robot
 from .schema import MATERIAL_KEYS, SceneConfig, read_config
 from .validate import SceneError
 
@@ -78,8 +79,8 @@ class Body:
     """A named part of a scene and where it lives in the model: its ``particles``,
     ``springs``, ``triangles`` and ``tets`` (ranges of indices) or its rigid ``body`` index;
     ``kind`` is the table it came from (``"particles"``, ``"springs"``, ``"cloth"``,
-    ``"soft_grid"``, ``"soft_mesh"``, ``"bodies"``), ``key`` its key path, ``config`` its
-    checked entry.
+    ``"soft_grid"``, ``"soft_mesh"``, ``"bodies"``, ``"robots"``: ``body`` is then the
+    robot's root link), ``key`` its key path, ``config`` its checked entry.
 
     Example::
 
@@ -143,7 +144,8 @@ class Scene:
         stepper = scene.stepper()
     """
 
-    def __init__(self, config: SceneConfig, model: Model, bodies: dict[str, Body]):
+    def __init__(self, config: SceneConfig, model: Model, bodies: dict[str, Body],
+                 schedules: Mapping[int, Schedule] | None = None):
         self.config = config
         self.path = config.path
         self.name = config.name
@@ -158,7 +160,13 @@ class Scene:
         else:
             self.integrator = SemiImplicitEuler()
         self.muscles = [b.muscle for b in bodies.values() if b.muscle is not None]
-        self._joint_target = np.array([j.get("target", 0.0) for j in config.joints], dtype=np.float64)
+        self._joint_target = np.zeros(model.joint_count, dtype=np.float64)
+        self._joint_target[:len(config.joints)] = [j.get("target", 0.0) for j in config.joints]
+        # a robot's joint targets: {joint index: Schedule}; those that change are written every frame
+        self.schedules = dict(schedules or {})
+        for j, schedule in self.schedules.items():
+            self._joint_target[j] = schedule.at(0.0)
+        self._moving = {j: s for j, s in self.schedules.items() if not s.constant}
 
     def __repr__(self) -> str:
         return f"Scene({self.name!r}, {self.model!r})"
@@ -174,13 +182,14 @@ class Scene:
 
     @property
     def actuated(self) -> bool:
-        """True when a control changes from frame to frame (the scene has muscles).
+        """True when a control changes from frame to frame (the scene has muscles, or a
+        robot's joint target follows a schedule).
 
         Example::
 
             controls = scene.frame_controls() if scene.actuated else scene.new_control()
         """
-        return bool(self.muscles)
+        return bool(self.muscles or self._moving)
 
     def new_control(self) -> Control | None:
         """A control holding the joints' targets (None when the scene has no joint targets
@@ -190,7 +199,7 @@ class Scene:
 
             control = scene.new_control()
         """
-        if not self.muscles and not np.any(self._joint_target):
+        if not self.actuated and not np.any(self._joint_target):
             return None
         control = self.model.control()
         if self.model.joint_count:
@@ -198,17 +207,22 @@ class Scene:
         return control
 
     def actuate(self, control: Control | None, frame: int) -> None:
-        """Write every muscle's activation of ``frame`` (taken at the middle of the frame) into
-        ``control``; recorded by an active Tape, so a gradient reaches the muscles' params.
+        """Write every muscle's activation and every scheduled joint target of ``frame``
+        (taken at the middle of the frame) into ``control``; the activations are recorded by
+        an active Tape, so a gradient reaches the muscles' params.
 
         Example::
 
             scene.actuate(control, frame)
         """
-        if control is None or not self.muscles:
+        if control is None or not self.actuated:
             return
-        k = scene_kernels(self.model.dtype)
         t = (frame + 0.5) * self.settings.frame_dt
+        if self._moving:
+            for j, schedule in self._moving.items():
+                self._joint_target[j] = schedule.at(t)
+            control.joint_target.assign(self._joint_target)
+        k = scene_kernels(self.model.dtype)
         for m in self.muscles:
             launch(k.gait, m.count, inputs=[m.params, m.first, 2.0 * math.pi * m.frequency * t, m.amplitude,
                                             control.spring_activation])
@@ -223,7 +237,7 @@ class Scene:
             rollout = sk.optim.Rollout(..., control=scene.frame_controls())
         """
         frames = self.settings.frames if frames is None else frames
-        if not self.muscles:
+        if not self.actuated:
             return self.new_control()
         controls = [self.new_control() for _ in range(frames)]
         for frame, control in enumerate(controls):
@@ -402,6 +416,12 @@ def build_scene(config: SceneConfig) -> Scene:
         bodies[e["name"]] = Body(e["name"], "bodies", e["key"], e, body=index)
     for e in config.joints:
         _add_joint(b, e, bodies, config)
+    schedules = {}
+    for e in config.robots:
+        first = b.body_count
+        _articulation, targets = add_robot(b, e, config.file)
+        schedules.update(targets)
+        bodies[e["name"]] = Body(e["name"], "robots", e["key"], e, body=first)
 
     settings = config.sim
     dtype = T.float64 if settings["dtype"] == "float64" else T.float32
@@ -416,7 +436,7 @@ def build_scene(config: SceneConfig) -> Scene:
         ab = np.stack([gain * np.cos(phase), gain * np.sin(phase)], axis=1)
         params = A.array(ab, dtype=T.vector(2, dtype), device=model.device)
         body.muscle = Muscle(body.springs.start, len(body.springs), m["amplitude"], m["frequency"], params)
-    return Scene(config, model, bodies)
+    return Scene(config, model, bodies, schedules)
 
 
 def _add_shape(b: ModelBuilder, e: dict, body: int, config: SceneConfig) -> None:

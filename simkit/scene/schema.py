@@ -32,6 +32,7 @@ import numpy as np
 from ..core import device as D
 from .meshes import MESH_EXTENSIONS, load_tet_mesh
 from .overrides import apply_overrides, describe_overrides
+from .robots import ROBOT_KEYS, read_robot
 from .validate import REQUIRED, SceneError, Table, describe, is_number
 
 USD_EXTENSIONS = (".usd", ".usda", ".usdc")
@@ -42,7 +43,7 @@ USD_EXTENSIONS = (".usd", ".usda", ".usdc")
 # ----------------------------------------------------------------------------------
 
 TOP_KEYS = ("description", "sim", "contact", "rigid_contact", "output", "optimize", "particles", "springs", "cloth",
-            "soft_grid", "soft_mesh", "shapes", "bodies", "joints")
+            "soft_grid", "soft_mesh", "shapes", "bodies", "joints", "robots")
 SIM_KEYS = ("dt", "substeps", "frames", "integrator", "iterations", "device", "dtype", "gravity", "up_axis", "ground")
 CONTACT_KEYS = ("ke", "kd", "kf", "mu", "time_constant", "damping_ratio", "particle_contact")
 RIGID_CONTACT_KEYS = ("ke", "kd", "kf", "mu", "time_constant", "damping_ratio")
@@ -115,6 +116,7 @@ class SceneConfig:
     shapes: list = field(default_factory=list)
     bodies: list = field(default_factory=list)
     joints: list = field(default_factory=list)
+    robots: list = field(default_factory=list)
     names: dict = field(default_factory=dict)
     fingerprint: str = ""
 
@@ -179,7 +181,8 @@ def _check(data: dict, p: Path, file: str, device: str | None, frames: int | Non
                          rigid_contact=_rigid_contact(root), output=_output(root, sim, p.stem), optimize=None)
     readers = (("particles", PARTICLES_KEYS, _particles), ("cloth", CLOTH_KEYS, _cloth),
                ("soft_grid", SOFT_GRID_KEYS, _soft_grid), ("soft_mesh", SOFT_MESH_KEYS, _soft_mesh),
-               ("springs", SPRINGS_KEYS, _springs), ("bodies", BODY_KEYS, _body))
+               ("springs", SPRINGS_KEYS, _springs), ("bodies", BODY_KEYS, _body),
+               ("robots", ROBOT_KEYS, lambda t, config, folder: read_robot(t, folder)))
     for kind, keys, reader in readers:
         for i, entry in enumerate(root.tables(kind)):
             t = Table(entry, f"{kind}[{i}]", file, keys)
@@ -196,9 +199,9 @@ def _check(data: dict, p: Path, file: str, device: str | None, frames: int | Non
         config.shapes.append(shape)
     for i, entry in enumerate(root.tables("joints")):
         config.joints.append(_joint(Table(entry, f"joints[{i}]", file, JOINT_COMMON + JOINT_AXIS_KEYS), config))
-    if not any(getattr(config, k) for k in ("particles", "cloth", "soft_grid", "soft_mesh", "bodies")):
+    if not any(getattr(config, k) for k in ("particles", "cloth", "soft_grid", "soft_mesh", "bodies", "robots")):
         raise SceneError(file, "", "the scene has nothing to simulate; expected at least one [[particles]], "
-                                   "[[cloth]], [[soft_grid]], [[soft_mesh]] or [[bodies]] entry")
+                                   "[[cloth]], [[soft_grid]], [[soft_mesh]], [[bodies]] or [[robots]] entry")
     opt = root.table("optimize", OPTIMIZE_KEYS)
     if opt is not None:
         config.optimize = _optimize(opt, config)
@@ -208,7 +211,7 @@ def _check(data: dict, p: Path, file: str, device: str | None, frames: int | Non
 
 def _fingerprint(data: dict, config: SceneConfig) -> str:
     """A hash of everything a checkpoint's parameters depend on: the physics, the bodies and
-    their mesh files, and the parameters and loss of [optimize] (not its iteration count,
+    their mesh and robot files, and the parameters and loss of [optimize] (not its iteration count,
     learning rate schedule, checkpoint settings or the output)."""
     physics = {k: v for k, v in data.items() if k not in ("output", "description", "optimize")}
     physics["sim"] = {k: v for k, v in config.sim.items() if k != "device"}
@@ -218,6 +221,8 @@ def _fingerprint(data: dict, config: SceneConfig) -> str:
     for mesh in config.soft_mesh:
         h.update(mesh["vertices"].tobytes())
         h.update(mesh["tets"].tobytes())
+    for robot in config.robots:
+        h.update(robot["file"].read_bytes())
     return h.hexdigest()[:24]
 
 

@@ -277,6 +277,26 @@ class RigidBuilder:
         self.joint_articulation.append(articulation)
         return self.joint_count - 1
 
+    def set_joint_drive(self, joint: int, target_ke: float | None = None, target_kd: float | None = None) -> None:
+        """Change the drive gains of a revolute or prismatic ``joint`` already added (an
+        imported robot's, say); ``None`` keeps a gain as it is. The drive pulls the joint
+        coordinate towards ``control.joint_target`` with ``target_ke`` (N m/rad or N/m) and
+        damps its rate with ``target_kd``.
+
+        Example::
+
+            knee = b.imports[robot].joints["knee"]
+            b.set_joint_drive(knee, target_ke=200.0, target_kd=5.0)
+        """
+        where = "set_joint_drive"
+        joint = V.index(joint, self.joint_count, "joint", "joints", where)
+        if self.joint_kind[joint] not in (JOINT_REVOLUTE, JOINT_PRISMATIC):
+            raise ValueError(f"{where}: joint {joint} is not revolute or prismatic, so it has no drive")
+        if target_ke is not None:
+            self.joint_gains[joint][0] = V.nonneg(target_ke, f"{where}: target_ke")
+        if target_kd is not None:
+            self.joint_gains[joint][1] = V.nonneg(target_kd, f"{where}: target_kd")
+
     def _joint_articulation(self, where: str, parent: int, child: int) -> int:
         """The articulation a new joint from ``parent`` to ``child`` joins (-1: none), after
         checking that it keeps the articulation a tree rooted in the world."""

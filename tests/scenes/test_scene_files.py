@@ -19,16 +19,16 @@ FRAMES = 3
 def test_the_bundled_scenes_cover_every_kind_of_body():
     names = {p.stem for p in SCENES}
     assert {"cloth_drape", "flag", "soft_drop", "ball_bounce", "spring_walker", "jelly_hammock",
-            "pendulum_chain"} <= names
+            "pendulum_chain", "quadruped_stand"} <= names
     kinds = set()
     for p in SCENES:
         config = read_config(p)
         assert config.description, f"{p.name} has no description"
-        kinds |= {k for k in ("particles", "springs", "cloth", "soft_grid", "soft_mesh", "shapes", "bodies", "joints")
-                  if getattr(config, k)}
+        kinds |= {k for k in ("particles", "springs", "cloth", "soft_grid", "soft_mesh", "shapes", "bodies", "joints",
+                              "robots") if getattr(config, k)}
         kinds |= {"optimize"} if config.optimize else set()
     assert kinds == {"particles", "springs", "cloth", "soft_grid", "soft_mesh", "shapes", "bodies", "joints",
-                     "optimize"}
+                     "robots", "optimize"}
 
 
 @pytest.mark.parametrize("path", SCENES, ids=[p.stem for p in SCENES])

@@ -291,6 +291,19 @@ def test_bodies_joined_by_a_joint_are_no_collision_pair():
     assert {(0, 1), (1, 0)} <= {tuple(p) for p in collision_pairs(overlapping_boxes(joint=False)).numpy()}
 
 
+def test_jointed_bodies_without_shapes_have_no_pairs_and_step_in_xpbd():
+    # a robot file whose links have inertials but no colliders: nothing to collide, no crash
+    b = sk.sim.ModelBuilder(ground=False)
+    link = b.add_body(sk.transform((0.0, -0.5, 0.0), IDENTITY_Q))
+    b.add_body_inertia(link, 1.0, inertia=np.eye(3) * 1e-3)
+    b.add_joint_revolute(-1, link, axis=(0.0, 0.0, 1.0), child_xform=sk.transform((0.0, 0.5, 0.0), IDENTITY_Q))
+    model = b.finalize()
+    assert collision_pairs(model).shape == (0, 2)
+    s0, s1 = model.state(), model.state()
+    sk.sim.XPBD().step(model, s0, s1, None, 1e-3)
+    assert np.all(np.isfinite(s1.body_q.numpy()))
+
+
 def test_overlapping_bodies_joined_by_a_joint_do_not_push_apart():
     joined, free = run(overlapping_boxes(joint=True), 0.05), run(overlapping_boxes(joint=False), 0.05)
     assert max_speed(joined) < 1e-3
