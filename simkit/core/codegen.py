@@ -460,7 +460,7 @@ def cpu_entry(f: ir.FunctionIR, which: str, body: str) -> str:
     the entry beside the strided loop, the soft grid's tet adjoint ran 1.1x slower."""
     name = f"{f.cname}_{which}"
     entry = f"{f.cname}_cpu_{which}"
-    dense = has_dense_loop(f, which != "forward")  # a tangent calls functions out of line like an adjoint
+    dense = has_dense_loop(f, which == "backward")  # a tangent inlines the functions its forward inlines
     lines = []
     if dense:
         lines += [f"static SK_NOINLINE void {entry}_dense(const {f.cname}_args* args, int32_t start, int32_t end) {{",
