@@ -367,9 +367,10 @@ def custom_adjoint(f: ir.FunctionIR, w: "FunctionWriter", grad) -> list[str]:
     return lines
 
 
-def function_source(f: ir.FunctionIR, grad=None) -> str:
-    """Forward and adjoint C++ of an @sk.func specialisation (``grad``: its custom adjoint, if any)."""
-    w = FunctionWriter(f)
+def function_source(f: ir.FunctionIR, grad=None, writer=FunctionWriter) -> str:
+    """Forward and adjoint C++ of an @sk.func specialisation (``grad``: its custom adjoint, if any;
+    ``writer``: the FunctionWriter class that writes it)."""
+    w = writer(f)
     params = [param_decl(v) for v in f.params]
     rets = f.ret_types
     attr = "SK_FUNC" if ir.work_estimate(f) <= INLINE_STATEMENTS else "SK_USER_FUNC"
