@@ -22,8 +22,8 @@ import re
 
 from . import builtins as B
 from . import ir
-from .codegen import (FunctionWriter, _order_funcs, _order_structs, ctype, differentiable, function_source, scatters,
-                      struct_source)
+from .codegen import (FunctionWriter, _order_funcs, _order_structs, ctype, dense_check, differentiable, function_source,
+                      scatters, struct_source)
 from .config import config
 from .errors import CompileError
 from .hvp_header import DUAL_ARRAYS, DUAL_SCALARS
@@ -84,26 +84,42 @@ def kernel_hvp_source(f: ir.FunctionIR, dual: Dualizer) -> str:
     w = DualWriter(f)
     args_struct = f"struct {f.cname}_args {{\n" + "\n".join(
         ["    sk::launch_t launch;"] + [f"    {ctype(v.type)} {v.cname};" for v in f.params]) + "\n};"
-    pro = [f"    const auto {v.cname} = {_arg_expr(v.type, 'args.' + v.cname, 'targs.' + v.cname)};"
-           for v in f.params]
+    # The dual arguments are built once per entry call, not per element: each dual array is
+    # two array headers, which a per-element copy moved through the stack every time.
+    dargs = "\n".join([f"struct {f.cname}_dargs {{", "    sk::launch_t launch;",
+                       *[f"    {dual(ctype(v.type))} {v.cname};" for v in f.params], "};",
+                       f"static {f.cname}_dargs {f.cname}_dual_args(const {f.cname}_args& p, const {f.cname}_args& t) {{",
+                       f"    {f.cname}_dargs d;", "    d.launch = p.launch;",
+                       *[f"    d.{v.cname} = {_arg_expr(v.type, 'p.' + v.cname, 't.' + v.cname)};" for v in f.params],
+                       "    return d;", "}"])
+    pro = [f"    const auto& {v.cname} = args.{v.cname};" for v in f.params]
     pro += [f"    {dual(ctype(v.type))} {w.adj_name(v)} = {{}};" for v in f.params if differentiable(v.type)]
-    sig = (f"static SK_FUNC void {f.cname}_hvp(const {f.cname}_args& args, const {f.cname}_args& targs, "
-           f"int64_t _idx)")
+    sig = f"static SK_FUNC void {f.cname}_hvp(const {f.cname}_dargs& args, int64_t _idx)"
     body = w.assemble("template <bool Dense>\n" + sig, True, [], [])
     head, rest = body.split("\n", 2)[:2], body.split("\n", 2)[2]
-    # the prologue is not rewritten: it converts the primal arguments into duals
+    # the prologue is not rewritten: it names the dual arguments
     body = "\n".join([*head, *pro, dual(rest)])
     name = f"{f.cname}_cpu_hvp"
+    # The dense loop where the forward has one and every array and tangent buffer is dense
+    # (the buffers are laid out like their arrays): no stride arithmetic per access.
+    dense = f.tid_dims <= 1
+    loop = [f"    if (a.p.launch.ndim == 1 && end <= INT32_MAX && {f.cname}_dense(a.p) && {f.cname}_dense(a.t)) {{",
+            f"        for (int32_t i = int32_t(start); i < int32_t(end); ++i) {f.cname}_hvp<true>(d, i);",
+            "        return;",
+            "    }"] if dense else []
     entry = "\n".join([
         f"struct {f.cname}_hargs {{ {f.cname}_args p; {f.cname}_args t; }};",
+        *([dense_check(f)] if dense else []),
         f"SK_EXPORT void {name}(const {f.cname}_hargs* args, int64_t start, int64_t end, bool exclusive) {{",
         "    sk::plain_adds.store(exclusive, std::memory_order_relaxed);",
-        f"    const {f.cname}_hargs a = *args;",
-        f"    for (int64_t i = start; i < end; ++i) {f.cname}_hvp<false>(a.p, a.t, i);",
+        f"    const {f.cname}_hargs& a = *args;",
+        f"    const {f.cname}_dargs d = {f.cname}_dual_args(a.p, a.t);",
+        *loop,
+        f"    for (int64_t i = start; i < end; ++i) {f.cname}_hvp<false>(d, i);",
         "}",
         f"SK_EXPORT const int {name}_scatters = {int(scatters(body))};"])
     top = f"// Hessian-vector product (dual adjoint) of kernel {f.name}  ({os.path.basename(f.file)}:{f.line})"
-    return "\n".join([top, args_struct, "", body, "", entry])
+    return "\n".join([top, args_struct, "", dargs, "", body, "", entry])
 
 
 def hvp_module_source(kernels: list[ir.FunctionIR]) -> str:
