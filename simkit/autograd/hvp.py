@@ -138,8 +138,9 @@ def hvp(fn: Callable[..., Any], inputs: Sequence[Array], vectors: Sequence[Any])
 
     Cost: one forward pass in forward mode and one reverse sweep over dual numbers. CPU
     only; every launch of ``fn`` must have an adjoint, and steps recorded with
-    ``tape.record_func`` (Python code) are refused. The inputs get ``requires_grad`` and
-    their ``.grad`` holds the gradient afterwards.
+    ``tape.record_func`` (Python code) are refused. The inputs get ``requires_grad``; the
+    gradients of every array the run touched are reset first, and the inputs' ``.grad``
+    hold the gradient afterwards.
 
     Example::
 
