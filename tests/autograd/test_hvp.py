@@ -43,6 +43,21 @@ def mixed_loss(y: sk.array(dtype=F64), w: sk.array(dtype=V3), total: sk.array(dt
 
 
 @sk.kernel
+def geometry(x: sk.array(dtype=F64), v: sk.array(dtype=V3), loss: sk.array(dtype=F64)):
+    # quaternions, matrices, transforms, casts, clamps, powers and float modulo in one place
+    i = sk.tid()
+    a = x[i]
+    q = sk.quat_from_axis_angle(sk.normalize(v[i]), a)
+    r = sk.quat_rotate(q, v[(i + 1) % 3])
+    m = sk.outer(r, v[i]) + sk.diag(sk.vec3d(2.0, 3.0, 4.0))
+    k = int(a * 3.0)
+    s = sk.determinant(m) * sk.pow(sk.abs(a) + 1.0, 1.5) + sk.clamp(a, 0.2, 0.8) * F64(k)
+    s = s + sk.atan2(r[1], r[0]) + sk.trace(sk.inverse(m)) + sk.max(a, 0.3) * sk.min(r[2], 0.5) + (a % 0.7)
+    p = sk.transform_point(sk.transformd(r, q), v[i]) + sk.quat_rotate_inv(q, r)
+    sk.atomic_add(loss, 0, s * s + sk.length_sq(p) + sk.sinh(a) * sk.cosh(a))
+
+
+@sk.kernel
 def quadratic(x: sk.array(dtype=F64), a: sk.array(dtype=F64, ndim=2), b: sk.array(dtype=F64),
               loss: sk.array(dtype=F64)):
     # loss = 1/2 x^T A x + b^T x, one thread per (i, j)
@@ -120,6 +135,24 @@ def test_hvp_of_a_kernel_with_loops_branches_and_calls_matches_differences_of_gr
     down = gradients(run, x0 - eps * dx, v0 - eps * dv)
     for got, u, d in zip(hvs, up, down):
         np.testing.assert_allclose(got.numpy(), (u - d) / (2 * eps), rtol=1e-6, atol=1e-7)
+
+
+def test_hvp_through_quaternion_matrix_and_transform_builtins_matches_differences_of_gradients():
+    rng = np.random.default_rng(2)
+    x0, v0 = rng.uniform(0.1, 0.9, 3), rng.uniform(-1, 1, (3, 3))
+    dx, dv = rng.standard_normal(3), rng.standard_normal((3, 3))
+    loss = sk.zeros(1, dtype=F64)
+
+    def run(x, v):
+        loss.zero_()
+        sk.launch(geometry, 3, inputs=[x, v], outputs=[loss])
+        return loss
+    _, _, hvs = sk.autograd.hvp(run, [sk.array(x0, dtype=F64), sk.array(v0, dtype=V3)], [dx, dv])
+    eps = 1e-6
+    up, down = gradients(run, x0 + eps * dx, v0 + eps * dv), gradients(run, x0 - eps * dx, v0 - eps * dv)
+    for got, u, d in zip(hvs, up, down):
+        fd = (u - d) / (2 * eps)
+        np.testing.assert_allclose(got.numpy(), fd, rtol=1e-6, atol=1e-8 * np.abs(fd).max())
 
 
 def test_hvp_of_a_quadratic_is_the_matrix_times_the_vector():
