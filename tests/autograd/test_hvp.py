@@ -57,6 +57,21 @@ def geometry(x: sk.array(dtype=F64), v: sk.array(dtype=V3), loss: sk.array(dtype
     sk.atomic_add(loss, 0, s * s + sk.length_sq(p) + sk.sinh(a) * sk.cosh(a))
 
 
+@sk.func
+def cube(v: F64) -> F64:
+    return v * v * v
+
+
+@sk.func_grad(cube)
+def cube_grad(v: F64, adj_ret: F64):
+    sk.adjoint[v] += 3.0 * v * v * adj_ret
+
+
+@sk.kernel
+def cubes(x: sk.array(dtype=F64), loss: sk.array(dtype=F64)):
+    sk.atomic_add(loss, 0, cube(x[sk.tid()]))
+
+
 @sk.kernel
 def quadratic(x: sk.array(dtype=F64), a: sk.array(dtype=F64, ndim=2), b: sk.array(dtype=F64),
               loss: sk.array(dtype=F64)):
@@ -184,6 +199,19 @@ def test_hvp_follows_a_data_dependent_while_loop():
     # loss = sum x^1.5: gradient 1.5 x^0.5, Hessian diagonal 0.75 x^-0.5
     np.testing.assert_allclose(g.numpy(), 1.5 * np.sqrt(x_np), rtol=1e-9)
     np.testing.assert_allclose(hv.numpy(), 0.75 / np.sqrt(x_np), rtol=1e-8)
+
+
+def test_hvp_differentiates_a_custom_adjoint_as_written():
+    x_np, v_np = np.array([0.5, -1.5]), np.array([1.0, 2.0])
+    loss = sk.zeros(1, dtype=F64)
+
+    def run(x):
+        loss.zero_()
+        sk.launch(cubes, 2, inputs=[x], outputs=[loss])
+        return loss
+    _, (g,), (hv,) = sk.autograd.hvp(run, [sk.array(x_np, dtype=F64)], [v_np])
+    np.testing.assert_allclose(g.numpy(), 3 * x_np ** 2, rtol=1e-14)
+    np.testing.assert_allclose(hv.numpy(), 6 * x_np * v_np, rtol=1e-14)
 
 
 def test_hvp_source_spells_the_adjoint_over_dual_numbers():
