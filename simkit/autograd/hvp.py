@@ -112,8 +112,8 @@ class _SecondOrder:
             t_data = t_grad = 0
             if type(a) is Array and _is_float(a):
                 tan = self.fwd._tan.get(id(a))
-                if tan is not None and tan[1].size:
-                    t_data = tan[1]._ptr
+                if tan is not None:
+                    t_data = tan[2]
                 if a.grad is not None and a.size:
                     t_grad = self.adjoint_tangent(a)._ptr
             buf[words + word - 1] = t_data  # the header's data word precedes its grad word
