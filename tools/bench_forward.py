@@ -12,8 +12,8 @@ initial velocities (tangent launches compute values and tangents together). The 
 takes the sum of squared final positions as the loss: ``gradient`` records the rollout on a
 Tape and runs backward, ``hvp`` is ``sk.autograd.hvp`` along a direction of the initial
 velocities (a jvp of the rollout recorded on a Tape, then its adjoints over dual numbers,
-which also give the gradient). Medians of
-``REPEATS`` runs after a warm-up (compilation) run. The identification rows run
+which also give the gradient). Medians of ``REPEATS`` runs after a warm-up (compilation)
+run, the two sides of a ratio alternating. The identification rows run
 examples/system_id.py and soft_id.py with Adam (40 iterations) and Levenberg-Marquardt, and
 count the LM iterations until its loss is below Adam's final one.
 
@@ -46,14 +46,18 @@ def cloth_model():
     return b.finalize()
 
 
-def median_seconds(fn) -> float:
-    fn()  # compile, allocate
-    times = []
+def median_seconds(*fns) -> list:
+    """Median seconds of each of ``fns``, run in turn (one of each per round) so that a ratio
+    compares runs under the same load on a shared machine."""
+    for fn in fns:
+        fn()  # compile, allocate
+    times = [[] for _ in fns]
     for _ in range(REPEATS):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        for fn, ts in zip(fns, times):
+            t = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t)
+    return [statistics.median(ts) for ts in times]
 
 
 def cloth_rows(Row, fmt) -> list:
@@ -68,7 +72,7 @@ def cloth_rows(Row, fmt) -> list:
     def tangent():
         return sk.autograd.jvp(lambda qd: forward(), [s0.particle_qd], [v])
 
-    f, j = median_seconds(forward), median_seconds(tangent)
+    f, j = median_seconds(forward, tangent)
     return [Row("cloth rollout, forward [ms]", f"{fmt(f * 1e3)} ms"),
             Row("cloth rollout, jvp [ms]", f"{fmt(j * 1e3)} ms"),
             Row("jvp / forward", f"{j / f:.2f}", "-", f"{j / f:.2f}x", f"<= {TARGET_JVP_VS_FORWARD}",
@@ -105,7 +109,7 @@ def cloth_hvp_rows(Row, fmt) -> list:
         s0 = model.state()
         sk.autograd.hvp(lambda qd: loss_of(s0), [s0.particle_qd], [v])
 
-    g, h = median_seconds(gradient), median_seconds(second_order)
+    g, h = median_seconds(gradient, second_order)
     return [Row("cloth rollout, gradient [ms]", f"{fmt(g * 1e3)} ms"),
             Row("cloth rollout, hvp [ms]", f"{fmt(h * 1e3)} ms"),
             Row("hvp / gradient", f"{h / g:.2f}", "-", f"{h / g:.2f}x", f"<= {TARGET_HVP_VS_GRADIENT}",

@@ -142,23 +142,25 @@ class JVP:
                                "launches only (run reverse mode outside the JVP block)")
         dev = _launch.launch_device(plan, values, device)  # packs the arguments for a CPU launch
         floats, others = _slots(plan)
-        arrays = []
+        tan = self._tan
+        found = []  # (id of the array, or 0 for none, its grad word)
         for k, path, word, written in floats:
             a = values[k]
             for f in path:
                 a = getattr(a, f, None)
-            if type(a) is not Array:
-                a = None
-            elif written:
-                self._buffer(a)
-            arrays.append((a, word))
-        tan = self._tan
+            if type(a) is Array:
+                key = id(a)
+                if written and key not in tan:
+                    self._buffer(a)
+                found.append((key, word))
+            else:
+                found.append((0, word))
 
         def patch():
             """Each array's grad word: its tangent buffer (none: null, a zero tangent)."""
-            i64 = plan.i64
-            for a, word in arrays:
-                entry = tan.get(id(a)) if a is not None else None
+            i64, get = plan.i64, tan.get
+            for key, word in found:
+                entry = get(key)
                 i64[word] = entry[2] if entry is not None else 0
             for word in others:
                 i64[word] = 0
