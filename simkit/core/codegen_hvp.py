@@ -88,7 +88,8 @@ def kernel_hvp_source(f: ir.FunctionIR, dual: Dualizer) -> str:
     # two array headers, which a per-element copy moved through the stack every time.
     dargs = "\n".join([f"struct {f.cname}_dargs {{", "    sk::launch_t launch;",
                        *[f"    {dual(ctype(v.type))} {v.cname};" for v in f.params], "};",
-                       f"static {f.cname}_dargs {f.cname}_dual_args(const {f.cname}_args& p, const {f.cname}_args& t) {{",
+                       f"static {f.cname}_dargs {f.cname}_dual_args(const {f.cname}_args& p, "
+                       f"const {f.cname}_args& t) {{",
                        f"    {f.cname}_dargs d;", "    d.launch = p.launch;",
                        *[f"    d.{v.cname} = {_arg_expr(v.type, 'p.' + v.cname, 't.' + v.cname)};" for v in f.params],
                        "    return d;", "}"])
