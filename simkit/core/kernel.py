@@ -151,6 +151,19 @@ class Module:
             k._tangent_loaded[mode] = (lib, fir, lib_path)
 
 
+    def load_hvp(self, kernel: "Kernel"):
+        """Compile (or load) the Hessian-vector product entry of ``kernel``: a translation unit of
+        its own (codegen_hvp), built on its first second-order launch. One kernel per unit: a
+        neighbour whose adjoint has no dual form then cannot stop it."""
+        from . import codegen_hvp
+
+        fir = kernel.build_ir()
+        source = codegen_hvp.hvp_module_source([fir])
+        safe = "".join(c if c.isalnum() else "_" for c in fir.cname)[-36:] + "_hvp"
+        lib_path = compiler.build_shared(source, safe)
+        kernel._hvp_loaded[config.mode] = (ctypes.CDLL(str(lib_path)), fir, lib_path)
+
+
 def is_generic(t) -> bool:
     """Whether a parameter annotation is generic (``typing.Any``, ``sk.array(dtype=Any)``)."""
     return t is None or isinstance(t, GenericArrayType)
@@ -228,6 +241,7 @@ class Kernel:
         self._loaded: dict[str, tuple] = {}
         self._tangent_loaded: dict[str, tuple] = {}  # mode -> (library, IR, path) of the tangent entries
         self._cuda_tangent_loaded: dict[tuple, tuple] = {}  # (mode, GPU index) -> (CudaModule, IR), tangents
+        self._hvp_loaded: dict[str, tuple] = {}  # mode -> (library, IR, path) of the second-order entries
         self._cuda_loaded: dict[tuple, tuple] = {}  # (mode, GPU index) -> (CudaModule, IR)
         self._plan = {}
         self._index = -1
@@ -333,6 +347,25 @@ class Kernel:
             self.module.load_tangent(self)
             entry = self._tangent_loaded[config.mode]
         return entry
+
+    def hvp_loaded(self):
+        """(library, IR, path) of the Hessian-vector product entries (CPU), compiling them on first use."""
+        entry = self._hvp_loaded.get(config.mode)
+        if entry is None:
+            self.module.load_hvp(self)
+            entry = self._hvp_loaded[config.mode]
+        return entry
+
+    def hvp_source(self) -> str:
+        """The generated C++ of this kernel's Hessian-vector product entry (its adjoint over dual numbers).
+
+        Example::
+
+            print(my_kernel.hvp_source())
+        """
+        from . import codegen_hvp
+
+        return codegen_hvp.hvp_module_source([self.build_ir()])
 
     def tangent_source(self) -> str:
         """The generated C++ of this kernel's tangent (forward-mode) entries.
