@@ -38,7 +38,7 @@ from pxr import Gf, Usd, UsdGeom, Vt
 
 from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
 from ..sim.model import Model, State
-from .mesh import compact_vertices, tet_surface_triangles
+from .mesh import compact_vertices, mesh_shape_arrays, tet_surface_triangles
 
 EXTENSIONS = (".usda", ".usd", ".usdc")
 _AXES = {"x": 0, "y": 1, "z": 2}
@@ -100,17 +100,6 @@ class _PointSet:
             self.prim.GetExtentAttr().Set(_extent((x - self.pad).min(axis=0), (x + self.pad).max(axis=0)), code)
 
 
-def _shape_mesh(model: Model, s: int) -> tuple[np.ndarray, np.ndarray]:
-    """The vertices (scaled, in the shape's frame) and triangles of mesh shape ``s``."""
-    m = model.meshes
-    k = int(m.shape_mesh.numpy()[s])
-    v0, v1 = m.vertex_start.numpy()[k:k + 2]
-    t0, t1 = m.tri_start.numpy()[k:k + 2]
-    vertices = np.asarray(m.vertices.numpy(), dtype=np.float64).reshape(-1, 3)[v0:v1]
-    triangles = np.asarray(m.triangles.numpy(), dtype=np.int64).reshape(-1, 3)[t0:t1] - v0
-    return vertices, triangles
-
-
 def _define_shape(stage: Usd.Stage, path: str, kind: int, xform: np.ndarray, params: np.ndarray,
                   mesh: tuple | None = None) -> None:
     """An Xform at ``path`` with the transform ``xform`` (p, q) and the shape under it as
@@ -165,7 +154,7 @@ class _Bodies:
             self.ops.append((frame.AddTranslateOp(UsdGeom.XformOp.PrecisionFloat), frame.AddOrientOp()))
             for i in np.flatnonzero(body == b):
                 _define_shape(stage, f"{path}/shape_{i}", int(kind[i]), xform[i], params[i],
-                              _shape_mesh(model, i) if kind[i] == SHAPE_MESH else None)
+                              mesh_shape_arrays(model, i) if kind[i] == SHAPE_MESH else None)
         self.set(np.asarray(model.body_q.numpy(), dtype=np.float64).reshape(-1, 7), Usd.TimeCode.Default())
 
     def set(self, body_q: np.ndarray, code: Usd.TimeCode | float) -> None:
@@ -324,7 +313,7 @@ class UsdExporter:
             UsdGeom.Scope.Define(stage, "/World/Shapes")
         for i in static:
             _define_shape(stage, f"/World/Shapes/shape_{i}", int(kind[i]), xform[i], params[i],
-                          _shape_mesh(model, i) if kind[i] == SHAPE_MESH else None)
+                          mesh_shape_arrays(model, i) if kind[i] == SHAPE_MESH else None)
         return _Bodies(stage, "/World", model, kind, xform, params, body) if model.body_count else None
 
     # -- public API --------------------------------------------------------------------
