@@ -63,7 +63,7 @@ class MeshBuilder:
         body (give the body its mass with ``add_body_inertia``). Material, collision filter
         (``set_shape_collision``) and worlds as for the other shapes. Contacts: particles,
         primitives, other meshes and the ground, in ``SemiImplicitEuler`` and ``XPBD`` (see
-        docs/shapes.md for what is tested against what and what it costs).
+        docs/meshes.md for what is tested against what and what it costs).
 
         Example::
 
