@@ -4,14 +4,18 @@ distance of a point to a mesh, and the contact rows (which point meets which sur
 
 Storage (``Model.meshes``, a ``Meshes`` struct): the vertices of every distinct mesh, already
 scaled, in the mesh shape's frame, one array for all; triangles as rows of three indices into
-it; mesh ``m`` owns vertices ``vertex_start[m]`` to ``vertex_start[m + 1] - 1`` and triangles
-``tri_start[m]`` to ``tri_start[m + 1] - 1``; ``radius[m]`` bounds its vertices' distance from
-the shape's origin; ``shape_mesh[s]`` is the mesh of shape ``s`` (-1 for primitives). Copies
-of a builder (``add_builder``) share their meshes.
+it; mesh ``m`` owns vertices ``vertex_start[m]`` to ``vertex_start[m + 1] - 1``, triangles
+``tri_start[m]`` to ``tri_start[m + 1] - 1`` and the tree nodes ``node_start[m]`` to
+``node_start[m + 1] - 1`` of its bounding volume hierarchy (:mod:`simkit.kernels.mesh_bvh`:
+boxes ``node_lo``/``node_hi``, ``node_skip`` past a subtree, leaves' triangles
+``node_first``, ``node_count``); ``radius[m]`` bounds its vertices' distance from the shape's
+origin; ``shape_mesh[s]`` is the mesh of shape ``s`` (-1 for primitives). Copies of a builder
+(``add_builder``) share their meshes.
 
-Signed distance: the closest triangle is found by a loop over all the mesh's triangles
-(no BVH: the cost is linear in the triangle count, meant for meshes of up to a few thousand
-triangles); the distance is to the closest point of that triangle, negative where the point
+Signed distance: the closest triangle is found by walking the tree, skipping the boxes
+farther than the closest triangle found so far (about logarithmic in the triangle count for
+a point near the surface; a point far from a mesh, inside its bounding sphere, opens more
+boxes); the distance is to the closest point of that triangle, negative where the point
 lies behind the triangle's face (triangles wind counterclockwise seen from outside). Where
 several triangles are equally close (an edge or a vertex), the one whose plane is most
 nearly perpendicular to the offset decides the sign, which is right at convex and concave
@@ -22,8 +26,7 @@ count as inside.
 Example::
 
     G = mesh_geometry(sk.float64)
-    t = G.closest_triangle(meshes.vertices, meshes.triangles, meshes.tri_start[m], meshes.tri_start[m + 1], p)
-    dist, n = G.triangle_distance(meshes.vertices, meshes.triangles, t, p)
+    dist, n = G.mesh_distance(meshes, m, p)       # p in the mesh shape's frame
 """
 
 # No ``from __future__ import annotations``: kernel annotations name closure types.
@@ -37,12 +40,13 @@ from ..core import array as A
 from ..core import types as T
 from ..core.array import ArrayType
 from ..core.struct import struct
+from .mesh_bvh import build_bvh
 from .shapes import _pair_list, shape_distance, shape_point
 from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, model_structs
 
 # Two triangles whose squared distances to a point differ by less than this fraction are
-# equally close (the same edge or vertex reached through either, up to rounding).
-TIE_TOLERANCE = 1.0e-5
+# equally close (the same edge or vertex reached through either, up to rounding), by float type.
+TIE_TOLERANCE = {"float32": 1.0e-5, "float64": 1.0e-10}
 
 
 @functools.cache
@@ -59,6 +63,12 @@ def mesh_struct(real):
         vertex_start: ArrayType(T.int32, 1)
         tri_start: ArrayType(T.int32, 1)
         radius: ArrayType(real, 1)
+        node_lo: ArrayType(vec3, 1)
+        node_hi: ArrayType(vec3, 1)
+        node_skip: ArrayType(T.int32, 1)
+        node_first: ArrayType(T.int32, 1)
+        node_count: ArrayType(T.int32, 1)
+        node_start: ArrayType(T.int32, 1)
 
     return Meshes
 
@@ -73,24 +83,42 @@ def build_meshes(real, device, shape_mesh, meshes) -> object:
     """
     np_real = real.np_dtype
     verts = [np.asarray(v, dtype=np.float64).reshape(-1, 3) for v, _ in meshes]
-    tris = [np.asarray(f, dtype=np.int64).reshape(-1, 3) for _, f in meshes]
-    vstart = np.zeros(len(meshes) + 1, dtype=np.int64)
+    tris, trees = [], []
+    for v, (_, f) in zip(verts, meshes):
+        f = np.asarray(f, dtype=np.int64).reshape(-1, 3)
+        order, lo, hi, skip, first, count = build_bvh(v, f)
+        tris.append(f[order])
+        trees.append((lo, hi, skip, first, count))
+    vstart, tstart, nstart = (np.zeros(len(meshes) + 1, dtype=np.int64) for _ in range(3))
     np.cumsum([len(v) for v in verts], out=vstart[1:])
-    tstart = np.zeros(len(meshes) + 1, dtype=np.int64)
     np.cumsum([len(f) for f in tris], out=tstart[1:])
-    all_v = np.concatenate(verts) if verts else np.zeros((0, 3))
-    all_f = np.concatenate([f + s for f, s in zip(tris, vstart)]) if tris else np.zeros((0, 3), dtype=np.int64)
+    np.cumsum([len(t[0]) for t in trees], out=nstart[1:])
+
+    def joined(parts, width=None):
+        parts = list(parts)
+        if parts:
+            return np.concatenate(parts)
+        return np.zeros((0, width) if width else 0)
+
+    all_v = joined(verts, 3)
+    all_f = joined((f + s for f, s in zip(tris, vstart)), 3)
     radius = np.array([np.linalg.norm(v, axis=1).max() for v in verts], dtype=np.float64)
     vec3 = T.vector(3, real)
 
     def ints(x):
         return A.array(np.ascontiguousarray(x, dtype=np.int32), dtype=T.int32, device=device)
 
+    def vectors(x):
+        return A.array(np.asarray(x, dtype=np_real).reshape(-1, 3), dtype=vec3, device=device)
+
     return mesh_struct(real)(
         shape_mesh=ints(np.asarray(shape_mesh, dtype=np.int32).reshape(-1)),
-        vertices=A.array(all_v.astype(np_real).reshape(-1, 3), dtype=vec3, device=device),
-        triangles=ints(all_f.reshape(-1, 3)), vertex_start=ints(vstart), tri_start=ints(tstart),
-        radius=A.array(radius.astype(np_real), dtype=real, device=device))
+        vertices=vectors(all_v), triangles=ints(all_f.reshape(-1, 3)), vertex_start=ints(vstart),
+        tri_start=ints(tstart), radius=A.array(radius.astype(np_real), dtype=real, device=device),
+        node_lo=vectors(joined((t[0] for t in trees), 3)), node_hi=vectors(joined((t[1] for t in trees), 3)),
+        node_skip=ints(joined(t[2] + s for t, s in zip(trees, nstart))),
+        node_first=ints(joined(t[3] + s for t, s in zip(trees, tstart))),
+        node_count=ints(joined(t[4] for t in trees)), node_start=ints(nstart))
 
 
 @sk.func
@@ -142,17 +170,24 @@ def mesh_geometry(real) -> SimpleNamespace:
     S = model_structs(real)
     vec3 = S.vec3
     vec3s = sk.array(dtype=vec3)
+    ints = sk.array(dtype=sk.int32)
     ints2d = sk.array(dtype=sk.int32, ndim=2)
     Meshes = mesh_struct(real)
+    tie = TIE_TOLERANCE[real.__name__]
 
     @sk.func
-    def closest_triangle(vertices: vec3s, triangles: ints2d, first: int, last: int, p: vec3) -> int:
-        """The triangle among ``first`` to ``last - 1`` closest to ``p`` (ties: the one whose
-        plane is most nearly perpendicular to the offset)."""
-        best = first
-        best_d2 = real(-1.0)
-        best_align = real(-1.0)
-        for t in range(first, last):
+    def box_distance2(node_lo: vec3s, node_hi: vec3s, i: int, p: vec3) -> real:
+        """Squared distance from ``p`` to the box of tree node ``i`` (0 inside)."""
+        outside = sk.max(sk.max(node_lo[i] - p, p - node_hi[i]), p * 0.0)
+        return sk.dot(outside, outside)
+
+    @sk.func
+    def scan_leaf(vertices: vec3s, triangles: ints2d, first: int, count: int, p: vec3, best: int, best_d2: real,
+                  best_align: real):
+        """The best of ``best`` (squared distance ``best_d2``, -1: none yet) and the ``count``
+        triangles from ``first``: the closest, and among equally close ones the one whose plane
+        is most nearly perpendicular to the offset."""
+        for t in range(first, first + count):
             a = vertices[triangles[t, 0]]
             b = vertices[triangles[t, 1]]
             c = vertices[triangles[t, 2]]
@@ -162,15 +197,42 @@ def mesh_geometry(real) -> SimpleNamespace:
             align = real(1.0)
             if d2 > 0.0:
                 align = sk.abs(sk.dot(d, n)) / sk.sqrt(d2 * sk.dot(n, n))
-            tol = TIE_TOLERANCE * best_d2
+            tol = tie * best_d2
             if best_d2 < 0.0 or d2 < best_d2 - tol or (d2 <= best_d2 + tol and align > best_align):
                 best = t
                 best_d2 = d2
                 best_align = align
+        return best, best_d2, best_align
+
+    @sk.func
+    def closest_triangle(vertices: vec3s, triangles: ints2d, node_lo: vec3s, node_hi: vec3s, node_skip: ints,
+                         node_first: ints, node_count: ints, start: int, end: int, p: vec3) -> int:
+        """The triangle closest to ``p`` among the leaves of the tree nodes ``start`` to ``end - 1``.
+        A first descent into the nearer child down to a leaf gives a close candidate; the walk
+        over the tree then skips every box farther than the best so far, with its subtree."""
+        j = start
+        while node_count[j] == 0:
+            left = j + 1
+            right = node_skip[left]
+            j = left
+            if box_distance2(node_lo, node_hi, right, p) < box_distance2(node_lo, node_hi, left, p):
+                j = right
+        best, best_d2, best_align = scan_leaf(vertices, triangles, node_first[j], node_count[j], p, node_first[j],
+                                              real(-1.0), real(-1.0))
+        i = start
+        while i < end:
+            if i != j and box_distance2(node_lo, node_hi, i, p) > best_d2 * (1.0 + tie):
+                i = node_skip[i]
+                continue
+            if i != j:
+                best, best_d2, best_align = scan_leaf(vertices, triangles, node_first[i], node_count[i], p, best,
+                                                      best_d2, best_align)
+            i = i + 1
         return best
 
     @sk.func_grad(closest_triangle)
-    def closest_triangle_grad(vertices: vec3s, triangles: ints2d, first: int, last: int, p: vec3, adj_ret: int):
+    def closest_triangle_grad(vertices: vec3s, triangles: ints2d, node_lo: vec3s, node_hi: vec3s, node_skip: ints,
+                              node_first: ints, node_count: ints, start: int, end: int, p: vec3, adj_ret: int):
         # an index has no derivative; the distance to the chosen triangle carries the gradient
         return 0, 0, p * 0.0
 
@@ -199,7 +261,8 @@ def mesh_geometry(real) -> SimpleNamespace:
     @sk.func
     def mesh_distance(meshes: Meshes, m: int, p: vec3):
         """Signed distance of ``p`` (in the mesh shape's frame) to mesh ``m`` and the outward normal."""
-        t = closest_triangle(meshes.vertices, meshes.triangles, meshes.tri_start[m], meshes.tri_start[m + 1], p)
+        t = closest_triangle(meshes.vertices, meshes.triangles, meshes.node_lo, meshes.node_hi, meshes.node_skip,
+                             meshes.node_first, meshes.node_count, meshes.node_start[m], meshes.node_start[m + 1], p)
         dist, n = triangle_distance(meshes.vertices, meshes.triangles, t, p)
         return dist, n
 
