@@ -354,3 +354,67 @@ def test_mesh_signed_distance_matches_winding_number_and_sampled_distance():
         # the sampled distance is an upper bound within the sampling's error
         assert abs(d) <= sampled_distance(v, f, p) + 1e-9
         assert abs(d) == pytest.approx(sampled_distance(v, f, p), abs=2e-3)
+
+
+@sk.kernel
+def com_loss64(q: sk.array(dtype=sk.transformd), com: sk.array(dtype=sk.vec3d), w: sk.vec3d,
+               loss: sk.array(dtype=sk.float64)):
+    i = sk.tid()
+    sk.atomic_add(loss, 0, sk.dot(sk.transform_point(q[i], com[i]), w))
+
+
+def test_xpbd_gradient_of_a_mesh_box_landing_on_a_mesh_floor_matches_finite_differences():
+    # thrown tumbling onto a static mesh floor: vertices against triangles, normal and friction
+    b = sk.sim.ModelBuilder(ground=False)
+    b.add_shape_mesh(-1, FLOOR_V, FLOOR_F, mu=0.6)
+    body = b.add_body(sk.transform((0.0, 0.3, 0.0), (0.1, 0.2, 0.0, math.sqrt(0.95))))
+    b.add_shape_mesh(body, *box_mesh(np.array([0.1, 0.05, 0.08])), density=500.0, mu=0.6)
+    model = b.finalize(dtype=sk.float64, requires_grad=True)
+    qd = np.array([[0.5, -1.0, 2.0, 1.0, 1.0, 0.3]])
+    w = sk.vec3d(0.3, 1.0, -0.5)
+
+    def loss_of(state):
+        loss = sk.zeros(1, dtype=sk.float64, requires_grad=True)
+        sk.launch(com_loss64, 1, inputs=[state.body_q, model.bodies.com, w, loss])
+        return loss
+
+    def value():
+        s0 = model.state()
+        s0.body_qd.assign(qd)
+        final = sk.sim.simulate(model, sk.sim.XPBD(), s0, 150, 4e-3, keep_states=False)[-1]
+        return float(loss_of(final).numpy()[0])
+
+    s0 = model.state(requires_grad=True)
+    s0.body_qd.assign(qd)
+    with sk.Tape() as tape:
+        loss = loss_of(sk.sim.simulate(model, sk.sim.XPBD(), s0, 150, 4e-3)[-1])
+    tape.backward(loss=loss)
+    s = model.state()
+    s.body_qd.assign(qd)
+    assert sk.sim.simulate(model, sk.sim.XPBD(), s, 150, 4e-3, keep_states=False)[-1].body_q.numpy()[0, 1] < 0.1
+    fd = [central_difference(value, qd, (0, j), 1e-6) for j in range(6)]
+    np.testing.assert_allclose(s0.body_qd.grad.numpy()[0], fd, rtol=1e-3, atol=1e-5)
+
+
+def test_xpbd_gradient_of_a_particle_on_a_mesh_matches_finite_differences():
+    b = sk.sim.ModelBuilder(ground=False, contact_mu=0.3)
+    b.add_particle((0.2, 0.4, 0.05), (0.0, 0.0, 0.0), 1.0, radius=0.05)
+    b.add_shape_mesh(-1, *box_mesh(np.array([0.5, 0.25, 0.5])))
+    model = b.finalize(dtype=sk.float64, requires_grad=True)
+    qd = np.array([[0.8, -1.5, 0.3]])
+    w = np.array([[0.3, 1.0, -0.6]])
+
+    def value():
+        s0 = model.state()
+        s0.particle_qd.assign(qd)
+        final = sk.sim.simulate(model, sk.sim.XPBD(), s0, 100, 2e-3, keep_states=False)[-1]
+        return float((final.particle_q.numpy() * w).sum())
+
+    s0 = model.state(requires_grad=True)
+    s0.particle_qd.assign(qd)
+    with sk.Tape() as tape:
+        final = sk.sim.simulate(model, sk.sim.XPBD(), s0, 100, 2e-3)[-1]
+    tape.backward(grads={final.particle_q: sk.array(w, dtype=S.vec3)})
+    assert final.particle_q.numpy()[0, 1] == pytest.approx(0.3, abs=1e-3)          # it landed
+    fd = [central_difference(value, qd, (0, j), 1e-6) for j in range(3)]
+    np.testing.assert_allclose(s0.particle_qd.grad.numpy()[0], fd, rtol=1e-3, atol=1e-6)
