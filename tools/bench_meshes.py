@@ -8,8 +8,8 @@ Run from the repository root::
     python tools/bench_meshes.py
     python tools/bench.py --only meshes
 
-A point against a mesh loops over all its triangles (no BVH), so the particle step grows
-linearly with the triangle count: the rows say by how much. CPU, float32, the median of
+A point against a mesh walks the mesh's bounding volume hierarchy, so the particle step
+grows about logarithmically with the triangle count: the rows say by how much. CPU, float32, the median of
 ``ROUNDS`` runs of ``STEPS`` steps. This is a tool for people, not a test: timings never
 live in tests.
 """
@@ -118,8 +118,8 @@ def add_sections(section, Result, Row, fmt) -> None:
         for label, t, ref in measure():
             res.rows.append(Row(f"{label} [us/step]", f"{fmt(t * 1e6)} us", f"{fmt(ref * 1e6)} us (analytic)",
                                 f"{t / ref:.2f}x", "(info)", None))
-        res.notes.append("meshes: the same scene on the analytic shape as reference; a point against a mesh loops "
-                         "over all its triangles (no BVH)")
+        res.notes.append("meshes: the same scene on the analytic shape as reference; a point against a mesh walks "
+                         "its bounding volume hierarchy")
         return res
 
 

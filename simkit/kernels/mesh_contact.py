@@ -10,8 +10,9 @@ midway between the surfaces, opposite on the other body (momentum is conserved).
 has radius 0; a primitive's points keep theirs (see :mod:`simkit.kernels.shapes`).
 
 Cost: one thread per (particle, mesh shape) and one per row; each test of a point against a
-mesh loops over all its triangles (no BVH), after a bounding-sphere test. A row of a mesh
-vertex against the ground or a primitive costs no triangle loop.
+mesh walks its bounding volume hierarchy (:mod:`simkit.kernels.meshes`), after a
+bounding-sphere test. A row of a mesh vertex against the ground or a primitive needs no
+search.
 
 Example::
 
