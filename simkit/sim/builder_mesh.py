@@ -14,7 +14,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..kernels.meshes import build_meshes
 from ..kernels.structs import SHAPE_MESH
 from . import geometry as G
 from . import validate as V

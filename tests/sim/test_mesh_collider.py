@@ -418,3 +418,33 @@ def test_xpbd_gradient_of_a_particle_on_a_mesh_matches_finite_differences():
     assert final.particle_q.numpy()[0, 1] == pytest.approx(0.3, abs=1e-3)          # it landed
     fd = [central_difference(value, qd, (0, j), 1e-6) for j in range(3)]
     np.testing.assert_allclose(s0.particle_qd.grad.numpy()[0], fd, rtol=1e-3, atol=1e-6)
+
+
+@sk.kernel
+def weighted(q: sk.array(dtype=S.vec3), w: sk.array(dtype=S.vec3), loss: sk.array(dtype=sk.float64)):
+    sk.atomic_add(loss, 0, sk.dot(q[0], w[0]))
+
+
+@pytest.mark.cpu_only("the GPU path of tangent launches is tested in tests/autograd/test_forward.py")
+@pytest.mark.parametrize("integrator", INTEGRATORS)
+def test_jvp_through_a_mesh_contact_matches_the_reverse_gradient(integrator):
+    b = sk.sim.ModelBuilder(ground=False, contact_ke=1.0e4, contact_kd=10.0, contact_kf=20.0, contact_mu=0.3)
+    b.add_particle((0.2, 0.33, 0.05), (0.5, -1.0, 0.3), 1.0, radius=0.05)
+    b.add_shape_mesh(-1, *box_mesh(np.array([0.5, 0.25, 0.5])))
+    model = b.finalize(dtype=sk.float64, requires_grad=True)
+    w = sk.array(np.array([[0.3, 1.0, -0.6]]), dtype=S.vec3)
+
+    def loss_of(state):
+        final = sk.sim.simulate(model, INTEGRATORS[integrator](), state, 40, 2e-3)[-1]
+        loss = sk.zeros(1, dtype=sk.float64, requires_grad=True)
+        sk.launch(weighted, 1, inputs=[final.particle_q, w, loss])
+        return loss
+
+    s0 = model.state(requires_grad=True)
+    with sk.Tape() as tape:
+        loss = loss_of(s0)
+    tape.backward(loss=loss)
+    direction = np.array([[0.2, -0.7, 0.4]])
+    s1 = model.state()
+    _out, tan = sk.autograd.jvp(lambda qd: loss_of(s1), [s1.particle_qd], [direction])
+    assert tan.numpy()[0] == pytest.approx(float(np.sum(s0.particle_qd.grad.numpy() * direction)), rel=1e-8)
