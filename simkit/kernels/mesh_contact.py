@@ -9,6 +9,17 @@ the effective mass of the contact point along the normal, and applies the force 
 midway between the surfaces, opposite on the other body (momentum is conserved). A vertex
 has radius 0; a primitive's points keep theirs (see :mod:`simkit.kernels.shapes`).
 
+Per-mass gains (``time_constant > 0``, the default) give every contact point the gains of
+its effective mass. A mesh's vertices are as many points as its tessellation makes: a finely
+meshed face resting flat would add up to a contact many times stiffer and more damped than
+the explicit step can take. So the mesh rows count the points touching each body first (a
+launch of its own, carrying no gradient), and where more than ``SHARED_POINTS`` (4) touch
+the busier body of a row, each point's effective mass is divided by ``count / 4``: a body
+resting on any number of mesh points is as stiff as on four corners (a cube's corners each
+carry about a quarter of its mass: it sinks ``g tc^2``, like the primitive box). Fixed
+gains are not shared: as for the primitives, ``dt`` must resolve the sum of the touching
+points' gains.
+
 Cost: one thread per (particle, mesh shape) and one per row; each test of a point against a
 mesh walks its bounding volume hierarchy (:mod:`simkit.kernels.meshes`), after a
 bounding-sphere test. A row of a mesh vertex against the ground or a primitive needs no
@@ -26,12 +37,18 @@ import functools
 from types import SimpleNamespace
 
 import simkit as sk
+from ..core import array as A
+from ..core import types as T
 from ..core.launch import launch
 from .bodies import body_kernels
 from .contact import scaled_penalty_force
 from .meshes import mesh_contact_rows, mesh_geometry
 from .shapes import particle_shape_rows, shape_transform
 from .structs import model_structs
+
+# Per-mass gains: the points of a body touching through meshes share them once more than this
+# many touch it (a mesh box flat on the ground touches with 4 corners, like the primitive box).
+SHARED_POINTS = 4
 
 
 @functools.cache
@@ -114,8 +131,33 @@ def mesh_contact_kernels(real) -> SimpleNamespace:
         return a, b, depth, p - n * (radius + 0.5 * depth), n
 
     @sk.kernel(module=module)
+    def count_mesh_rows(rows: sk.array(dtype=sk.int32, ndim=2), body_q: transforms, shapes: S.Shapes,
+                        meshes: M.Meshes, contact: S.Contact, counts: sk.array(dtype=sk.int32)):
+        # how many mesh rows touch each body now: the share of the per-mass gains (no gradient)
+        i = sk.tid()
+        a, b, depth, _c, _n = row_probe(rows, i, body_q, shapes, meshes, contact.ground_normal)
+        if depth < 0.0:
+            if shapes.body[a] >= 0:
+                sk.atomic_add(counts, shapes.body[a], 1)
+            if b >= 0:
+                if shapes.body[b] >= 0:
+                    sk.atomic_add(counts, shapes.body[b], 1)
+
+    @sk.func
+    def gain_share(counts: sk.array(dtype=sk.int32), body_a: int, body_b: int) -> real:
+        """How many times ``SHARED_POINTS`` mesh points touch the busier of the two bodies (at
+        least 1): the per-mass gains of each point are divided by it."""
+        most = 0
+        if body_a >= 0:
+            most = counts[body_a]
+        if body_b >= 0:
+            most = sk.max(most, counts[body_b])
+        return sk.max(real(most) / real(SHARED_POINTS), real(1.0))
+
+    @sk.kernel(module=module)
     def mesh_row_contact(rows: sk.array(dtype=sk.int32, ndim=2), body_q: transforms, body_qd: spatials,
-                         bodies: S.Bodies, shapes: S.Shapes, meshes: M.Meshes, contact: S.Contact, body_f: spatials):
+                         bodies: S.Bodies, shapes: S.Shapes, meshes: M.Meshes, contact: S.Contact,
+                         counts: sk.array(dtype=sk.int32), body_f: spatials):
         # One thread per row: point k of shape a against the surface of shape b (or the ground).
         i = sk.tid()
         a, b, depth, c, n = row_probe(rows, i, body_q, shapes, meshes, contact.ground_normal)
@@ -144,13 +186,16 @@ def mesh_contact_kernels(real) -> SimpleNamespace:
             if body_b >= 0:
                 v = v - B.point_velocity(body_q[body_b], body_qd[body_b], bodies.com[body_b], c)
                 inv_mass = inv_mass + B.point_inverse_mass(body_q[body_b], bodies, body_b, c, n)
+            # the per-mass gains of many touching points are shared (see the module documentation)
+            inv_mass = inv_mass * gain_share(counts, body_a, body_b)
             fc = scaled_penalty_force(n, depth, v, inv_mass, ke, kd, kf, tc, zeta, mu)
             if body_a >= 0:
                 body_f[body_a] += B.wrench_at(body_q[body_a], bodies.com[body_a], c, fc)
             if body_b >= 0:
                 body_f[body_b] += B.wrench_at(body_q[body_b], bodies.com[body_b], c, -fc)
 
-    return SimpleNamespace(particle_mesh_contact=particle_mesh_contact, mesh_row_contact=mesh_row_contact,
+    return SimpleNamespace(particle_mesh_contact=particle_mesh_contact, count_mesh_rows=count_mesh_rows,
+                           mesh_row_contact=mesh_row_contact,
                            row_probe=row_probe)
 
 
@@ -183,6 +228,15 @@ def eval_body_mesh_forces(model, state) -> None:
         return
     rows = mesh_contact_rows(model)
     if rows.shape[0]:
-        launch(mesh_contact_kernels(model.dtype).mesh_row_contact, rows.shape[0],
+        k = mesh_contact_kernels(model.dtype)
+        # the touching counts belong to the state (a Tape's adjoint re-reads them), rebuilt per evaluation
+        counts = state.__dict__.get("_mesh_row_counts")
+        if counts is None:
+            counts = state._mesh_row_counts = A.zeros(model.body_count, dtype=T.int32, device=model.device)
+        else:
+            counts.zero_()
+        launch(k.count_mesh_rows, rows.shape[0],
+               inputs=[rows, state.body_q, model.shapes, model.meshes, model.contact, counts])
+        launch(k.mesh_row_contact, rows.shape[0],
                inputs=[rows, state.body_q, state.body_qd, model.bodies, model.shapes, model.meshes, model.contact,
-                       state.body_f])
+                       counts, state.body_f])
