@@ -668,6 +668,10 @@ import bench_sweep  # noqa: E402  (a 16-run sweep on a local 2-CPU Ray vs sequen
 
 bench_sweep.add_sections(section, Result, Row, fmt)
 
+import bench_meshes  # noqa: E402  (mesh colliders against the analytic shapes)
+
+bench_meshes.add_sections(section, Result, Row, fmt)
+
 
 # ----------------------------------------------------------------------------------
 # Driver

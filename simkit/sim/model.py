@@ -36,6 +36,7 @@ from ..core import types as T
 from ..core.launch import launch
 from ..kernels.bodies import body_kernels
 from ..kernels.particles import particle_kernels
+from ..kernels.meshes import build_meshes
 from ..kernels.structs import model_structs
 from .articulation import body_joints, coordinate_starts, initial_coordinates
 
@@ -174,6 +175,9 @@ class Model:
         # bit masks of 32 bits, kept as int64 on the host side only (collision_pairs reads them)
         self.shape_collision_group = np.asarray(data["shape_collision_group"], dtype=np.int64).reshape(-1)
         self.shape_collision_mask = np.asarray(data["shape_collision_mask"], dtype=np.int64).reshape(-1)
+        # the triangles of the mesh shapes (see simkit.kernels.meshes)
+        shape_mesh, meshes = data.get("meshes", (np.full(self.shape_count, -1), []))
+        self.meshes = build_meshes(dtype, device, shape_mesh, meshes)
 
     def _world_ids(self, kind: str) -> np.ndarray:
         ids = np.full(getattr(self, WORLD_KINDS[kind]), -1, dtype=np.int32)

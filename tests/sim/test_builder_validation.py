@@ -54,6 +54,8 @@ VALID = {
     "add_body": dict(origin=(0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0), armature=0.01, velocity=(0.0, 0.0, 0.0),
                      angular_velocity=(0.0, 0.0, 0.0)),
     "add_shape_sphere": dict(pos=(0.0, 0.0, 0.0), radius=0.1, body=0, density=100.0, **CONTACT),
+    "add_shape_mesh": dict(body=0, vertices=TET, indices=[[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]],
+                           xform=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), scale=1.0, density=100.0, **CONTACT),
     "add_shape_box": dict(pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), half_extents=(0.1, 0.1, 0.1), body=0,
                           density=100.0, **CONTACT),
     "add_shape_capsule": dict(pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), radius=0.1, half_height=0.2, body=0,

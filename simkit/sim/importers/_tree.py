@@ -120,6 +120,7 @@ class Geom:
     collide: bool = True
     contype: int = 1              # MuJoCo's collision bitmasks (URDF: always 1)
     conaffinity: int = 1
+    mesh: tuple | None = None     # a mesh geom's (file, scale)
 
 
 @dataclass
@@ -372,7 +373,14 @@ def _add_collider(builder, g: Geom, X: np.ndarray, body: int, record: ImportReco
         builder.set_shape_collision(shape, g.contype, g.conaffinity)
     elif g.kind == "plane":
         record.warn(f"{g.where}: a plane is not imported as a collider (use the ModelBuilder's ground)")
-    elif g.kind == "mesh":
-        record.warn(f"{g.where}: a mesh is not a collider in simkit yet (the body's mass is unaffected)")
+    elif g.kind == "mesh" and g.mesh is not None:
+        from .meshes import collider_mesh
+        try:
+            vertices, triangles = collider_mesh(g.mesh[0], g.mesh[1], g.where)
+        except (ImportError, FileNotFoundError, RobotFileError) as e:
+            record.warn(f"{e}; it is not a collider (the body's mass is unaffected)")
+            return
+        shape = builder.add_shape_mesh(body, vertices, triangles, xform=X, density=0.0)
+        builder.set_shape_collision(shape, g.contype, g.conaffinity)
     else:
         record.warn(f"{g.where}: simkit has no {g.kind} shape; it is not a collider (the body's mass is unaffected)")

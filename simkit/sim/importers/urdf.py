@@ -92,9 +92,34 @@ def _geometry(collision: ET.Element, path: Path, record: ImportRecord) -> Geom |
         return Geom(shape.tag, where, X[:3], X[3:],
                     np.array([float(shape.get("radius", "0")), 0.5 * float(shape.get("length", "0")), 0.0]))
     if shape.tag == "mesh":
-        return Geom("mesh", where, X[:3], X[3:], np.zeros(3))
+        filename = shape.get("filename")
+        if not filename:
+            raise RobotFileError(f"{where}: <mesh> needs a filename")
+        scale = _floats(shape.get("scale", "1 1 1"), where, "scale", 3)
+        g = Geom("mesh", where, X[:3], X[3:], np.zeros(3))
+        g.mesh = (_mesh_file(filename, path), scale)
+        return g
     record.warn(f"{where}: unknown geometry, ignored")
     return None
+
+
+def _mesh_file(filename: str, path: Path) -> Path:
+    """The file a URDF ``<mesh filename>`` names: ``file://`` an absolute or relative path,
+    ``package://name/rest`` the ``rest`` of the folder ``name`` found above the URDF (or next
+    to it), a plain name relative to the URDF's folder."""
+    base = Path(path).resolve().parent
+    if filename.startswith("file://"):
+        file = Path(filename[len("file://"):])
+        return file if file.is_absolute() else base / file
+    if filename.startswith("package://"):
+        package, _, rest = filename[len("package://"):].partition("/")
+        for folder in [base, *base.parents]:
+            if folder.name == package and (folder / rest).exists():
+                return folder / rest
+            if (folder / package / rest).exists():
+                return folder / package / rest
+        return base / rest
+    return base / filename
 
 
 def _joint(elem: ET.Element, path: Path) -> tuple[list, np.ndarray]:
