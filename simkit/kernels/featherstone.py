@@ -16,15 +16,16 @@ prismatic, ball, universal's first axis), plus ``(S_0 qd_0) x (S qd)`` where the
 of the joint carries the rest (free: the translation carries the rotation's center;
 universal: the first axis turns the second).
 
-The kernels only write arrays no earlier launch of the step wrote, and each element once
-(the Cholesky factor and the substitutions read back entries their own thread wrote before,
-never overwrite them), so the generated adjoints are exact and the step is recorded on a
-Tape like any other.
+The kernels up to the mass matrix only write arrays no earlier launch of the step wrote, so
+their generated adjoints are exact. The factorization and the substitutions read back what
+their own thread wrote, which a Tape refuses to replay: :mod:`simkit.sim.featherstone` runs
+them outside the tape and records their adjoint by hand (``solve_grad``: the gradient of
+``x = M^-1 b`` is ``b_grad = M^-1 x_grad``, ``M_grad = -b_grad x^T``, one more substitution).
 
 Example::
 
     k = featherstone_kernels(sk.float64)
-    k.joint_subspace, k.body_terms, k.subtree_sums, k.joint_rhs, k.mass_entries, k.solve, k.integrate
+    k.joint_subspace, k.body_terms, k.subtree_sums, k.joint_rhs, k.mass_entries, k.factor, k.substitute, k.integrate
 """
 
 import functools
@@ -42,7 +43,7 @@ def featherstone_kernels(real) -> SimpleNamespace:
     Example::
 
         k = featherstone_kernels(sk.float32)
-        k.solve          # one thread per articulation
+        k.factor         # one thread per articulation
     """
     S = model_structs(real)
     vec3, spatial, mat33, quat = S.vec3, S.spatial, S.mat33, sk.quat_of(real)
@@ -245,13 +246,11 @@ def featherstone_kernels(real) -> SimpleNamespace:
         M_out[e] = value
 
     @sk.kernel(module=module)
-    def solve(dof_start: ints, dof_count: ints, entry_start: ints, M: reals, rhs: reals, L: reals, y: reals,
-              qdd: reals):
+    def factor(dof_count: ints, entry_start: ints, M: reals, L: reals):
         a = sk.tid()
         n = dof_count[a]
         m0 = entry_start[a]
-        d0 = dof_start[a]
-        # M = L L^T, row by row (L is written once per entry and only read after)
+        # M = L L^T, row by row
         for i in range(n):
             for j in range(i + 1):
                 s = M[m0 + i * n + j]
@@ -261,8 +260,16 @@ def featherstone_kernels(real) -> SimpleNamespace:
                     L[m0 + i * n + i] = sk.sqrt(s)
                 else:
                     L[m0 + i * n + j] = s / L[m0 + j * n + j]
+
+    @sk.kernel(module=module)
+    def substitute(dof_start: ints, dof_count: ints, entry_start: ints, L: reals, b: reals, y: reals, x: reals):
+        a = sk.tid()
+        n = dof_count[a]
+        m0 = entry_start[a]
+        d0 = dof_start[a]
+        # L y = b, then L^T x = y
         for i in range(n):
-            s = rhs[d0 + i]
+            s = b[d0 + i]
             for k in range(i):
                 s = s - L[m0 + i * n + k] * y[d0 + k]
             y[d0 + i] = s / L[m0 + i * n + i]
@@ -270,14 +277,30 @@ def featherstone_kernels(real) -> SimpleNamespace:
             i = n - 1 - t
             s = y[d0 + i]
             for k in range(i + 1, n):
-                s = s - L[m0 + k * n + i] * qdd[d0 + k]
-            qdd[d0 + i] = s / L[m0 + i * n + i]
+                s = s - L[m0 + k * n + i] * x[d0 + k]
+            x[d0 + i] = s / L[m0 + i * n + i]
+
+    @sk.kernel(module=module)
+    def solve_grad(entry_row: ints, entry_col: ints, b_grad: reals, x: reals, M_grad: reals):
+        # x = M^-1 b: with b_grad = M^-1 x_grad, M_grad = -b_grad x^T
+        e = sk.tid()
+        M_grad[e] = M_grad[e] - b_grad[entry_row[e]] * x[entry_col[e]]
+
+    @sk.kernel(module=module)
+    def add_to(src: reals, dst: reals):
+        i = sk.tid()
+        dst[i] = dst[i] + src[i]
 
     @sk.func
     def turn(r: quat, w: vec3, dt: real) -> quat:
         """The unit quaternion ``r`` advanced by the angular velocity ``w`` (in the frame ``r``
         is expressed in) for ``dt``: ``r + dt (w, 0) r / 2``, renormalized."""
         return quat_normalize(r + quat(w[0], w[1], w[2], 0.0) * r * (0.5 * dt))
+
+    @sk.func
+    def new_velocity(joint_qd: reals, qdd: reals, d: int, dt: real) -> vec3:
+        """The three velocities from ``d`` on after the step: ``qd + dt qdd``."""
+        return vec3(joint_qd[d], joint_qd[d + 1], joint_qd[d + 2]) + vec3(qdd[d], qdd[d + 1], qdd[d + 2]) * dt
 
     @sk.kernel(module=module)
     def integrate(joints: S.Joints, joint_articulation: ints, q_start: ints, qd_start: ints, joint_q: reals,
@@ -297,21 +320,23 @@ def featherstone_kernels(real) -> SimpleNamespace:
         for k in range(nd):
             qd_out[ds + k] = joint_qd[ds + k] + dt * qdd[ds + k]
         if kind == JOINT_BALL:
-            w = vec3(qd_out[ds], qd_out[ds + 1], qd_out[ds + 2])
-            r = turn(quat(joint_q[qs], joint_q[qs + 1], joint_q[qs + 2], joint_q[qs + 3]), w, dt)
+            r = turn(quat(joint_q[qs], joint_q[qs + 1], joint_q[qs + 2], joint_q[qs + 3]),
+                     new_velocity(joint_qd, qdd, ds, dt), dt)
             for k in range(4):
                 q_out[qs + k] = r[k]
         elif kind == JOINT_FREE:
-            w = vec3(qd_out[ds + 3], qd_out[ds + 4], qd_out[ds + 5])
-            r = turn(quat(joint_q[qs + 3], joint_q[qs + 4], joint_q[qs + 5], joint_q[qs + 6]), w, dt)
+            r = turn(quat(joint_q[qs + 3], joint_q[qs + 4], joint_q[qs + 5], joint_q[qs + 6]),
+                     new_velocity(joint_qd, qdd, ds + 3, dt), dt)
+            v = new_velocity(joint_qd, qdd, ds, dt)
             for k in range(3):
-                q_out[qs + k] = joint_q[qs + k] + dt * qd_out[ds + k]
+                q_out[qs + k] = joint_q[qs + k] + dt * v[k]
             for k in range(4):
                 q_out[qs + 3 + k] = r[k]
         else:
             for k in range(nq):
-                q_out[qs + k] = joint_q[qs + k] + dt * qd_out[ds + k]
+                q_out[qs + k] = joint_q[qs + k] + dt * (joint_qd[ds + k] + dt * qdd[ds + k])
 
     return SimpleNamespace(motion_cross=motion_cross, joint_subspace=joint_subspace, body_terms=body_terms,
-                           subtree_sums=subtree_sums, joint_rhs=joint_rhs, mass_entries=mass_entries, solve=solve,
+                           subtree_sums=subtree_sums, joint_rhs=joint_rhs, mass_entries=mass_entries, factor=factor,
+                           substitute=substitute, solve_grad=solve_grad, add_to=add_to,
                            integrate=integrate)

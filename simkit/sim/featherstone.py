@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd.tape import Tape
 from ..core import array as A
+from ..core import launch as _launch
 from ..core import types as T
 from ..core.launch import launch
 from ..kernels.body_contact import eval_body_contact_forces
@@ -103,6 +105,52 @@ def _topology(model: Model) -> dict:
                 dof_count=ints(dof_count), entry_start=ints(entry_start), entry_row=ints(rows),
                 entry_col=ints(cols), entry_joint=ints(deeper), entry_count=len(rows),
                 free_bodies=bool(np.any((body_joint < 0) & (model.bodies.mass.numpy() > 0.0))))
+
+
+class _TapesHidden:
+    """Inside: the active Tapes do not record launches (captures and JVPs still see them)."""
+
+    def __enter__(self) -> list:
+        self.saved = list(_launch.hooks)
+        _launch.hooks[:] = [h for h in self.saved if not isinstance(h, Tape)]
+        return [h for h in self.saved if isinstance(h, Tape)]
+
+    def __exit__(self, *exc) -> None:
+        _launch.hooks[:] = self.saved
+
+
+def _solve(model: Model, topo: dict, k, M: A.Array, rhs: A.Array) -> A.Array:
+    """``qdd = M^-1 rhs`` per articulation (M laid out by ``topo``'s entries): Cholesky, then
+    two substitutions. Their kernels read back what they wrote, so they run outside any Tape,
+    and each Tape records their adjoint instead (one more substitution with the same factor)."""
+    n_art, nd, ne = model.articulation_count, model.joint_dof_count, topo["entry_count"]
+
+    def zeros(n):
+        return A.zeros(n, dtype=model.dtype, device=model.device)
+
+    L, y, qdd = zeros(ne), zeros(nd), zeros(nd)
+    with _TapesHidden() as tapes:
+        launch(k.factor, n_art, inputs=[topo["dof_count"], topo["entry_start"], M], outputs=[L])
+        launch(k.substitute, n_art, inputs=[topo["dof_start"], topo["dof_count"], topo["entry_start"], L, rhs],
+               outputs=[y, qdd])
+    if not tapes or not (M.requires_grad or rhs.requires_grad):
+        return qdd
+    qdd.requires_grad = True
+
+    def backward() -> None:
+        with _TapesHidden():
+            z, b_grad = zeros(nd), zeros(nd)
+            launch(k.substitute, n_art, inputs=[topo["dof_start"], topo["dof_count"], topo["entry_start"], L,
+                                                qdd.grad], outputs=[z, b_grad])
+            if rhs.requires_grad:
+                launch(k.add_to, nd, inputs=[b_grad, rhs.grad])
+            if M.requires_grad:
+                launch(k.solve_grad, ne, inputs=[topo["entry_row"], topo["entry_col"], b_grad, qdd, M.grad])
+        qdd.grad.zero_()              # consumed, as the adjoint of a stored output is
+
+    for tape in tapes:
+        tape.record_func(backward, arrays=[M, rhs, qdd])
+    return qdd
 
 
 class Featherstone:
@@ -191,9 +239,7 @@ class Featherstone:
         launch(k.mass_entries, ne,
                inputs=[topo["entry_row"], topo["entry_col"], topo["entry_joint"], S_dof, m_j, h_j, J_j, diag],
                outputs=[M])
-        L, y, qdd = zeros(ne, real), zeros(nd, real), zeros(nd, real)
-        launch(k.solve, model.articulation_count,
-               inputs=[topo["dof_start"], topo["dof_count"], topo["entry_start"], M, rhs], outputs=[L, y, qdd])
+        qdd = _solve(model, topo, k, M, rhs)
         launch(k.integrate, nj,
                inputs=[model.joints, model.joint_articulation, model.joint_q_start, model.joint_qd_start, joint_q,
                        joint_qd, qdd, dt], outputs=[state_out.joint_q, state_out.joint_qd])
