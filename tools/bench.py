@@ -656,6 +656,10 @@ import bench_forward  # noqa: E402  (forward mode: jvp cost, LM vs Adam)
 
 bench_forward.add_sections(section, Result, Row, fmt)
 
+import bench_featherstone  # noqa: E402  (the generalized-coordinate step of an ant vs MuJoCo)
+
+bench_featherstone.add_sections(section, Result, Row, fmt, interleaved)
+
 import bench_builder  # noqa: E402  (build + finalize of big grids: time and memory)
 
 bench_builder.add_sections(section, Result, Row, fmt)
