@@ -119,7 +119,24 @@ class _TapesHidden:
         _launch.hooks[:] = self.saved
 
 
-def _solve(model: Model, topo: dict, k, M: A.Array, rhs: A.Array) -> A.Array:
+def _buffers(model: Model, topo: dict):
+    """``buffer(name, n, dtype)``: a scratch array of the step. Under a Tape every step gets
+    new ones (the tape keeps them for the backward pass); otherwise the model's are reused,
+    since allocating a dozen arrays costs as much as the step's launches."""
+    recording = any(isinstance(h, Tape) for h in _launch.hooks)
+    cache = topo.setdefault("scratch", {})
+
+    def buffer(name: str, n: int, dtype) -> A.Array:
+        a = None if recording else cache.get(name)
+        if a is None:
+            a = A.zeros(n, dtype=dtype, device=model.device)
+            if not recording:
+                cache[name] = a
+        return a
+    return buffer
+
+
+def _solve(model: Model, topo: dict, k, M: A.Array, rhs: A.Array, buffer) -> A.Array:
     """``qdd = M^-1 rhs`` per articulation (M laid out by ``topo``'s entries): Cholesky, then
     two substitutions. Their kernels read back what they wrote, so they run outside any Tape,
     and each Tape records their adjoint instead (one more substitution with the same factor)."""
@@ -128,7 +145,7 @@ def _solve(model: Model, topo: dict, k, M: A.Array, rhs: A.Array) -> A.Array:
     def zeros(n):
         return A.zeros(n, dtype=model.dtype, device=model.device)
 
-    L, y, qdd = zeros(ne), zeros(nd), zeros(nd)
+    L, y, qdd = buffer("L", ne, model.dtype), buffer("y", nd, model.dtype), buffer("qdd", nd, model.dtype)
     with _TapesHidden() as tapes:
         launch(k.factor, n_art, inputs=[topo["dof_count"], topo["entry_start"], M], outputs=[L])
         launch(k.substitute, n_art, inputs=[topo["dof_start"], topo["dof_count"], topo["entry_start"], L, rhs],
@@ -212,34 +229,34 @@ class Featherstone:
         S = model.types
         nj, nb, nd = model.joint_count, model.body_count, model.joint_dof_count
 
-        def zeros(n, dtype):
-            return A.zeros(n, dtype=dtype, device=model.device)
-
-        S_dof, c_joint = zeros(nd, S.spatial), zeros(nj, S.spatial)
+        zeros = _buffers(model, topo)
+        S_dof, c_joint = zeros("S", nd, S.spatial), zeros("c", nj, S.spatial)
         joint_q, joint_qd = state_in.joint_q, state_in.joint_qd
         launch(k.joint_subspace, nj,
                inputs=[state_in.body_q, state_in.body_qd, model.bodies, model.joints, model.joint_articulation,
                        model.joint_q_start, model.joint_qd_start, joint_q, joint_qd],
                outputs=[S_dof, c_joint])
-        f_b, m_b, h_b, J_b = zeros(nb, S.spatial), zeros(nb, real), zeros(nb, S.vec3), zeros(nb, S.mat33)
+        f_b, m_b, h_b, J_b = (zeros("f_b", nb, S.spatial), zeros("m_b", nb, real), zeros("h_b", nb, S.vec3),
+                              zeros("J_b", nb, S.mat33))
         launch(k.body_terms, nb,
                inputs=[state_in.body_q, state_in.body_qd, state_in.body_f, model.bodies, model.body_joint,
                        topo["ancestor_start"], topo["ancestor_joint"], c_joint, model.gravity],
                outputs=[f_b, m_b, h_b, J_b])
-        F_j, m_j, h_j, J_j = zeros(nj, S.spatial), zeros(nj, real), zeros(nj, S.vec3), zeros(nj, S.mat33)
+        F_j, m_j, h_j, J_j = (zeros("F_j", nj, S.spatial), zeros("m_j", nj, real), zeros("h_j", nj, S.vec3),
+                              zeros("J_j", nj, S.mat33))
         launch(k.subtree_sums, nj, inputs=[topo["subtree_start"], topo["subtree_body"], f_b, m_b, h_b, J_b],
                outputs=[F_j, m_j, h_j, J_j])
-        rhs, diag = zeros(nd, real), zeros(nd, real)
+        rhs, diag = zeros("rhs", nd, real), zeros("diag", nd, real)
         launch(k.joint_rhs, nd,
                inputs=[topo["dof_joint"], S_dof, F_j, model.joints, model.joint_q_start, model.joint_qd_start,
                        joint_q, joint_qd, control.joint_target, control.joint_act, dt],
                outputs=[rhs, diag])
         ne = topo["entry_count"]
-        M = zeros(ne, real)
+        M = zeros("M", ne, real)
         launch(k.mass_entries, ne,
                inputs=[topo["entry_row"], topo["entry_col"], topo["entry_joint"], S_dof, m_j, h_j, J_j, diag],
                outputs=[M])
-        qdd = _solve(model, topo, k, M, rhs)
+        qdd = _solve(model, topo, k, M, rhs, zeros)
         launch(k.integrate, nj,
                inputs=[model.joints, model.joint_articulation, model.joint_q_start, model.joint_qd_start, joint_q,
                        joint_qd, qdd, dt], outputs=[state_out.joint_q, state_out.joint_qd])
