@@ -376,6 +376,27 @@ def test_rollout_gradient_wrt_drive_target_and_act_matches_finite_differences():
     np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-8)
 
 
+def test_forward_mode_jvp_matches_finite_differences():
+    model, _xml = MODELS["floating_base"]()
+    q, qd = random_coordinates(model, np.random.default_rng(3))
+    v = np.random.default_rng(1).normal(size=qd.shape)
+
+    def final_coordinates(velocities):
+        states = [model.state() for _ in range(4)]
+        sk.copy(states[0].joint_q, sk.array(q, dtype=F64))
+        sk.copy(states[0].joint_qd, velocities)
+        sk.sim.eval_fk(model, states[0].joint_q, states[0].joint_qd, states[0])
+        for k in range(3):
+            sk.sim.Featherstone().step(model, states[k], states[k + 1], None, 1e-2)
+        return states[-1].joint_q
+
+    _out, tangent = sk.autograd.jvp(final_coordinates, [sk.array(qd, dtype=F64)], [v])
+    eps = 1e-6
+    expected = (final_coordinates(sk.array(qd + eps * v, dtype=F64)).numpy()
+                - final_coordinates(sk.array(qd - eps * v, dtype=F64)).numpy()) / (2.0 * eps)
+    np.testing.assert_allclose(tangent.numpy(), expected, rtol=1e-6, atol=1e-9)
+
+
 # -- errors ----------------------------------------------------------------------------------------
 def test_model_without_articulations_is_a_clear_error():
     b = sk.sim.ModelBuilder()
