@@ -9,7 +9,8 @@ the CPU, once with the file's own integrator and once with its semi-implicit ``E
 scheme simkit uses). The ratios are simkit_time / mujoco_time (lower is better for simkit);
 MuJoCo has no backward pass, so the backward row compares with its forward step.
 
-Every number is the median of ``rounds`` repetitions after a warm-up (which also compiles
+A row steps ``WORLDS`` ants in one model (``add_builder``, float32), per ant: the launches are
+the same, only wider. Every number is the median of ``rounds`` repetitions after a warm-up (which also compiles
 the kernels), timed by ``bench.interleaved``.
 
 Run from the repository root::
@@ -29,6 +30,7 @@ import simkit as sk
 
 DT = 1e-3
 ROLLOUT = 20
+WORLDS = 64
 
 
 def ant_path() -> str | None:
@@ -40,12 +42,18 @@ def ant_path() -> str | None:
     return path if os.path.exists(path) else None
 
 
-def ant_model(path: str, real, requires_grad: bool = False):
+def ant_model(path: str, real, requires_grad: bool = False, worlds: int = 0):
+    """The ant alone, or ``worlds`` copies of it side by side (``add_builder``)."""
     from simkit.sim.importers import RobotFileWarning
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RobotFileWarning)
         b = sk.sim.ModelBuilder(up_axis="z", ground=True)
         b.add_mjcf(path)
+    if worlds:
+        scene = sk.sim.ModelBuilder(up_axis="z", ground=True)
+        for w in range(worlds):
+            scene.add_builder(b, xform=((3.0 * (w % 8), 3.0 * (w // 8), 0.0), (0.0, 0.0, 0.0, 1.0)))
+        b = scene
     return b.finalize(dtype=real, requires_grad=requires_grad)
 
 
@@ -71,6 +79,15 @@ def simkit_contenders(path: str) -> dict:
             s1.joint_q.numpy()
 
         out[f"simkit {real.__name__} forward"] = forward
+    model = ant_model(path, sk.float32, worlds=WORLDS)
+    s0, s1 = standing(model, 50), model.state()
+
+    def many(n, model=model, s0=s0, s1=s1):
+        for _ in range(n):
+            sk.sim.Featherstone().step(model, s0, s1, None, DT)
+        s1.joint_q.numpy()
+
+    out[f"simkit float32 forward, {WORLDS} ants in one model, per ant"] = many
     model = ant_model(path, sk.float64, requires_grad=True)
     start = standing(model)
     seed = np.zeros((model.body_count, 7))
@@ -134,7 +151,7 @@ def add_sections(section, Result, Row, fmt, interleaved) -> None:
         ref_euler = stats["mujoco mj_step (Euler)"].median
         rows = []
         for name, s in stats.items():
-            per_step = s.median / (ROLLOUT if "backward" in name else 1)
+            per_step = s.median / (ROLLOUT if "backward" in name else WORLDS if "ants" in name else 1)
             ratio = f"{per_step / ref_euler:.1f}x" if name.startswith("simkit") else "-"
             rows.append(Row(f"{name} [us/step]", f"{fmt(per_step * 1e6)} us" if name.startswith("simkit") else "-",
                             f"{fmt(per_step * 1e6)} us" if name.startswith("mujoco") else "-", ratio))

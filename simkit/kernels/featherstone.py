@@ -25,7 +25,7 @@ them outside the tape and records their adjoint by hand (``solve_grad``: the gra
 Example::
 
     k = featherstone_kernels(sk.float64)
-    k.joint_subspace, k.body_terms, k.subtree_sums, k.joint_rhs, k.mass_entries, k.factor, k.substitute, k.integrate
+    k.joint_subspace, k.body_terms, k.joint_forces, k.mass_entries, k.solve, k.substitute, k.integrate
 """
 
 import functools
@@ -43,7 +43,7 @@ def featherstone_kernels(real) -> SimpleNamespace:
     Example::
 
         k = featherstone_kernels(sk.float32)
-        k.factor         # one thread per articulation
+        k.solve          # one thread per articulation
     """
     S = model_structs(real)
     vec3, spatial, mat33, quat = S.vec3, S.spatial, S.mat33, sk.quat_of(real)
@@ -168,10 +168,42 @@ def featherstone_kernels(real) -> SimpleNamespace:
         h_out[b] = h
         J_out[b] = J
 
+    @sk.func
+    def applied_force(joints: S.Joints, j: int, q: real, qd: real, target: real, act: real, dt: real):
+        """The generalized force of drive, ``joint_act`` and limit on a 1-dof joint, and what its
+        implicit part adds to the joint's diagonal of the mass matrix (with the armature)."""
+        ke = joints.target_ke[j]
+        kd = joints.target_kd[j]
+        # the drive is linearly implicit: its force at q + dt qd', qd' = qd + dt qdd, moves
+        # dt kd + dt^2 ke onto the diagonal, so stiff gains stay stable
+        tau = ke * (target - q - dt * qd) - kd * qd + act
+        diag = dt * kd + dt * dt * ke
+        limit = joints.effort_limit[j]
+        if tau > limit:
+            tau = limit
+            diag = real(0.0)
+        if tau < -limit:
+            tau = -limit
+            diag = real(0.0)
+        lke = joints.limit_ke[j]
+        lkd = joints.limit_kd[j]
+        if q < joints.limit_lower[j]:
+            tau = tau + lke * (joints.limit_lower[j] - q - dt * qd) - lkd * qd
+            diag = diag + dt * lkd + dt * dt * lke
+        if q > joints.limit_upper[j]:
+            tau = tau + lke * (joints.limit_upper[j] - q - dt * qd) - lkd * qd
+            diag = diag + dt * lkd + dt * dt * lke
+        return tau, diag + joints.armature[j]
+
     @sk.kernel(module=module)
-    def subtree_sums(subtree_start: ints, subtree_body: ints, f_body: spatials, m_body: reals, h_body: vec3s,
-                     J_body: mat33s, F_out: spatials, m_out: reals, h_out: vec3s, J_out: mat33s):
+    def joint_forces(subtree_start: ints, subtree_body: ints, f_body: spatials, m_body: reals, h_body: vec3s,
+                     J_body: mat33s, S_dof: spatials, joints: S.Joints, joint_articulation: ints, q_start: ints,
+                     qd_start: ints, joint_q: reals, joint_qd: reals, joint_target: reals, joint_act: reals, dt: real,
+                     m_out: reals, h_out: vec3s, J_out: mat33s, rhs_out: reals, diag_out: reals):
         j = sk.tid()
+        if joint_articulation[j] < 0:
+            return
+        # the composite inertia and the summed Newton-Euler forces of the joint's subtree
         F = spatial(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
         m = real(0.0)
         h = B.top(F)
@@ -182,52 +214,19 @@ def featherstone_kernels(real) -> SimpleNamespace:
             m = m + m_body[b]
             h = h + h_body[b]
             J = J + J_body[b]
-        F_out[j] = F
         m_out[j] = m
         h_out[j] = h
         J_out[j] = J
-
-    @sk.kernel(module=module)
-    def joint_rhs(dof_joint: ints, S_dof: spatials, F_joint: spatials, joints: S.Joints, q_start: ints,
-                  qd_start: ints, joint_q: reals, joint_qd: reals, joint_target: reals, joint_act: reals, dt: real,
-                  rhs_out: reals, diag_out: reals):
-        d = sk.tid()
-        j = dof_joint[d]
-        if j < 0:
-            return
-        s = S_dof[d]
-        F = F_joint[j]
-        bias = sk.dot(B.top(s), B.top(F)) + sk.dot(B.bottom(s), B.bottom(F))
         tau = real(0.0)
         diag = real(0.0)
         kind = joints.kind[j]
         if kind == JOINT_REVOLUTE or kind == JOINT_PRISMATIC:
-            q = joint_q[q_start[j]]
-            qd = joint_qd[qd_start[j]]
-            ke = joints.target_ke[j]
-            kd = joints.target_kd[j]
-            # the drive is linearly implicit: its force at q + dt qd', qd' = qd + dt qdd, moves
-            # dt kd + dt^2 ke onto the diagonal, so stiff gains stay stable
-            tau = ke * (joint_target[j] - q - dt * qd) - kd * qd + joint_act[j]
-            diag = dt * kd + dt * dt * ke
-            limit = joints.effort_limit[j]
-            if tau > limit:
-                tau = limit
-                diag = real(0.0)
-            if tau < -limit:
-                tau = -limit
-                diag = real(0.0)
-            lke = joints.limit_ke[j]
-            lkd = joints.limit_kd[j]
-            if q < joints.limit_lower[j]:
-                tau = tau + lke * (joints.limit_lower[j] - q - dt * qd) - lkd * qd
-                diag = diag + dt * lkd + dt * dt * lke
-            if q > joints.limit_upper[j]:
-                tau = tau + lke * (joints.limit_upper[j] - q - dt * qd) - lkd * qd
-                diag = diag + dt * lkd + dt * dt * lke
-            diag = diag + joints.armature[j]
-        rhs_out[d] = tau - bias
-        diag_out[d] = diag
+            tau, diag = applied_force(joints, j, joint_q[q_start[j]], joint_qd[qd_start[j]], joint_target[j],
+                                      joint_act[j], dt)
+        for d in range(qd_start[j], qd_start[j + 1]):
+            s = S_dof[d]
+            rhs_out[d] = tau - (sk.dot(B.top(s), B.top(F)) + sk.dot(B.bottom(s), B.bottom(F)))
+            diag_out[d] = diag
 
     @sk.kernel(module=module)
     def mass_entries(entry_row: ints, entry_col: ints, entry_joint: ints, S_dof: spatials, m_joint: reals,
@@ -245,12 +244,9 @@ def featherstone_kernels(real) -> SimpleNamespace:
             value = value + diag[r]
         M_out[e] = value
 
-    @sk.kernel(module=module)
-    def factor(dof_count: ints, entry_start: ints, M: reals, L: reals):
-        a = sk.tid()
-        n = dof_count[a]
-        m0 = entry_start[a]
-        # M = L L^T, row by row
+    @sk.func
+    def cholesky(M: reals, L: reals, n: int, m0: int):
+        """``M = L L^T`` for the ``n x n`` block at ``m0``, row by row."""
         for i in range(n):
             for j in range(i + 1):
                 s = M[m0 + i * n + j]
@@ -261,13 +257,9 @@ def featherstone_kernels(real) -> SimpleNamespace:
                 else:
                     L[m0 + i * n + j] = s / L[m0 + j * n + j]
 
-    @sk.kernel(module=module)
-    def substitute(dof_start: ints, dof_count: ints, entry_start: ints, L: reals, b: reals, y: reals, x: reals):
-        a = sk.tid()
-        n = dof_count[a]
-        m0 = entry_start[a]
-        d0 = dof_start[a]
-        # L y = b, then L^T x = y
+    @sk.func
+    def substitution(L: reals, b: reals, y: reals, x: reals, n: int, m0: int, d0: int):
+        """``L y = b``, then ``L^T x = y``, for the block at ``m0`` and the entries at ``d0``."""
         for i in range(n):
             s = b[d0 + i]
             for k in range(i):
@@ -279,6 +271,18 @@ def featherstone_kernels(real) -> SimpleNamespace:
             for k in range(i + 1, n):
                 s = s - L[m0 + k * n + i] * x[d0 + k]
             x[d0 + i] = s / L[m0 + i * n + i]
+
+    @sk.kernel(module=module)
+    def solve(dof_start: ints, dof_count: ints, entry_start: ints, M: reals, b: reals, L: reals, y: reals,
+              x: reals):
+        a = sk.tid()
+        cholesky(M, L, dof_count[a], entry_start[a])
+        substitution(L, b, y, x, dof_count[a], entry_start[a], dof_start[a])
+
+    @sk.kernel(module=module)
+    def substitute(dof_start: ints, dof_count: ints, entry_start: ints, L: reals, b: reals, y: reals, x: reals):
+        a = sk.tid()
+        substitution(L, b, y, x, dof_count[a], entry_start[a], dof_start[a])
 
     @sk.kernel(module=module)
     def solve_grad(entry_row: ints, entry_col: ints, b_grad: reals, x: reals, M_grad: reals):
@@ -337,6 +341,6 @@ def featherstone_kernels(real) -> SimpleNamespace:
                 q_out[qs + k] = joint_q[qs + k] + dt * (joint_qd[ds + k] + dt * qdd[ds + k])
 
     return SimpleNamespace(motion_cross=motion_cross, joint_subspace=joint_subspace, body_terms=body_terms,
-                           subtree_sums=subtree_sums, joint_rhs=joint_rhs, mass_entries=mass_entries, factor=factor,
+                           joint_forces=joint_forces, mass_entries=mass_entries, solve=solve,
                            substitute=substitute, solve_grad=solve_grad, add_to=add_to,
                            integrate=integrate)

@@ -56,9 +56,9 @@ def _csr(lists: list) -> tuple[np.ndarray, np.ndarray]:
 
 def _topology(model: Model) -> dict:
     """The index arrays the kernels walk, built once per model on the host: per body its
-    articulated ancestor joints, per joint the bodies of its subtree, per degree of freedom
-    its joint, and per articulation the entries of its dense mass matrix."""
-    kind = model.joints.kind.numpy()
+    articulated ancestor joints, per joint the bodies of its subtree, and per articulation
+    the entries of its dense mass matrix (row, column, and the deeper of the two joints when
+    one is an ancestor of the other, else -1: the entry is zero)."""
     parent = model.joints.parent.numpy()
     child = model.joints.child.numpy()
     art = model.joint_articulation.numpy()
@@ -93,7 +93,6 @@ def _topology(model: Model) -> dict:
                 rows.append(r)
                 cols.append(c)
                 deeper.append(k)
-    del kind
     anc_start, anc_joint = _csr(ancestors)
     sub_start, sub_body = _csr(subtrees)
 
@@ -101,7 +100,7 @@ def _topology(model: Model) -> dict:
         return A.array(np.asarray(x, dtype=np.int32), dtype=T.int32, device=model.device)
 
     return dict(ancestor_start=ints(anc_start), ancestor_joint=ints(anc_joint), subtree_start=ints(sub_start),
-                subtree_body=ints(sub_body), dof_joint=ints(dof_joint), dof_start=ints(dof_start),
+                subtree_body=ints(sub_body), dof_start=ints(dof_start),
                 dof_count=ints(dof_count), entry_start=ints(entry_start), entry_row=ints(rows),
                 entry_col=ints(cols), entry_joint=ints(deeper), entry_count=len(rows),
                 free_bodies=bool(np.any((body_joint < 0) & (model.bodies.mass.numpy() > 0.0))))
@@ -147,9 +146,8 @@ def _solve(model: Model, topo: dict, k, M: A.Array, rhs: A.Array, buffer) -> A.A
 
     L, y, qdd = buffer("L", ne, model.dtype), buffer("y", nd, model.dtype), buffer("qdd", nd, model.dtype)
     with _TapesHidden() as tapes:
-        launch(k.factor, n_art, inputs=[topo["dof_count"], topo["entry_start"], M], outputs=[L])
-        launch(k.substitute, n_art, inputs=[topo["dof_start"], topo["dof_count"], topo["entry_start"], L, rhs],
-               outputs=[y, qdd])
+        launch(k.solve, n_art, inputs=[topo["dof_start"], topo["dof_count"], topo["entry_start"], M, rhs],
+               outputs=[L, y, qdd])
     if not tapes or not (M.requires_grad or rhs.requires_grad):
         return qdd
     qdd.requires_grad = True
@@ -242,15 +240,13 @@ class Featherstone:
                inputs=[state_in.body_q, state_in.body_qd, state_in.body_f, model.bodies, model.body_joint,
                        topo["ancestor_start"], topo["ancestor_joint"], c_joint, model.gravity],
                outputs=[f_b, m_b, h_b, J_b])
-        F_j, m_j, h_j, J_j = (zeros("F_j", nj, S.spatial), zeros("m_j", nj, real), zeros("h_j", nj, S.vec3),
-                              zeros("J_j", nj, S.mat33))
-        launch(k.subtree_sums, nj, inputs=[topo["subtree_start"], topo["subtree_body"], f_b, m_b, h_b, J_b],
-               outputs=[F_j, m_j, h_j, J_j])
+        m_j, h_j, J_j = zeros("m_j", nj, real), zeros("h_j", nj, S.vec3), zeros("J_j", nj, S.mat33)
         rhs, diag = zeros("rhs", nd, real), zeros("diag", nd, real)
-        launch(k.joint_rhs, nd,
-               inputs=[topo["dof_joint"], S_dof, F_j, model.joints, model.joint_q_start, model.joint_qd_start,
-                       joint_q, joint_qd, control.joint_target, control.joint_act, dt],
-               outputs=[rhs, diag])
+        launch(k.joint_forces, nj,
+               inputs=[topo["subtree_start"], topo["subtree_body"], f_b, m_b, h_b, J_b, S_dof, model.joints,
+                       model.joint_articulation, model.joint_q_start, model.joint_qd_start, joint_q, joint_qd,
+                       control.joint_target, control.joint_act, dt],
+               outputs=[m_j, h_j, J_j, rhs, diag])
         ne = topo["entry_count"]
         M = zeros("M", ne, real)
         launch(k.mass_entries, ne,

@@ -301,8 +301,37 @@ def test_simulate_runs_featherstone_and_keeps_joint_coordinates():
     assert states[-1].joint_q.numpy()[0] < 0.3
 
 
+def test_worlds_step_independently_and_alike():
+    # three copies of a driven cart-pole in one model, placed apart, each with its own target
+    scene = sk.sim.ModelBuilder(gravity=-9.81, up_axis="z", ground=False)
+    b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="z", ground=False)
+    b.add_articulation()
+    cart = b.add_body(((0.0, 0.0, 1.0), (0.0, 0.0, 0.0, 1.0)))
+    b.add_shape_box((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (0.2, 0.1, 0.05), body=cart)
+    b.add_joint_prismatic(-1, cart, axis=(1.0, 0.0, 0.0), target_ke=30.0, target_kd=5.0)
+    pole = b.add_body(((0.0, 0.0, 1.0), (0.0, 0.0, 0.0, 1.0)))
+    b.add_shape_capsule((0.0, 0.0, 0.4), (-0.7071067811865476, 0.0, 0.0, 0.7071067811865476), 0.03, 0.4, body=pole)
+    b.add_joint_revolute(cart, pole, axis=(0.0, 1.0, 0.0))
+    for w in range(3):
+        scene.add_builder(b, xform=((float(w), 5.0 * w, 0.0), (0.0, 0.0, 0.0, 1.0)))
+    model = scene.finalize(dtype=F64)
+    alone = b.finalize(dtype=F64)
+    control = model.control()
+    targets = [0.0, 0.5, -0.3]
+    control.joint_target.assign(np.repeat(targets, 2) * np.tile([1.0, 0.0], 3))
+    start = model.state()
+    start.joint_qd.assign(np.tile([0.0, 0.4], 3))
+    sk.sim.eval_fk(model, start.joint_q, start.joint_qd, start)
+    end = rollout(model, start, 300, 1e-3, control)
+    for w, target in enumerate(targets):
+        c = alone.control()
+        c.joint_target.assign([target, 0.0])
+        single = rollout(alone, coordinates_state(alone, alone.joint_q.numpy(), [0.0, 0.4]), 300, 1e-3, c)
+        np.testing.assert_allclose(end.joint_q.numpy()[2 * w:2 * w + 2], single.joint_q.numpy(), rtol=0, atol=1e-12)
+
+
 # -- gradients ------------------------------------------------------------------------------------
-def finite_difference(run, x, eps=1e-6):
+def finite_difference(run, x, eps=1e-5):
     out = np.zeros_like(x)
     for i in range(x.size):
         up, down = x.copy(), x.copy()
