@@ -57,9 +57,18 @@ def ant_model(path: str, real, requires_grad: bool = False, worlds: int = 0):
     return b.finalize(dtype=real, requires_grad=requires_grad)
 
 
-def standing(model, steps: int = 300):
-    """A state of the ant after it has settled on its legs."""
+def standing(model, steps: int = 3000):
+    """A state of the ant after it has settled on its legs (from its coordinates with the
+    ankles moved inside their limits: the file has them at 0, outside 30 to 70 degrees)."""
     a, b = model.state(), model.state()
+    q = model.joint_q.numpy().copy()
+    lower, upper = model.joints.limit_lower.numpy(), model.joints.limit_upper.numpy()
+    qs = model.joint_q_start.numpy()
+    for j in range(model.joint_count):
+        if model.joints.kind.numpy()[j] <= 1 and not lower[j] <= q[qs[j]] <= upper[j]:
+            q[qs[j]] = 0.5 * (lower[j] + upper[j])
+    a.joint_q.assign(q)
+    sk.sim.eval_fk(model, a.joint_q, a.joint_qd, a)
     for _ in range(steps):
         sk.sim.Featherstone().step(model, a, b, None, DT)
         a, b = b, a
@@ -80,7 +89,7 @@ def simkit_contenders(path: str) -> dict:
 
         out[f"simkit {real.__name__} forward"] = forward
     model = ant_model(path, sk.float32, worlds=WORLDS)
-    s0, s1 = standing(model, 50), model.state()
+    s0, s1 = standing(model, 300), model.state()
 
     def many(n, model=model, s0=s0, s1=s1):
         for _ in range(n):

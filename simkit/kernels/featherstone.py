@@ -171,7 +171,7 @@ def featherstone_kernels(real) -> SimpleNamespace:
     @sk.func
     def applied_force(joints: S.Joints, j: int, q: real, qd: real, target: real, act: real, dt: real):
         """The generalized force of drive, ``joint_act`` and limit on a 1-dof joint, and what its
-        implicit part adds to the joint's diagonal of the mass matrix (with the armature)."""
+        implicit part adds to the joint's diagonal of the mass matrix."""
         ke = joints.target_ke[j]
         kd = joints.target_kd[j]
         # the drive is linearly implicit: its force at q + dt qd', qd' = qd + dt qdd, moves
@@ -193,7 +193,7 @@ def featherstone_kernels(real) -> SimpleNamespace:
         if q > joints.limit_upper[j]:
             tau = tau + lke * (joints.limit_upper[j] - q - dt * qd) - lkd * qd
             diag = diag + dt * lkd + dt * dt * lke
-        return tau, diag + joints.armature[j]
+        return tau, diag
 
     @sk.kernel(module=module)
     def joint_forces(subtree_start: ints, subtree_body: ints, f_body: spatials, m_body: reals, h_body: vec3s,
@@ -226,7 +226,7 @@ def featherstone_kernels(real) -> SimpleNamespace:
         for d in range(qd_start[j], qd_start[j + 1]):
             s = S_dof[d]
             rhs_out[d] = tau - (sk.dot(B.top(s), B.top(F)) + sk.dot(B.bottom(s), B.bottom(F)))
-            diag_out[d] = diag
+            diag_out[d] = diag + joints.armature[j]
 
     @sk.kernel(module=module)
     def mass_entries(entry_row: ints, entry_col: ints, entry_joint: ints, S_dof: spatials, m_joint: reals,

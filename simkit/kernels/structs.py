@@ -151,7 +151,7 @@ def model_structs(real) -> SimpleNamespace:
         ``limit_ke`` and damping ``limit_kd``; a drive pulls it towards ``Control.joint_target``
         with gains ``target_ke``, ``target_kd``. ``linear_ke/kd`` and ``angular_ke/kd`` are the
         stiffness and damping that hold the joint together in the semi-implicit integrator.
-        ``armature`` (kg m^2 or kg) is a rotor inertia added to the joint's own diagonal entry
+        ``armature`` (kg m^2 or kg) is a rotor inertia added to the joint's own diagonal entries
         of the joint-space mass matrix and ``effort_limit`` bounds the torque (force) of drive and
         ``joint_act`` together (:class:`~simkit.sim.Featherstone` only; ``NO_LIMIT``: unbounded)."""
         kind: ArrayType(T.int32, 1)

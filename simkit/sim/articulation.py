@@ -291,7 +291,7 @@ def mass_matrix(model, joint_q: Any, articulation: int | None = None) -> np.ndar
     ``articulation=a`` returns the block of articulation ``a`` only (its degrees of freedom
     are ``model.articulation_dofs(a)``): with many worlds, ask per articulation, since the
     whole matrix has ``joint_dof_count**2`` entries. Bodies' inertias include their armature, and
-    the diagonal entry of a revolute or prismatic joint its joint ``armature``.
+    the diagonal entries of each joint its joint ``armature``.
 
     Example::
 
@@ -313,8 +313,8 @@ def mass_matrix(model, joint_q: Any, articulation: int | None = None) -> np.ndar
             Jw, Jv = e["J"][:3], e["J"][3:]
             M += Jw.T @ I_w @ Jw + mass[c] * (Jv.T @ Jv)
         for j in joints:
-            if f["kind"][j] in (JOINT_REVOLUTE, JOINT_PRISMATIC):
-                M[f["ds"][j] - dof0, f["ds"][j] - dof0] += f["armature"][j]
+            for d in range(f["ds"][j] - dof0, f["ds"][j + 1] - dof0):
+                M[d, d] += f["armature"][j]
         at = 0 if articulation is not None else dof0
         out[at:at + ndof, at:at + ndof] = M
     return out

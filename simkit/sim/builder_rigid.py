@@ -382,15 +382,19 @@ class RigidBuilder:
                                dynamics=(armature, effort_limit))
 
     def add_joint_ball(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None, *,
-                       linear_ke: float = JOINT_LINEAR_KE, linear_kd: float = JOINT_LINEAR_KD) -> int:
-        """A ball-and-socket: the joint frames' origins coincide, rotation is free.
+                       linear_ke: float = JOINT_LINEAR_KE, linear_kd: float = JOINT_LINEAR_KD,
+                       armature: float = 0.0) -> int:
+        """A ball-and-socket: the joint frames' origins coincide, rotation is free. ``armature``
+        (kg m^2) is added to each of its three diagonal entries of the joint-space mass matrix
+        (:class:`~simkit.sim.Featherstone`).
 
         Example::
 
             b.add_joint_ball(torso, arm, child_xform=sk.transform((0, 0.3, 0), (0, 0, 0, 1)))
         """
         return self._add_joint(JOINT_BALL, "add_joint_ball", parent, child, parent_xform, child_xform, (1.0, 0.0, 0.0),
-                               (None, None, 0.0, 0.0), (0.0, 0.0, linear_ke, linear_kd, 0.0, 0.0))
+                               (None, None, 0.0, 0.0), (0.0, 0.0, linear_ke, linear_kd, 0.0, 0.0),
+                               dynamics=(armature, None))
 
     def add_joint_fixed(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None, *,
                         linear_ke: float = JOINT_LINEAR_KE, linear_kd: float = JOINT_LINEAR_KD,
@@ -408,7 +412,8 @@ class RigidBuilder:
     def add_joint_universal(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None,
                             axis: Sequence[float] = (1.0, 0.0, 0.0), axis2: Sequence[float] = (0.0, 1.0, 0.0), *,
                             linear_ke: float = JOINT_LINEAR_KE, linear_kd: float = JOINT_LINEAR_KD,
-                            angular_ke: float = JOINT_ANGULAR_KE, angular_kd: float = JOINT_ANGULAR_KD) -> int:
+                            angular_ke: float = JOINT_ANGULAR_KE, angular_kd: float = JOINT_ANGULAR_KD,
+                            armature: float = 0.0) -> int:
         """A universal (Cardan) joint: the joint frames' origins coincide and the child turns
         about ``axis`` and about ``axis2`` (perpendicular to each other, in the joint frame),
         never about the third direction. Its coordinates are the two angles: the child's joint
@@ -416,7 +421,7 @@ class RigidBuilder:
         carried along by the first turn. The maximal-coordinate integrators keep the origins
         together and the angle between the parent's ``axis`` and the child's ``axis2`` (with
         ``linear_*`` and ``angular_*`` in the semi-implicit one); it has no limits or drives.
-        Frames as for :meth:`add_joint_revolute`.
+        Frames as for :meth:`add_joint_revolute`; ``armature`` as for :meth:`add_joint_ball`.
 
         Example::
 
@@ -424,9 +429,10 @@ class RigidBuilder:
         """
         return self._add_joint(JOINT_UNIVERSAL, "add_joint_universal", parent, child, parent_xform, child_xform,
                                axis, (None, None, 0.0, 0.0), (0.0, 0.0, linear_ke, linear_kd, angular_ke, angular_kd),
-                               axis2)
+                               axis2, dynamics=(armature, None))
 
-    def add_joint_free(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None) -> int:
+    def add_joint_free(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None, *,
+                       armature: float = 0.0) -> int:
         """A free joint: six degrees of freedom, no constraint (in the maximal-coordinate
         integrators it does nothing). In an articulation it makes ``child`` a floating base:
         its coordinates are the position and the quaternion (x, y, z, w) of the child's joint
@@ -437,7 +443,8 @@ class RigidBuilder:
         ``parent=-1``, the parent's frame otherwise), so that the coordinates of a free body are
         its pose: ``child_xform`` defaults to the child's origin. (``add_builder`` with an
         ``xform`` moves joint frames attached to the world with the rest, so every copy keeps
-        the coordinates of the original, relative to its placement.)
+        the coordinates of the original, relative to its placement.) ``armature`` is added to
+        each of its six diagonal entries of the joint-space mass matrix.
 
         Example::
 
@@ -447,7 +454,7 @@ class RigidBuilder:
         """
         return self._add_joint(JOINT_FREE, "add_joint_free", parent, child,
                                _IDENTITY.copy() if parent_xform is None else parent_xform, child_xform,
-                               (1.0, 0.0, 0.0), (None, None, 0.0, 0.0), (0.0,) * 6)
+                               (1.0, 0.0, 0.0), (None, None, 0.0, 0.0), (0.0,) * 6, dynamics=(armature, None))
 
     # -- worlds ---------------------------------------------------------------------------
     def _append_rigid(self, other: "RigidBuilder", X: np.ndarray | None, offset: int) -> None:
