@@ -189,13 +189,13 @@ def test_double_pendulum_energy_is_conserved_with_small_dt():
     assert abs(energy(end) - e0) < 1e-3 * swing
 
 
-def free_box(height=2.0, quat=(0.0, 0.0, 0.0, 1.0), ground=False, **kwargs):
+def free_box(height=2.0, quat=(0.0, 0.0, 0.0, 1.0), ground=False, real=F64, **kwargs):
     b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="z", ground=ground, **kwargs)
     b.add_articulation()
     body = b.add_body(((0.3, -0.2, height), quat))
     b.add_shape_box((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (0.3, 0.2, 0.1), body=body)
     b.add_joint_free(-1, body)
-    return b.finalize(dtype=F64, requires_grad=True)
+    return b.finalize(dtype=real, requires_grad=True)
 
 
 def test_free_body_falls_along_the_discrete_parabola_and_keeps_its_angular_momentum():
@@ -220,8 +220,9 @@ def test_free_body_falls_along_the_discrete_parabola_and_keeps_its_angular_momen
 
 
 # -- contact ------------------------------------------------------------------------------------
-def test_box_comes_to_rest_on_the_ground():
-    model = free_box(height=0.3, ground=True)
+@pytest.mark.parametrize("real", [sk.float32, F64])
+def test_box_comes_to_rest_on_the_ground(real):
+    model = free_box(height=0.3, ground=True, real=real)
     end = rollout(model, model.state(), 1500, 1e-3)
     # it sinks by about g tc^2 (tc = 0.01 s) and stops
     assert abs(end.body_q.numpy()[0, 2] - 0.1) < 3e-3
