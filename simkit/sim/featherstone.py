@@ -75,6 +75,12 @@ def _topology(model: Model) -> dict:
     for b, chain in enumerate(ancestors):
         for j in chain:
             subtrees[j].append(b)
+    mass, armature = model.bodies.mass.numpy(), model.joints.armature.numpy()
+    for j in np.flatnonzero(art >= 0):
+        if ds[j + 1] > ds[j] and not mass[subtrees[j]].sum() > 0.0 and not armature[j] > 0.0:
+            raise ValueError(f"Featherstone.step: joint {j} moves only bodies without mass ({subtrees[j]}), so "
+                             "the mass matrix is singular; give one of them a shape with density or an inertia "
+                             "(add_body_inertia), or the joint an armature")
     dof_joint = np.full(model.joint_dof_count, -1, dtype=np.int32)
     for j in np.flatnonzero(art >= 0):
         dof_joint[ds[j]:ds[j + 1]] = j

@@ -498,6 +498,16 @@ def test_model_without_articulations_is_a_clear_error():
         sk.sim.Featherstone().step(model, model.state(), model.state(), None, 1e-3)
 
 
+def test_a_joint_moving_only_massless_bodies_is_a_clear_error():
+    b = sk.sim.ModelBuilder()
+    b.add_articulation()
+    body = b.add_body()
+    b.add_joint_revolute(-1, body)
+    model = b.finalize()
+    with pytest.raises(ValueError, match="joint 0 moves only bodies without mass.*armature"):
+        sk.sim.Featherstone().step(model, model.state(), model.state(), None, 1e-3)
+
+
 def test_bad_step_arguments_are_clear_errors():
     model = hinge()
     with pytest.raises(ValueError, match="dt must be"):
