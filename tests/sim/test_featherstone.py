@@ -310,6 +310,25 @@ def test_effort_limit_caps_the_drive_torque():
     assert s1.joint_qd.numpy()[0] == pytest.approx(2.0 / pivot_inertia(model) * dt, rel=1e-10)
 
 
+def test_urdf_limit_effort_becomes_the_effort_limit(tmp_path):
+    path = tmp_path / "arm.urdf"
+    path.write_text("""<robot name="arm"><link name="base"/>
+      <link name="arm"><inertial><mass value="2"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/>
+      </inertial></link>
+      <joint name="shoulder" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 0 1"/>
+        <limit lower="-1" upper="1" effort="12.5" velocity="3"/></joint></robot>""")
+    b = sk.sim.ModelBuilder(gravity=0.0, up_axis="z", ground=False)
+    a = b.add_urdf(str(path))
+    model = b.finalize(dtype=F64)
+    j = b.imports[a].joints["shoulder"]
+    assert model.joints.effort_limit.numpy()[j] == 12.5
+    control = model.control()
+    control.joint_act.assign(np.where(np.arange(model.joint_count) == j, 100.0, 0.0))
+    s1 = model.state()
+    sk.sim.Featherstone().step(model, model.state(), s1, control, 1e-3)
+    assert s1.joint_qd.numpy()[model.joint_qd_start.numpy()[j]] == pytest.approx(12.5 / 0.1 * 1e-3, rel=1e-10)
+
+
 def test_effort_limit_caps_joint_act_from_below():
     model = hinge(gravity=0.0, effort_limit=2.0)
     control = model.control()

@@ -137,6 +137,7 @@ class Joint:
     frictionloss: float = 0.0
     target_ke: float = 0.0
     target_kd: float = 0.0
+    effort: float | None = None   # simkit's effort_limit (None: unbounded)
 
 
 @dataclass
@@ -220,7 +221,7 @@ class ImportRecord:
 def _joint_args(j: Joint) -> dict:
     lo, hi = j.limits if j.limits is not None else (None, None)
     return dict(axis=j.axis, limit_lower=lo, limit_upper=hi, target_ke=j.target_ke, target_kd=j.target_kd,
-                armature=j.armature)
+                armature=j.armature, effort_limit=j.effort)
 
 
 def emit(builder, bodies: list, xform, record: ImportRecord, static_geoms: list) -> None:
