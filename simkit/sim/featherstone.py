@@ -17,9 +17,9 @@ Each step of an articulated model:
 
 Composite rigid bodies and Cholesky rather than the articulated-body algorithm: the mass
 matrix is built by independent threads (one per entry) and the solve is a short dense loop,
-which keeps every launch small, free of atomics and exactly differentiable; for the trees
-this is for (up to a few dozen degrees of freedom per articulation) the ``n^3 / 6`` of the
-factorization costs less than ABA's per-body 6x6 algebra.
+which keeps every launch small and free of atomics, and gives the implicit drive terms their
+place (the diagonal). The factorization's ``n^3 / 6`` is small for robots of tens of degrees
+of freedom; ABA would avoid it for long chains.
 
 Example::
 
