@@ -2,6 +2,8 @@
 
 Each step of an articulated model:
 
+0. ``state_in``'s bodies placed by forward kinematics of its coordinates (unless the step
+   that wrote ``state_in`` placed them and nothing changed since);
 1. contact wrenches at ``state_in``'s body poses (the maximal-coordinate penalty kernels:
    ground, static shapes, other bodies, particles), gathered in ``state_in.body_f``;
 2. the bias forces ``C(q, qd) - J^T f_ext`` by the recursive Newton-Euler algorithm (per
@@ -174,6 +176,24 @@ def _solve(model: Model, topo: dict, k, M: A.Array, rhs: A.Array, buffer) -> A.A
     return qdd
 
 
+def _fk_mark(state: State) -> tuple:
+    """What says that ``state``'s bodies are the forward kinematics of its coordinates: the
+    versions of the four arrays, and the Tapes that recorded the kinematics."""
+    return ((state.joint_q._version, state.joint_qd._version, state.body_q._version, state.body_qd._version),
+            frozenset(id(h) for h in _launch.hooks if isinstance(h, Tape)))
+
+
+def _fk_current(state: State) -> bool:
+    """Whether ``state``'s bodies were placed from its coordinates by a step, nothing changed
+    them since, and every Tape recording now recorded that placement (a state placed outside
+    the tape, as a checkpointed rollout's recomputation finds it, is placed again)."""
+    mark = state.__dict__.get("_featherstone_fk")
+    if mark is None:
+        return False
+    versions, tapes = _fk_mark(state)
+    return mark[0] == versions and tapes <= mark[1]
+
+
 class Featherstone:
     """Semi-implicit Euler in generalized coordinates for models with articulations
     (:meth:`~simkit.sim.ModelBuilder.add_articulation`): ``state.joint_q`` / ``joint_qd`` are
@@ -193,11 +213,12 @@ class Featherstone:
     Joints outside articulations are ignored (their coordinates are copied); bodies outside
     articulations, and particles, move as in :class:`~simkit.sim.SemiImplicitEuler`.
 
-    ``state_in.body_q`` / ``body_qd`` must be the forward kinematics of ``state_in.joint_q`` /
-    ``joint_qd``, as they are for ``model.state()`` and for every state a step wrote: after
-    editing ``state.joint_q`` yourself, call ``sk.sim.eval_fk(model, state.joint_q,
-    state.joint_qd, state)``. Every launch is recorded on a Tape: gradients flow from
-    ``state_out`` to ``state_in.joint_q`` / ``joint_qd``, the control and the model's parameters.
+    The coordinates are the state: a step first places ``state_in``'s bodies by forward
+    kinematics of ``state_in.joint_q`` / ``joint_qd`` (writing ``state_in.body_q`` /
+    ``body_qd``), unless a Featherstone step wrote them, nothing changed them since and the
+    active Tape recorded it. Every
+    launch is recorded on a Tape: gradients flow from ``state_out`` to ``state_in.joint_q`` /
+    ``joint_qd``, the control and the model's parameters.
 
     Example::
 
@@ -219,6 +240,11 @@ class Featherstone:
             topo = model._featherstone = _topology(model)
         real = model.dtype
         k = featherstone_kernels(real)
+        if not _fk_current(state_in):
+            # bodies not (or no longer) placed by a step from these coordinates: place them, on
+            # the tape, so that gradients reach the coordinates through the bodies too
+            eval_fk(model, state_in.joint_q, state_in.joint_qd, state_in)
+            state_in._featherstone_fk = _fk_mark(state_in)
         state_in.clear_forces()
         eval_forces(model, state_in, control)
         eval_body_contact_forces(model, state_in)
@@ -263,3 +289,4 @@ class Featherstone:
                inputs=[model.joints, model.joint_articulation, model.joint_q_start, model.joint_qd_start, joint_q,
                        joint_qd, qdd, dt], outputs=[state_out.joint_q, state_out.joint_qd])
         eval_fk(model, state_out.joint_q, state_out.joint_qd, state_out)
+        state_out._featherstone_fk = _fk_mark(state_out)
