@@ -260,6 +260,21 @@ def test_ant_stands_on_the_ground():
     assert np.max(np.abs(end.body_qd.numpy())) < 1e-2
 
 
+def test_two_floating_boxes_stack_on_the_ground():
+    # body-body contact between two articulations: the upper box rests on the lower one
+    b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="z", ground=True)
+    for height in (0.11, 0.33):
+        b.add_articulation()
+        body = b.add_body(((0.0, 0.0, height), (0.0, 0.0, 0.0, 1.0)))
+        b.add_shape_box((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (0.2, 0.2, 0.1), body=body)
+        b.add_joint_free(-1, body)
+    model = b.finalize(dtype=F64)
+    end = rollout(model, model.state(), 1500, 1e-3)
+    z = end.body_q.numpy()[:, 2]
+    assert abs(z[0] - 0.1) < 5e-3 and abs(z[1] - 0.3) < 1e-2
+    assert np.max(np.abs(end.joint_qd.numpy())) < 1e-2
+
+
 def test_a_hanging_chain_hits_a_static_box():
     b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="y", ground=False)
     b.add_shape_box((0.0, -1.5, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 0.2, 1.0))        # static, top at y = -1.3
