@@ -151,7 +151,10 @@ def model_structs(real) -> SimpleNamespace:
         frame about (along) the axis. ``limit_lower/upper`` bound it with a penalty of stiffness
         ``limit_ke`` and damping ``limit_kd``; a drive pulls it towards ``Control.joint_target``
         with gains ``target_ke``, ``target_kd``. ``linear_ke/kd`` and ``angular_ke/kd`` are the
-        stiffness and damping that hold the joint together in the semi-implicit integrator."""
+        stiffness and damping that hold the joint together in the semi-implicit integrator.
+        ``armature`` (kg m^2 or kg) is a rotor inertia added to the joint's own diagonal entries
+        of the joint-space mass matrix and ``effort_limit`` bounds the torque (force) of drive and
+        ``joint_act`` together (:class:`~simkit.sim.Featherstone` only; ``NO_LIMIT``: unbounded)."""
         kind: ArrayType(T.int32, 1)
         parent: ArrayType(T.int32, 1)
         child: ArrayType(T.int32, 1)
@@ -169,6 +172,8 @@ def model_structs(real) -> SimpleNamespace:
         linear_kd: reals
         angular_ke: reals
         angular_kd: reals
+        armature: reals
+        effort_limit: reals
 
     @struct
     class ParticleShapes:

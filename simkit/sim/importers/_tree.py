@@ -138,6 +138,7 @@ class Joint:
     frictionloss: float = 0.0
     target_ke: float = 0.0
     target_kd: float = 0.0
+    effort: float | None = None   # simkit's effort_limit (None: unbounded)
 
 
 @dataclass
@@ -163,8 +164,8 @@ class ImportRecord:
     ``body_order`` lists the simkit body of each body of the file in the file's order (for
     MJCF, MuJoCo's body order without the world); ``joint_order`` the joints in the file's
     order (MuJoCo's ``qpos`` order), each as ``(name, kind, simkit joint)``. Per joint name:
-    ``joint_ref`` (the file's coordinate at simkit's 0), ``joint_armature``,
-    ``joint_damping`` (simkit applies it as the drive's ``target_kd``), ``joint_stiffness``
+    ``joint_ref`` (the file's coordinate at simkit's 0), ``joint_armature`` (simkit's joint
+    ``armature``), ``joint_damping`` (simkit applies it as the drive's ``target_kd``), ``joint_stiffness``
     and ``joint_frictionloss`` (not simulated). ``actuators`` lists the file's actuators as
     dicts; ``warnings`` what was not imported. ``q_offsets`` / ``qd_offsets`` give each
     joint of ``joint_order`` its offset in the articulation's coordinates / velocities.
@@ -220,7 +221,8 @@ class ImportRecord:
 
 def _joint_args(j: Joint) -> dict:
     lo, hi = j.limits if j.limits is not None else (None, None)
-    return dict(axis=j.axis, limit_lower=lo, limit_upper=hi, target_ke=j.target_ke, target_kd=j.target_kd)
+    return dict(axis=j.axis, limit_lower=lo, limit_upper=hi, target_ke=j.target_ke, target_kd=j.target_kd,
+                armature=j.armature, effort_limit=j.effort)
 
 
 def emit(builder, bodies: list, xform, record: ImportRecord, static_geoms: list) -> None:
@@ -264,7 +266,7 @@ def emit(builder, bodies: list, xform, record: ImportRecord, static_geoms: list)
                                      f"{len(b.joints)} joints")
             j = b.joints[0]
             # the joint frame is the parent's frame (None: the identity), so the coordinates are the pose in it
-            builder.add_joint_free(parent, sb, parent_xform=world if parent < 0 else None)
+            builder.add_joint_free(parent, sb, parent_xform=world if parent < 0 else None, armature=j.armature)
             _record_joint(record, j, builder.joint_count - 1)
             continue
         if len(b.joints) > 1:
@@ -275,7 +277,7 @@ def emit(builder, bodies: list, xform, record: ImportRecord, static_geoms: list)
             anchor = translation(j.pos)
             px = transform_multiply(frame, anchor)
             if j.kind == "ball":
-                builder.add_joint_ball(parent, child, parent_xform=px, child_xform=anchor)
+                builder.add_joint_ball(parent, child, parent_xform=px, child_xform=anchor, armature=j.armature)
             elif j.kind in ("hinge", "slide"):
                 add = builder.add_joint_revolute if j.kind == "hinge" else builder.add_joint_prismatic
                 add(parent, child, parent_xform=px, child_xform=anchor, **_joint_args(j))

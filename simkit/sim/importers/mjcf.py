@@ -401,7 +401,7 @@ class _Reader:
         self.record.warn(f"{where}: a {elem.tag} actuator on joint {j.name!r} is recorded, not simulated")
 
     def summarize_joints(self) -> None:
-        for attr, what in (("stiffness", "a spring"), ("frictionloss", "dry friction"), ("armature", "armature")):
+        for attr, what in (("stiffness", "a spring"), ("frictionloss", "dry friction")):
             names = [n for n, j in self.joints.items() if getattr(j, attr) != 0.0]
             if names:
                 self.record.warn(f"{self.path}: joint {attr} ({what}) is recorded in the import record but not "

@@ -141,6 +141,10 @@ def _joint(elem: ET.Element, path: Path) -> tuple[list, np.ndarray]:
         if lim is None:
             raise RobotFileError(f"{where}: a {kind} joint needs a <limit>")
         limits = (float(lim.get("lower", "0")), float(lim.get("upper", "0")))
+    # <limit effort> bounds the joint's torque (force); 0 or absent: unbounded
+    effort = float(lim.get("effort", "0")) if lim is not None else 0.0
+    if not np.isfinite(effort) or effort < 0.0:
+        raise RobotFileError(f"{where}: limit effort must be a finite number >= 0, got {effort}")
     if kind == "fixed":
         return [], X
     if kind == "floating":
@@ -153,7 +157,7 @@ def _joint(elem: ET.Element, path: Path) -> tuple[list, np.ndarray]:
         return [Joint("slide", f"{name}_u", where, axis=u), Joint("slide", f"{name}_v", where, axis=v),
                 Joint("hinge", f"{name}_angle", where, axis=axis)], X
     j = Joint("hinge" if kind in ("revolute", "continuous") else "slide", name, where, axis=axis, limits=limits,
-              damping=damping, frictionloss=friction, target_kd=damping)
+              damping=damping, frictionloss=friction, target_kd=damping, effort=effort if effort > 0.0 else None)
     return [j], X
 
 
