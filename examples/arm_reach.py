@@ -4,29 +4,33 @@ What is optimized: the torque of each of the seven joints of an arm at every fra
 (``control.joint_act``, held over the frame's substeps), so that a point between the
 fingers of its hand (``TOOL``, in the hand's frame) follows a target moving on a circle
 of radius ``RADIUS`` in a vertical plane in front of the arm, once around in
-``DURATION`` seconds. The torques are ``tau0 + SCALE * u``: ``tau0`` holds the start
+``DURATION`` seconds. The torques are ``tau0 + I * u``: ``tau0`` holds the start
 pose against gravity (the bias forces of ``sk.sim.bias_forces`` at rest), ``u`` (one
-row per frame, one column per joint, zero at first) is what Adam updates, and
-``SCALE`` (N m per unit, per joint) suits each joint's strength, so that one learning
-rate moves the shoulder and the wrist alike.
+row per frame, one column per joint, zero at first, in rad/s^2) is what Adam updates,
+and ``I`` is each joint's diagonal entry of the mass matrix at the start pose
+(``sk.sim.mass_matrix``), so that one learning rate moves the shoulder (1.7 kg m^2) and
+the wrist (4e-4 kg m^2) alike: Adam's steps are about the same size for every element,
+and torque steps of one size would spin the wrist.
 
 Physics: the arm of ``examples/data/arm7.urdf`` (16 kg, 1.2 m straight up; a base
 welded to the ground and seven revolute joints alternating yaw/roll and pitch axes,
-each with viscous damping and an effort limit from the file), loaded with
+each with viscous damping and an effort limit from the file; the damping, heavy on the
+shoulder and elbow, keeps the open-loop motion from drifting off and the optimization
+well conditioned), loaded with
 ``ModelBuilder.add_urdf`` and simulated in joint coordinates by ``sk.sim.Featherstone``
 at ``DT`` = 10 ms under gravity, float64; it starts at rest with the elbow bent
 (``START``), the hand at the circle's start. The arm's parts do not touch each other
 (nothing else is there to touch).
 
 The loss is the mean over frames of the squared distance between the tool point and
-the target (m^2), plus ``TORQUE_WEIGHT`` times the mean squared torque change ``SCALE * u``
-(so the arm prefers to hold still rather than push), backpropagated through every step
+the target (m^2), plus ``TORQUE_WEIGHT`` times the mean squared torque change ``I * u``
+(so that the arm pushes no more than it needs), backpropagated through every step
 by ``sk.optim.Rollout`` (a ``frame_loss``, on a full tape).
 
-Expected result: holding the start pose, the hand stays where the target was at the
-start (a mean tracking distance of ~0.14 m, loss ~2.3e-2 m^2); in ``DEFAULT_ITERATIONS``
-= 60 iterations the loss falls ~200-fold and the hand follows the circle ~7 mm from the
-target on average (the largest miss, ~2 cm, while the arm starts to move).
+Expected result: holding the start pose, the hand is 0.19 m from the target on average
+(loss 2 RADIUS^2 = 4.5e-2 m^2); in ``DEFAULT_ITERATIONS`` = 60 iterations the loss falls
+~25-fold (to ~1.7e-3 m^2) and the hand follows the circle ~37 mm from the target on
+average (at most ~66 mm); 20 iterations give a 5-fold fall and ~90 mm.
 
 Run::
 
@@ -56,8 +60,8 @@ SUBSTEPS = round(1.0 / (FPS * DT))
 DURATION = FRAMES / FPS
 JOINTS = 7
 TORQUE_WEIGHT = 1.0e-7             # m^2 per (N m)^2
-LEARNING_RATE = 0.5
-LR_DECAY = 0.05                    # the learning rate falls geometrically to LEARNING_RATE * LR_DECAY
+LEARNING_RATE = 0.8
+LR_DECAY = 0.3                     # the learning rate falls geometrically to LEARNING_RATE * LR_DECAY
 DEFAULT_ITERATIONS = 60
 DEFAULT_USD = Path(__file__).resolve().parent / "out" / "arm_reach.usd"
 
@@ -177,7 +181,7 @@ class Problem:
                                                                self.tau0, TORQUE_WEIGHT / FRAMES, loss])
 
     def set_controls(self) -> sk.Tape:
-        """Write ``tau0 + SCALE * u`` into every frame's ``joint_act``, recorded on the returned Tape."""
+        """Write ``tau0 + I * u`` into every frame's ``joint_act``, recorded on the returned Tape."""
         with sk.Tape() as tape:
             for frame, c in enumerate(self.controls):
                 sk.launch(set_torques, len(self.arm.joints),

@@ -4,6 +4,7 @@ that the identification examples recover their parameters, that the written USD 
 with one time sample per frame, and that the scripts run from the command line."""
 
 import importlib.util
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 # iterations of the short runs: enough for each example to show what it does, few enough
 # for the whole file to run in well under a minute and a half
-SHORT = {"ball_toss": 12, "cloth_throw": 5, "spring_walker": 8, "system_id": 30, "soft_id": 25, "box_throw": 15}
+SHORT = {"ball_toss": 12, "cloth_throw": 5, "spring_walker": 8, "system_id": 30, "soft_id": 25, "box_throw": 15,
+         "arm_reach": 20, "cartpole_swingup": 25}
 
 
 def load(name: str):
@@ -110,6 +112,30 @@ def test_an_unknown_optimizer_is_refused(tmp_path):
 def test_box_throw_loss_falls_tenfold(runs):
     _, result = runs("box_throw")
     assert result["losses"][-1] < result["losses"][0] / 10
+
+
+def test_arm_reach_loss_falls_fourfold(runs):
+    _, result = runs("arm_reach")
+    assert result["losses"][-1] < result["losses"][0] / 3
+    assert result["final_loss"] < result["losses"][0] / 4
+
+
+def test_arm_reach_hand_follows_the_circling_target_closer_than_holding_still(runs):
+    _, result = runs("arm_reach")
+    # holding the start pose the hand is ~19 cm from the target on average
+    assert result["start_error"] > 0.15
+    assert result["mean_error"] < 0.6 * result["start_error"]
+
+
+def test_cartpole_swingup_loss_falls_fivefold(runs):
+    _, result = runs("cartpole_swingup")
+    assert result["losses"][0] == pytest.approx(math.pi ** 2)        # at rest, hanging: 180 degrees off
+    assert result["final_loss"] < result["losses"][0] / 5
+
+
+def test_cartpole_swingup_brings_the_pole_within_45_degrees_of_upright(runs):
+    _, result = runs("cartpole_swingup")
+    assert abs(result["angle_error"]) < math.radians(45.0)
 
 
 @pytest.mark.parametrize("name", list(SHORT))
