@@ -178,3 +178,15 @@ def test_system_id_runs_levenberg_marquardt_from_the_command_line(tmp_path):
                           "--usd", str(usd), "--quiet"], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("system_id: loss ") and " in 1 iterations " in run.stdout
+
+
+@pytest.mark.parametrize("name, words", [("arm_reach", "tool point to target"), ("cartpole_swingup", "from upright")])
+def test_featherstone_example_runs_from_the_command_line_and_prints_its_result(tmp_path, name, words):
+    usd = tmp_path / f"{name}.usda"
+    run = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), "--iterations", "2", "--usd", str(usd),
+                          "--quiet"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(f"{name}: loss ") and " in 2 iterations " in run.stdout
+    assert words in run.stdout
+    assert run.stderr == ""
+    assert usd.exists()
