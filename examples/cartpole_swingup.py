@@ -3,34 +3,45 @@
 What is optimized: the horizontal force on the cart at every frame (``control.joint_act``
 of its slider, held over the frame's substeps), so that after ``DURATION`` seconds the
 pole, which starts hanging straight down at rest, stands upright and still, with the cart
-back near where it started. The force is ``FORCE_SCALE * u``, with ``u`` (one value per
-frame, zero at first: nothing moves) what Adam updates.
+back where it started. The force is ``FORCE_SCALE * u``, with ``u`` (one value per frame,
+zero at first: nothing moves) the unknowns.
 
-Physics: a 1 kg cart (a box) on a frictionless horizontal slider and a 1 m pole of 0.3 kg
+Physics: a 1 kg cart (a box) on a frictionless horizontal slider and a 1 m pole of 0.29 kg
 (a capsule) hinged at the cart's center, built with the ModelBuilder API as one
 articulation (a prismatic joint from the world, a revolute joint from the cart) and
 simulated in joint coordinates by ``sk.sim.Featherstone`` at ``DT`` = 20 ms under
 gravity, float64; a little damping on the hinge.
 
-The pole's angle ``theta`` is 0 hanging down and ``pi`` upright (the side it swings up
-on is free: the loss uses the angle itself, so it asks for the turn towards +pi). The
-loss on the final state is ``(theta - pi)^2 + VELOCITY_WEIGHT (omega^2 + v^2) +
-POSITION_WEIGHT x^2`` (``omega`` the pole's rate, ``v`` and ``x`` the cart's), plus
-``FORCE_WEIGHT`` times the mean squared force, backpropagated through every step by
-``sk.optim.Rollout`` (full tape).
+The pole's angle ``theta`` is 0 hanging down and ``pi`` upright (the loss uses the angle
+itself, so it asks for the turn towards +pi). The loss on the final state is
+``(theta - pi)^2 + VELOCITY_WEIGHT (omega^2 + v^2) + POSITION_WEIGHT x^2`` (``omega`` the
+pole's rate, ``v`` and ``x`` the cart's), plus ``FORCE_WEIGHT`` times the mean squared
+force over the frames.
 
-Expected result: from rest (loss pi^2 = 9.87: the pole 180 degrees from upright) the
-loss falls to ~0.09 in ``DEFAULT_ITERATIONS`` = 100 iterations (below 1 in about 20): the
-cart rocks the pole back and forth to pump energy into it, and after 2 s the pole is ~11
-degrees short of upright, turning at ~0.5 rad/s, the cart ~0.3 m from its start, with
-forces of at most ~20 N.
+Two optimizers:
+
+- ``--optimizer lm`` (the default): Levenberg-Marquardt. The loss is a sum of squares of
+  4 final-state residuals and of the 100 forces; the Jacobian of the 4 comes from 4
+  backward passes through one taped run (reverse mode: one pass per residual, where
+  forward mode would need one per frame), and each step solves a 100 x 100 system.
+  From rest the loss falls from pi^2 = 9.87 to ~1.1e-3 (what is left is the force
+  term) in ``DEFAULT_ITERATIONS`` = 20 iterations (~15 are needed): after 2 s the pole
+  is within 0.05 degrees of upright, turning at ~0.003 rad/s, the cart within 2 mm of
+  its start, with forces of at most ~34 N; the cart rocks the pole twice to pump energy in.
+- ``--optimizer adam``: Adam on ``u`` with the loss's gradient from ``sk.optim.Rollout``
+  (full tape). It is much slower to converge on this problem, whose forces early in the
+  run matter far more than late ones: the loss falls below 1 in about 20 iterations and to
+  ~0.09 in ``ADAM_ITERATIONS`` = 100, the pole ending ~11 degrees short of upright,
+  turning at ~0.5 rad/s.
 
 Run::
 
     python examples/cartpole_swingup.py              # writes examples/out/cartpole_swingup.usd
-    python examples/cartpole_swingup.py --iterations 20 --usd swing.usda --quiet
+    python examples/cartpole_swingup.py --iterations 10 --usd swing.usda --quiet
+    python examples/cartpole_swingup.py --optimizer adam
 """
 
+import contextlib
 import math
 import time
 from pathlib import Path
@@ -57,10 +68,15 @@ FORCE_SCALE = 10.0                 # N per unit of u
 VELOCITY_WEIGHT = 0.1              # per (rad/s)^2 and (m/s)^2
 POSITION_WEIGHT = 0.1              # per m^2
 FORCE_WEIGHT = 1.0e-5              # per N^2
-LEARNING_RATE = 0.4
-LR_DECAY = 0.1                     # the learning rate falls geometrically to LEARNING_RATE * LR_DECAY
-DEFAULT_ITERATIONS = 100
+LEARNING_RATE = 0.4                # Adam's
+LR_DECAY = 0.1                     # Adam's learning rate falls geometrically to LEARNING_RATE * LR_DECAY
+ADAM_ITERATIONS = 100
+DAMPING = 1.0e-2                   # Levenberg-Marquardt's initial lambda
+DEFAULT_ITERATIONS = 20            # of Levenberg-Marquardt, the default optimizer
 DEFAULT_USD = Path(__file__).resolve().parent / "out" / "cartpole_swingup.usd"
+# the final-state residuals of --optimizer lm: which coordinate each is, and its weight
+RESIDUAL_COORDS = (("joint_q", 1), ("joint_qd", 1), ("joint_qd", 0), ("joint_q", 0))
+RESIDUAL_WEIGHTS = np.sqrt([1.0, VELOCITY_WEIGHT, VELOCITY_WEIGHT, POSITION_WEIGHT])
 
 
 @sk.kernel
@@ -143,8 +159,43 @@ class Problem:
         return loss, tape
 
 
+    def residuals(self, final: sk.sim.State) -> np.ndarray:
+        """The final state's residuals ``(theta - pi, sqrt(VELOCITY_WEIGHT) omega,
+        sqrt(VELOCITY_WEIGHT) v, sqrt(POSITION_WEIGHT) x)``: their squares sum to the loss's
+        final-state part."""
+        (x, theta), (v, omega) = final.joint_q.numpy(), final.joint_qd.numpy()
+        return RESIDUAL_WEIGHTS * np.array([theta - math.pi, omega, v, x])
+
+    def shoot(self, taped: bool) -> tuple[sk.sim.State, sk.Tape | None]:
+        """Simulate the forces of ``u`` from rest (recorded on a Tape when ``taped``); returns
+        the final state and the tape."""
+        model, integrator = self.model, sk.sim.Featherstone()
+        self.set_controls()
+        states = [self.s0] + [model.state(requires_grad=taped) for _ in range(FRAMES * SUBSTEPS)]
+        tape = sk.Tape() if taped else None
+        with tape if taped else contextlib.nullcontext():
+            for k in range(FRAMES * SUBSTEPS):
+                integrator.step(model, states[k], states[k + 1], self.controls[k // SUBSTEPS], DT)
+        return states[-1], tape
+
+    def jacobian(self, final: sk.sim.State, tape: sk.Tape) -> np.ndarray:
+        """d(residuals)/du (4 x FRAMES): one backward pass of the taped shot per residual
+        (reverse mode: 4 passes, where forward mode would need one per frame)."""
+        rows = []
+        for i, (field, coord) in enumerate(RESIDUAL_COORDS):
+            seeds = {final.joint_q: np.zeros(2), final.joint_qd: np.zeros(2)}
+            seeds[getattr(final, field)][coord] = RESIDUAL_WEIGHTS[i]
+            tape.backward(grads=seeds)
+            rows.append([FORCE_SCALE * c.joint_act.grad.numpy()[self.slider] for c in self.controls])
+            tape.zero()
+            for c in self.controls:
+                c.joint_act.grad.zero_()
+        return np.array(rows)
+
+
 def optimize(problem: Problem, iterations: int, quiet: bool) -> list[float]:
-    """Adam on ``u``; returns the loss of every iteration (before its update)."""
+    """Adam on ``u`` (the loss's gradient by a Rollout); returns the loss of every iteration
+    (before its update)."""
     opt = sk.optim.Adam([problem.u], lr=LEARNING_RATE)
     losses = []
     with tqdm(total=iterations, desc="cartpole_swingup", unit="it", disable=quiet) as bar:
@@ -159,6 +210,43 @@ def optimize(problem: Problem, iterations: int, quiet: bool) -> list[float]:
             bar.update()
             if not quiet:
                 tqdm.write(f"iteration {it:3d}  loss {loss:.6e}")
+    problem.set_controls()
+    return losses
+
+
+def optimize_lm(problem: Problem, iterations: int, quiet: bool) -> list[float]:
+    """Levenberg-Marquardt on ``u``: the loss is the sum of squares of the four final-state
+    residuals and of one force residual per frame (``sqrt(FORCE_WEIGHT / FRAMES) * force``,
+    linear in ``u``), so a step solves ``(J^T J + c^2 I + lambda I) du = -(J^T r + c^2 u)``
+    (``J`` the residuals' Jacobian, ``c`` the force residuals' gain, FRAMES unknowns); a step
+    that lowers the loss is taken and divides ``lambda`` by 3, one that does not is undone
+    and multiplies it by 10. Returns the loss of every iteration (before its step)."""
+    c2 = FORCE_WEIGHT / FRAMES * FORCE_SCALE ** 2
+    damping = DAMPING
+    losses = []
+    with tqdm(total=iterations, desc="cartpole_swingup (lm)", unit="it", disable=quiet) as bar:
+        for it in range(iterations):
+            u = problem.u.numpy().copy()
+            final, tape = problem.shoot(taped=True)
+            r = problem.residuals(final)
+            loss = float(r @ r + c2 * u @ u)
+            J = problem.jacobian(final, tape)
+            gradient, normal = J.T @ r + c2 * u, J.T @ J + c2 * np.eye(FRAMES)
+            for _ in range(10):
+                trial = u - np.linalg.solve(normal + damping * np.eye(FRAMES), gradient)
+                problem.u.assign(trial)
+                r_trial = problem.residuals(problem.shoot(taped=False)[0])
+                if r_trial @ r_trial + c2 * trial @ trial < loss:
+                    damping /= 3.0
+                    break
+                damping *= 10.0
+            else:
+                problem.u.assign(u)
+            losses.append(loss)
+            bar.set_postfix(loss=f"{loss:.3e}")
+            bar.update()
+            if not quiet:
+                tqdm.write(f"iteration {it:3d}  loss {loss:.6e}  lambda {damping:.1e}")
     problem.set_controls()
     return losses
 
@@ -179,14 +267,20 @@ def replay(problem: Problem, path: Path) -> sk.sim.State:
     return state
 
 
-def main(iterations: int = DEFAULT_ITERATIONS, usd_path: str | Path = DEFAULT_USD, quiet: bool = False) -> dict:
-    """Optimize the forces, write the swing-up to ``usd_path`` and return ``losses`` (per
+def main(iterations: int | None = None, usd_path: str | Path = DEFAULT_USD, quiet: bool = False,
+         optimizer: str = "lm") -> dict:
+    """Optimize the forces with ``optimizer`` (``"lm"`` or ``"adam"``; ``iterations`` None: its
+    default), write the swing-up to ``usd_path`` and return ``losses`` (per
     iteration), ``final_loss``, ``angle_error`` (final pole angle minus upright, rad),
     ``pole_rate`` (rad/s), ``cart_position`` (m), ``cart_velocity`` (m/s), ``forces`` (N,
     per frame), ``usd_path`` and ``seconds``."""
     t0 = time.perf_counter()
+    if optimizer not in ("adam", "lm"):
+        raise ValueError(f"optimizer must be 'adam' or 'lm', got {optimizer!r}")
+    if iterations is None:
+        iterations = ADAM_ITERATIONS if optimizer == "adam" else DEFAULT_ITERATIONS
     problem = Problem()
-    losses = optimize(problem, iterations, quiet)
+    losses = (optimize if optimizer == "adam" else optimize_lm)(problem, iterations, quiet)
     final = replay(problem, Path(usd_path))
     (x, theta), (v, omega) = final.joint_q.numpy(), final.joint_qd.numpy()
     forces = FORCE_SCALE * problem.u.numpy()
@@ -209,4 +303,4 @@ def summary(result: dict) -> str:
 
 
 if __name__ == "__main__":
-    command_line.run(__doc__, main, summary, DEFAULT_ITERATIONS, DEFAULT_USD)
+    command_line.run(__doc__, main, summary, DEFAULT_ITERATIONS, DEFAULT_USD, optimizers=("lm", "adam"))
