@@ -23,7 +23,8 @@ at ``DT`` = 10 ms under gravity, float64; it starts at rest with the elbow bent
 (nothing else is there to touch).
 
 The loss is the mean over frames of the squared distance between the tool point and
-the target (m^2), plus ``TORQUE_WEIGHT`` times the mean squared torque change ``I * u``
+the target (m^2), plus ``TORQUE_WEIGHT`` times the squared torque change ``I * u``
+summed over the joints and averaged over the frames
 (so that the arm pushes no more than it needs), backpropagated through every step
 by ``sk.optim.Rollout`` (a ``frame_loss``, on a full tape).
 
@@ -250,7 +251,8 @@ def main(iterations: int = DEFAULT_ITERATIONS, usd_path: str | Path = DEFAULT_US
     """Optimize the torques, write the reach to ``usd_path`` and return ``losses`` (per
     iteration), ``final_loss``, ``mean_error`` / ``max_error`` (distance from the tool point
     to the target over frames 1..FRAMES, m), ``start_error`` (the mean distance when the arm
-    just holds its start pose), ``torques`` (N m, per frame and joint), ``usd_path`` and ``seconds``."""
+    just holds its start pose), ``torques`` (N m, per frame and joint, as asked: the
+    joints' effort limits clamp them in the simulation), ``usd_path`` and ``seconds``."""
     t0 = time.perf_counter()
     problem = Problem(Arm())
     losses = optimize(problem, iterations, quiet)
