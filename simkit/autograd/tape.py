@@ -73,13 +73,16 @@ class _Func:
     index: int
 
 
-@dataclass
+@dataclass(eq=False, repr=False)   # a Tape is itself: two that recorded the same launches are still two
 class Tape:
     """Records launches inside ``with tape:``; ``backward`` replays their adjoints in reverse."""
 
     entries: list = field(default_factory=list)
     touched: dict = field(default_factory=dict)   # id -> array, every array seen
     writers: dict = field(default_factory=dict)   # id -> [(entry index, version it produced)]
+
+    def __repr__(self) -> str:
+        return f"Tape({len(self.entries)} recorded)"
 
     def __enter__(self) -> "Tape":
         _refuse_in_capture("recording a Tape")

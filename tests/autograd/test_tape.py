@@ -354,6 +354,21 @@ def test_record_func_runs_a_python_step_at_its_place_in_the_reverse_sweep():
     assert x.grad.numpy().tolist() == [8.0, 16.0]  # d(4 x^2)/dx
 
 
+def test_a_nested_tape_that_recorded_the_same_launches_leaves_the_outer_one_recording():
+    # the inner tape's exit used to remove the first *equal* tape: the outer one, by then identical
+    x = sk.array([1.0, 2.0], dtype=F64, requires_grad=True)
+    y, z = sk.zeros(2, dtype=F64, requires_grad=True), sk.zeros(2, dtype=F64, requires_grad=True)
+    with sk.Tape() as outer:
+        with sk.Tape() as inner:
+            sk.launch(square, 2, inputs=[x], outputs=[y])
+        assert sk.autograd.active_tapes() == [outer] and len(inner.entries) == len(outer.entries) == 1
+        sk.launch(square, 2, inputs=[y], outputs=[z])
+    assert len(outer.entries) == 2 and sk.autograd.active_tapes() == []
+    outer.backward(grads={z: np.ones(2)})
+    assert x.grad.numpy().tolist() == [4.0, 32.0]   # d(x^4)/dx
+    assert repr(outer) == "Tape(2 recorded)"
+
+
 def test_paused_tapes_record_nothing_and_give_the_tapes_for_a_hand_written_adjoint():
     x = sk.array([1.0, 2.0], dtype=F64, requires_grad=True)
     y = sk.zeros(2, dtype=F64, requires_grad=True)
