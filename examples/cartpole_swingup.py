@@ -20,10 +20,11 @@ force over the frames.
 
 Two optimizers:
 
-- ``--optimizer lm`` (the default): Levenberg-Marquardt. The loss is a sum of squares of
-  4 final-state residuals and of the 100 forces; the Jacobian of the 4 comes from 4
-  backward passes through one taped run (reverse mode: one pass per residual, where
-  forward mode would need one per frame), and each step solves a 100 x 100 system.
+- ``--optimizer lm`` (the default): ``sk.optim.LevenbergMarquardt``. The loss is a sum of
+  squares of 4 final-state residuals plus a Tikhonov term on the 100 forces (the
+  optimizer's ``l2``); with more unknowns than residuals the optimizer takes the
+  Jacobian of the 4 in reverse mode, 4 backward passes through one taped run (forward
+  mode would need one pass per frame), and each step solves a 100 x 100 system.
   From rest the loss falls from pi^2 = 9.87 to ~1.1e-3 (what is left is the force
   term) in ``DEFAULT_ITERATIONS`` = 20 iterations (~15 are needed): after 2 s the pole
   is within 0.05 degrees of upright, turning at ~0.003 rad/s, the cart within 2 mm of
@@ -41,7 +42,6 @@ Run::
     python examples/cartpole_swingup.py --optimizer adam
 """
 
-import contextlib
 import math
 import time
 from pathlib import Path
@@ -74,8 +74,7 @@ ADAM_ITERATIONS = 100
 DAMPING = 1.0e-2                   # Levenberg-Marquardt's initial lambda
 DEFAULT_ITERATIONS = 20            # of Levenberg-Marquardt, the default optimizer
 DEFAULT_USD = Path(__file__).resolve().parent / "out" / "cartpole_swingup.usd"
-# the final-state residuals of --optimizer lm: which coordinate each is, and its weight
-RESIDUAL_COORDS = (("joint_q", 1), ("joint_qd", 1), ("joint_qd", 0), ("joint_q", 0))
+# the weights of the final-state residuals of --optimizer lm: theta - pi, omega, v, x
 RESIDUAL_WEIGHTS = np.sqrt([1.0, VELOCITY_WEIGHT, VELOCITY_WEIGHT, POSITION_WEIGHT])
 
 
@@ -98,6 +97,16 @@ def upright_error(q: sk.array(dtype=sk.float64), qd: sk.array(dtype=sk.float64),
     # coordinates: q[0] the cart's position, q[1] the pole's angle (0: hanging)
     e = q[1] - target
     sk.atomic_add(loss, 0, e * e + w_velocity * (qd[0] * qd[0] + qd[1] * qd[1]) + w_position * q[0] * q[0])
+
+
+@sk.kernel
+def final_residuals(q: sk.array(dtype=sk.float64), qd: sk.array(dtype=sk.float64), target: sk.float64,
+                    w_velocity: sk.float64, w_position: sk.float64, r: sk.array(dtype=sk.float64)):
+    # the square roots of upright_error's four terms: theta - pi, omega, v, x (weighted)
+    r[0] = q[1] - target
+    r[1] = w_velocity * qd[1]
+    r[2] = w_velocity * qd[0]
+    r[3] = w_position * q[0]
 
 
 def build_model() -> tuple[sk.sim.Model, int]:
@@ -159,38 +168,22 @@ class Problem:
         return loss, tape
 
 
-    def residuals(self, final: sk.sim.State) -> np.ndarray:
-        """The final state's residuals ``(theta - pi, sqrt(VELOCITY_WEIGHT) omega,
-        sqrt(VELOCITY_WEIGHT) v, sqrt(POSITION_WEIGHT) x)``: their squares sum to the loss's
-        final-state part."""
-        (x, theta), (v, omega) = final.joint_q.numpy(), final.joint_qd.numpy()
-        return RESIDUAL_WEIGHTS * np.array([theta - math.pi, omega, v, x])
-
-    def shoot(self, taped: bool) -> tuple[sk.sim.State, sk.Tape | None]:
-        """Simulate the forces of ``u`` from rest (recorded on a Tape when ``taped``); returns
-        the final state and the tape."""
+    def residuals(self) -> sk.Array:
+        """Simulate the forces of ``u`` from rest and return the final state's four weighted
+        residuals ``(theta - pi, omega, v, x)``, whose squares sum to the loss's final-state
+        part: what :class:`sk.optim.LevenbergMarquardt` takes. Run on its Tape (reverse mode),
+        the states keep gradients."""
         model, integrator = self.model, sk.sim.Featherstone()
         self.set_controls()
+        taped = bool(sk.autograd.active_tapes())
         states = [self.s0] + [model.state(requires_grad=taped) for _ in range(FRAMES * SUBSTEPS)]
-        tape = sk.Tape() if taped else None
-        with tape if taped else contextlib.nullcontext():
-            for k in range(FRAMES * SUBSTEPS):
-                integrator.step(model, states[k], states[k + 1], self.controls[k // SUBSTEPS], DT)
-        return states[-1], tape
-
-    def jacobian(self, final: sk.sim.State, tape: sk.Tape) -> np.ndarray:
-        """d(residuals)/du (4 x FRAMES): one backward pass of the taped shot per residual
-        (reverse mode: 4 passes, where forward mode would need one per frame)."""
-        rows = []
-        for i, (field, coord) in enumerate(RESIDUAL_COORDS):
-            seeds = {final.joint_q: np.zeros(2), final.joint_qd: np.zeros(2)}
-            seeds[getattr(final, field)][coord] = RESIDUAL_WEIGHTS[i]
-            tape.backward(grads=seeds)
-            rows.append([FORCE_SCALE * c.joint_act.grad.numpy()[self.slider] for c in self.controls])
-            tape.zero()
-            for c in self.controls:
-                c.joint_act.grad.zero_()
-        return np.array(rows)
+        for k in range(FRAMES * SUBSTEPS):
+            integrator.step(model, states[k], states[k + 1], self.controls[k // SUBSTEPS], DT)
+        r = sk.zeros(4, dtype=sk.float64, requires_grad=taped)
+        final = states[-1]
+        w = RESIDUAL_WEIGHTS
+        sk.launch(final_residuals, 1, inputs=[final.joint_q, final.joint_qd, math.pi, w[1], w[3]], outputs=[r])
+        return r
 
 
 def optimize(problem: Problem, iterations: int, quiet: bool) -> list[float]:
@@ -215,38 +208,22 @@ def optimize(problem: Problem, iterations: int, quiet: bool) -> list[float]:
 
 
 def optimize_lm(problem: Problem, iterations: int, quiet: bool) -> list[float]:
-    """Levenberg-Marquardt on ``u``: the loss is the sum of squares of the four final-state
-    residuals and of one force residual per frame (``sqrt(FORCE_WEIGHT / FRAMES) * force``,
-    linear in ``u``), so a step solves ``(J^T J + c^2 I + lambda I) du = -(J^T r + c^2 u)``
-    (``J`` the residuals' Jacobian, ``c`` the force residuals' gain, FRAMES unknowns); a step
-    that lowers the loss is taken and divides ``lambda`` by 3, one that does not is undone
-    and multiplies it by 10. Returns the loss of every iteration (before its step)."""
-    c2 = FORCE_WEIGHT / FRAMES * FORCE_SCALE ** 2
-    damping = DAMPING
+    """Levenberg-Marquardt on ``u`` (``sk.optim.LevenbergMarquardt``): the loss is the sum of
+    squares of the four final-state residuals plus the force term, which is ``l2 |u|^2``
+    with ``l2 = FORCE_WEIGHT / FRAMES * FORCE_SCALE^2`` (the optimizer's Tikhonov term).
+    With 4 residuals and FRAMES unknowns the optimizer takes the Jacobian in reverse mode:
+    one taped run and 4 backward passes. Returns the loss of every iteration (before its step)."""
+    l2 = FORCE_WEIGHT / FRAMES * FORCE_SCALE ** 2
+    opt = sk.optim.LevenbergMarquardt([problem.u], problem.residuals, damping=DAMPING, l2=l2)
     losses = []
     with tqdm(total=iterations, desc="cartpole_swingup (lm)", unit="it", disable=quiet) as bar:
         for it in range(iterations):
-            u = problem.u.numpy().copy()
-            final, tape = problem.shoot(taped=True)
-            r = problem.residuals(final)
-            loss = float(r @ r + c2 * u @ u)
-            J = problem.jacobian(final, tape)
-            gradient, normal = J.T @ r + c2 * u, J.T @ J + c2 * np.eye(FRAMES)
-            for _ in range(10):
-                trial = u - np.linalg.solve(normal + damping * np.eye(FRAMES), gradient)
-                problem.u.assign(trial)
-                r_trial = problem.residuals(problem.shoot(taped=False)[0])
-                if r_trial @ r_trial + c2 * trial @ trial < loss:
-                    damping /= 3.0
-                    break
-                damping *= 10.0
-            else:
-                problem.u.assign(u)
+            loss = opt.step()
             losses.append(loss)
             bar.set_postfix(loss=f"{loss:.3e}")
             bar.update()
             if not quiet:
-                tqdm.write(f"iteration {it:3d}  loss {loss:.6e}  lambda {damping:.1e}")
+                tqdm.write(f"iteration {it:3d}  loss {loss:.6e}  lambda {opt.damping:.1e}")
     problem.set_controls()
     return losses
 
