@@ -290,6 +290,27 @@ def test_actuators_become_drives_or_are_recorded(tmp_path):
     assert any("<tendon> in" in w and "model.xml" in w for w in caught)
 
 
+def test_actuator_forcerange_becomes_the_joints_effort_limit(tmp_path):
+    path = write(tmp_path, """<mujoco><compiler autolimits="true"/><worldbody>
+      <body name="a"><joint name="j0" axis="0 1 0"/><geom size="0.1"/>
+      <body name="b" pos="0 0 -0.5"><joint name="j1" axis="0 1 0"/><geom size="0.1"/>
+      <body name="c" pos="0 0 -0.5"><joint name="j2" axis="0 1 0"/><geom size="0.1"/>
+      <body name="d" pos="0 0 -0.5"><joint name="j3" axis="0 1 0"/><geom size="0.1"/>
+      </body></body></body></body></worldbody>
+      <actuator><motor joint="j0" gear="2" forcerange="-3 3"/>
+        <position joint="j1" kp="5" forcerange="-1 4"/>
+        <motor joint="j2" gear="1" forcerange="-3 3" forcelimited="false"/>
+        <motor joint="j3" forcerange="-1 1"/><motor joint="j3" gear="2" forcerange="-2 2"/></actuator></mujoco>""")
+    _, _, rec, model, caught = load(path)
+    effort = model.joints.effort_limit.numpy()
+    j0, j1, j2, j3 = (rec.joints[n] for n in ("j0", "j1", "j2", "j3"))
+    assert effort[j0] == pytest.approx(6.0)          # |gear| * 3: MuJoCo clamps the force, the joint gets gear times it
+    assert effort[j1] == pytest.approx(4.0)          # not symmetric: the larger magnitude, with a warning
+    assert any("forcerange -1 4 is not symmetric" in w and "'j1'" in w for w in caught)
+    assert effort[j2] > 1e29                         # forcelimited="false": unbounded
+    assert effort[j3] == pytest.approx(1.0 + 4.0)    # two actuators on one joint add up
+
+
 @pytest.mark.filterwarnings("ignore:.*a plane is not imported")
 def test_unsupported_geom_warns_and_keeps_its_mass(tmp_path):
     path = write(tmp_path, """<mujoco><worldbody><geom type="plane" size="1 1 1"/><body name="a"><joint/>

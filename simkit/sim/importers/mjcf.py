@@ -100,6 +100,7 @@ class _Reader:
         self._parts: list = []                 # per body, the (mass, center, inertia) of its geoms
         self.static_geoms: list = []
         self.joints: dict = {}
+        self._unbounded: set = set()     # joints driven by an actuator without a force limit
 
     def _expand_includes(self, elem: ET.Element, folder: Path, depth: int) -> None:
         for i, child in enumerate(list(elem)):
@@ -388,6 +389,8 @@ class _Reader:
             self.record.warn(f"{where}: only actuators on joints of the file are mapped; {target} is recorded, "
                              "not simulated")
             return
+        if j.kind in ("hinge", "slide"):
+            self.actuator_effort(a, entry, j, where)
         if elem.tag == "motor":
             return                 # a torque gear * ctrl: control.joint_act of the joint
         if elem.tag in ("position", "velocity") and j.kind in ("hinge", "slide"):
@@ -399,6 +402,27 @@ class _Reader:
             j.target_kd += kv * gear * gear
             return
         self.record.warn(f"{where}: a {elem.tag} actuator on joint {j.name!r} is recorded, not simulated")
+
+    def actuator_effort(self, a: dict, entry: dict, j, where: str) -> None:
+        """The joint's effort limit from the actuator's ``forcerange`` (MuJoCo clamps the
+        actuator's force, which reaches the joint times ``gear``): ``|gear| * max(|lo|, |hi|)``,
+        symmetric, as simkit's ``effort_limit`` is. Actuators on one joint add up; one without
+        a force limit leaves the joint unbounded."""
+        limited = a.get("forcelimited", "auto")
+        rng = entry["forcerange"]
+        if rng is None or limited == "false" or (limited == "auto" and not self.autolimits):
+            self._unbounded.add(j.name)
+            j.effort = None
+            return
+        lo, hi = rng
+        if lo > hi:
+            raise RobotFileError(f"{where}: forcerange must have lower <= upper, got {lo} > {hi}")
+        if lo != -hi:
+            self.record.warn(f"{where}: forcerange {lo:g} {hi:g} is not symmetric; simkit's effort limit on joint "
+                             f"{j.name!r} is symmetric: +-{max(abs(lo), abs(hi)):g} times the gear")
+        if j.name in self._unbounded:
+            return
+        j.effort = (j.effort or 0.0) + abs(entry["gear"]) * max(abs(lo), abs(hi))
 
     def summarize_joints(self) -> None:
         for attr, what in (("stiffness", "a spring"), ("frictionloss", "dry friction")):
