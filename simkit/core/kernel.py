@@ -24,6 +24,7 @@ import inspect
 import logging
 import re
 import sys
+from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -81,19 +82,71 @@ def eval_annotation(text: str, owner) -> object:
 
 
 class Module:
-    """The kernels of one Python module; compiled in batches on first launch."""
+    """The kernels of one Python module; compiled in batches on first launch.
+
+    The overloads of a module's generic kernels live in a module of their own per float
+    type, ``<module>.float32`` and ``<module>.float64`` (see :func:`float_module`), so one
+    precision compiles without the other. Where the module declares the types of its generic
+    parameters (:func:`overload_types`), the first overload made for a float type makes
+    those of every generic kernel of the module for that type, in definition order, and the
+    first launch compiles them all in one compiler run, as it does the module's plain kernels.
+    """
 
     _registry: dict[str, "Module"] = {}
 
     def __init__(self, name: str):
         self.name = name
         self.kernels: list[Kernel] = []
+        self.generics: list[Kernel] = []  # generic kernels defined here; their overloads go to float modules
+        self.param_types: Callable | None = None  # overload_types(): float type -> {parameter name: type}
+        self.parent: Module | None = None  # for a float module: the module its generic kernels are defined in
+        self.float_type = None  # for a float module: its float type
+        self.instantiated = False  # for a float module: the parent's declared overloads have been made
+        self._made: dict = {}  # float type -> (how many generic kernels then, {name: overload})
 
     @classmethod
     def of(cls, name: str) -> "Module":
         if name not in cls._registry:
             cls._registry[name] = Module(name)
         return cls._registry[name]
+
+    def float_module(self, real) -> "Module":
+        """The module that holds the overloads of this module's generic kernels for float type ``real``."""
+        m = Module.of(f"{self.name}.{real.__name__}")
+        m.parent, m.float_type = self, real
+        return m
+
+    def declared_types(self, real, k: "Kernel") -> dict:
+        """``{parameter: type}`` of generic kernel ``k`` for float type ``real`` from :func:`overload_types`
+        (raises TypeError when the declaration misses one of its generic parameters)."""
+        table = self.param_types(real)
+        if not isinstance(table, dict):
+            raise TypeError(f"sk.overload_types of module {self.name!r}: the function must return a dict "
+                            f"{{parameter name: type}}, got {type(table).__name__} for {real.__name__}")
+        missing = [n for n, t in k.arg_types.items() if is_generic(t) and n not in table]
+        if missing:
+            raise TypeError(f"kernel '{k.name}' of module {self.name!r}: sk.overload_types declares no type for its "
+                            f"generic parameter(s) {missing}; declared: {sorted(table)}")
+        return {n: table[n] for n, t in k.arg_types.items() if is_generic(t)}
+
+    def instantiate(self, real) -> dict:
+        """{name: overload} of every generic kernel of this module for float type ``real``, made
+        in definition order from the types :func:`overload_types` declares. A kernel whose
+        generic parameters are not all declared is generic over more than the float type: it is
+        left out (its launches make its overloads)."""
+        if self.param_types is None:
+            raise TypeError(f"module {self.name!r} declares no overload types: add sk.overload_types(...) to it")
+        made = self._made.get(real)
+        if made is not None and made[0] == len(self.generics):
+            return made[1]
+        self.float_module(real).instantiated = True
+        out = {}
+        table = self.param_types(real)
+        for k in list(self.generics):
+            if all(n in table for n, t in k.arg_types.items() if is_generic(t)):
+                out[k.name] = k.overload(self.declared_types(real, k))
+        self._made[real] = (len(self.generics), out)
+        return out
 
     def batch(self, kernel: "Kernel", loaded: Callable[["Kernel"], bool]) -> tuple[list, list]:
         """``kernel`` and every other kernel of this module not ``loaded`` yet, with their IRs:
@@ -154,6 +207,22 @@ class Module:
 def is_generic(t) -> bool:
     """Whether a parameter annotation is generic (``typing.Any``, ``sk.array(dtype=Any)``)."""
     return t is None or isinstance(t, GenericArrayType)
+
+
+def float_of(t):
+    """The float scalar type inside type ``t`` (an array's elements, a vector's components, a
+    struct's first float field), or None when it holds no float."""
+    kind = getattr(t, "_sk_kind", None)
+    if kind == "array":
+        return float_of(t.dtype)
+    if kind == "struct":
+        for ft in t._sk_fields.values():
+            found = float_of(ft)
+            if found is not None:
+                return found
+        return None
+    s = getattr(t, "_sk_scalar", None)
+    return s if s is not None and s.is_float else None
 
 
 def value_type(v, peer_float=None):
@@ -234,6 +303,8 @@ class Kernel:
         if not self.generic:  # a generic kernel compiles only as its overloads
             self.module.kernels.append(self)
             self._index = len(self.module.kernels) - 1
+        else:
+            self.module.generics.append(self)
         self.__doc__ = func.__doc__
         self.__wrapped__ = func
 
@@ -264,7 +335,16 @@ class Kernel:
         key = tuple(types)
         inst = self._instances.get(key) if self.generic else self
         if inst is None:
-            inst = self._instances[key] = Kernel(self.func, self.key, self.module.name,
+            # The overloads of one float type form a module of their own: it compiles in one
+            # run, and without the other precision's.
+            real = next((f for f in (float_of(t) for t, want in zip(types, self.arg_types.values())
+                                     if is_generic(want)) if f is not None), None)
+            target = self.module if real is None else self.module.float_module(real)
+            if real is not None and self.module.param_types is not None and not target.instantiated:
+                self.module.instantiate(real)  # its siblings first, in definition order: one batch, stable names
+                inst = self._instances.get(key)
+        if inst is None:
+            inst = self._instances[key] = Kernel(self.func, self.key, target.name,
                                                  enable_backward=self.enable_backward,
                                                  arg_types=dict(zip(self.arg_names, types)))
         return inst
@@ -392,11 +472,76 @@ def overload(k: Kernel, types: Sequence | dict) -> Kernel:
     return k.overload(types)
 
 
+def _module_name(module: Any, what: str, depth: int = 2) -> str:
+    if module is None:
+        return sys._getframe(depth).f_globals.get("__name__", "__main__")
+    if isinstance(module, str):
+        return module
+    if isinstance(module, type(sys)):
+        return module.__name__
+    raise TypeError(f"{what}(module=...) takes a module or its name, got {type(module).__name__}")
+
+
+def overload_types(types_of: Callable | None = None, *, module: Any = None):
+    """Declare, once per Python module, the types the generic parameters of its kernels take
+    for a float type: ``types_of(F)`` returns ``{parameter name: type}`` (a parameter name means
+    the same type in every kernel of the module). Use it as a decorator.
+
+    Then the first overload of any of the module's generic kernels for a float type ``F``
+    (made by a launch, :func:`overload` or :func:`instantiate`) makes those of all of them
+    for ``F``, and their first launch compiles them together in one compiler run, into the
+    module ``<module>.<F>`` (``my.sim.float32``). Kernels with a generic parameter the
+    declaration does not name are generic over more than the float type: launches make their
+    overloads one by one. ``module`` (a module or its name; default: the one ``types_of`` is
+    defined in) names the module of kernels declared with ``@sk.kernel(module=...)``.
+
+    Example::
+
+        @sk.kernel
+        def integrate(x: sk.array(dtype=Any), v: sk.array(dtype=Any), dt: Any): ...
+
+        @sk.overload_types
+        def _types(F):
+            return {"x": sk.array(dtype=sk.vector(3, F)), "v": sk.array(dtype=sk.vector(3, F)), "dt": F}
+    """
+    def declare(fn: Callable) -> Callable:
+        if not callable(fn):
+            raise TypeError(f"sk.overload_types expects a function of the float type, got {type(fn).__name__}")
+        name = _module_name(module, "sk.overload_types") if module is not None else fn.__module__
+        m = Module.of(name)
+        if m.param_types is not None and m.param_types is not fn:
+            raise ValueError(f"sk.overload_types: module {name!r} already declares its overload types")
+        m.param_types = fn
+        return fn
+    return declare if types_of is None else declare(types_of)
+
+
+def instantiate(real: Any, module: Any = None) -> SimpleNamespace:
+    """The overloads for float type ``real`` of every generic kernel of ``module`` (a module
+    or its name; default: the caller's), by kernel name, from the types the module declares
+    with :func:`overload_types`. Nothing compiles until one of them is launched; then all
+    compile together.
+
+    Example::
+
+        k = sk.instantiate(sk.float64, "my.sim")
+        sk.launch(k.integrate, n, inputs=[x64, v64, 0.01])
+    """
+    name = _module_name(module, "sk.instantiate")
+    real = T.resolve(real)
+    if not (isinstance(real, T.ScalarType) and real.is_float):
+        raise TypeError(f"sk.instantiate takes a float type (sk.float32, sk.float64), got {real!r}")
+    if name not in Module._registry or not Module._registry[name].generics:
+        raise ValueError(f"sk.instantiate: module {name!r} defines no generic kernels")
+    return SimpleNamespace(**Module._registry[name].instantiate(real))
+
+
 def load_module(module: Any = None, device: str | None = None) -> None:
     """Compile (or load from the cache) every kernel of a Python module now, not at its first launch.
 
     ``module``: a module object or its name, default the caller's; ``device``: where to
-    load them, default ``sk.get_device()``. Generic kernels load the overloads made so far.
+    load them, default ``sk.get_device()``. Generic kernels load the overloads made so far
+    (see :func:`instantiate` to make those of a float type first).
 
     Example::
 
@@ -405,15 +550,9 @@ def load_module(module: Any = None, device: str | None = None) -> None:
     """
     from .launch import plan_for
 
-    if module is None:
-        name = sys._getframe(1).f_globals.get("__name__", "__main__")
-    elif isinstance(module, str):
-        name = module
-    elif isinstance(module, type(sys)):
-        name = module.__name__
-    else:
-        raise TypeError(f"sk.load_module(module=...) takes a module or its name, got {type(module).__name__}")
-    kernels = list(Module._registry[name].kernels) if name in Module._registry else []
+    name = _module_name(module, "sk.load_module")
+    kernels = [k for m in list(Module._registry.values()) if m.name == name or (m.parent and m.parent.name == name)
+               for k in m.kernels]
     if not kernels:
         raise ValueError(f"sk.load_module: module {name!r} defines no kernels")
     dev = D.require(D.state.default if device is None else device, "device")
