@@ -153,6 +153,8 @@ class CallMixin:
     def type_factory(self, fn, node):
         """``sk.vector(3, F)``, ``sk.matrix((3, 3), F)``, ...: made at compile time from constants and types."""
         def static(a):
+            if isinstance(a, ast.Tuple):  # a shape: (3, 3)
+                return tuple(static(e) for e in a.elts)
             v = self.expr(a)
             if isinstance(v, ir.Const):
                 return v.value

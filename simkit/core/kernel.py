@@ -123,11 +123,12 @@ class Module:
         if not isinstance(table, dict):
             raise TypeError(f"sk.overload_types of module {self.name!r}: the function must return a dict "
                             f"{{parameter name: type}}, got {type(table).__name__} for {real.__name__}")
-        missing = [n for n, t in k.arg_types.items() if is_generic(t) and n not in table]
+        missing = [n for n, t in k.arg_types.items() if is_generic(t) and n not in table
+                   and f"{k.name}.{n}" not in table]
         if missing:
             raise TypeError(f"kernel '{k.name}' of module {self.name!r}: sk.overload_types declares no type for its "
                             f"generic parameter(s) {missing}; declared: {sorted(table)}")
-        return {n: table[n] for n, t in k.arg_types.items() if is_generic(t)}
+        return {n: table.get(f"{k.name}.{n}", table.get(n)) for n, t in k.arg_types.items() if is_generic(t)}
 
     def instantiate(self, real) -> dict:
         """{name: overload} of every generic kernel of this module for float type ``real``, made
@@ -143,7 +144,7 @@ class Module:
         out = {}
         table = self.param_types(real)
         for k in list(self.generics):
-            if all(n in table for n, t in k.arg_types.items() if is_generic(t)):
+            if all(n in table or f"{k.name}.{n}" in table for n, t in k.arg_types.items() if is_generic(t)):
                 out[k.name] = k.overload(self.declared_types(real, k))
         self._made[real] = (len(self.generics), out)
         return out
@@ -485,7 +486,8 @@ def _module_name(module: Any, what: str, depth: int = 2) -> str:
 def overload_types(types_of: Callable | None = None, *, module: Any = None):
     """Declare, once per Python module, the types the generic parameters of its kernels take
     for a float type: ``types_of(F)`` returns ``{parameter name: type}`` (a parameter name means
-    the same type in every kernel of the module). Use it as a decorator.
+    the same type in every kernel of the module; a key ``"kernel.parameter"`` gives one kernel's
+    parameter another type). Use it as a decorator.
 
     Then the first overload of any of the module's generic kernels for a float type ``F``
     (made by a launch, :func:`overload` or :func:`instantiate`) makes those of all of them
