@@ -150,17 +150,22 @@ class CallMixin:
             self.error("type() takes a value, not a compile-time object", node)
         return Py(t.default() if isinstance(t, B.Weak) else t)
 
+    def compile_time_arg(self, a, what: str, node):
+        """The value of argument ``a`` of ``what()``, which must be known at compile time: a number,
+        a type (``type(dt)``, ``a.dtype``, ``sk.float64``) or a tuple of them."""
+        if isinstance(a, ast.Tuple):  # a shape: (3, 3)
+            return tuple(self.compile_time_arg(e, what, node) for e in a.elts)
+        v = self.expr(a)
+        if isinstance(v, ir.Const):
+            return v.value
+        if isinstance(v, Py):
+            return v.obj
+        self.error(f"{what}() takes compile-time arguments (numbers and types) in a kernel", node)
+
     def type_factory(self, fn, node):
         """``sk.vector(3, F)``, ``sk.matrix((3, 3), F)``, ...: made at compile time from constants and types."""
         def static(a):
-            if isinstance(a, ast.Tuple):  # a shape: (3, 3)
-                return tuple(static(e) for e in a.elts)
-            v = self.expr(a)
-            if isinstance(v, ir.Const):
-                return v.value
-            if isinstance(v, Py):
-                return v.obj
-            self.error(f"{fn.__name__}() takes compile-time arguments (numbers and types) in a kernel", node)
+            return self.compile_time_arg(a, fn.__name__, node)
         try:
             return Py(fn(*[static(a) for a in node.args], **{k.arg: static(k.value) for k in node.keywords}))
         except (TypeError, ValueError) as e:
@@ -333,8 +338,8 @@ class CallMixin:
         return v
 
     def identity(self, node):
-        kw = {k.arg: self.static_eval(k.value) for k in node.keywords}
-        pos = [self.static_eval(a) for a in node.args]
+        kw = {k.arg: self.compile_time_arg(k.value, "identity", node) for k in node.keywords}
+        pos = [self.compile_time_arg(a, "identity", node) for a in node.args]
         n = kw.get("n", pos[0] if pos else 3)
         dtype = T.resolve(kw.get("dtype", pos[1] if len(pos) > 1 else T.float32))
         t = T.matrix((n, n), dtype)
