@@ -36,9 +36,12 @@ import simkit as sk
 from .bodies import bottom, make_spatial, quat_normalize, top
 from .structs import JOINT_BALL, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_UNIVERSAL, model_structs
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
+
 
 @sk.func
-def joint_motion(joints: Any, j: int, q_start: sk.array(dtype=sk.int32), qd_start: sk.array(dtype=sk.int32), joint_q: sk.array(dtype=Any), joint_qd: sk.array(dtype=Any)):
+def joint_motion(joints: Any, j: int, q_start: sk.array(dtype=sk.int32), qd_start: sk.array(dtype=sk.int32),
+                 joint_q: AnyArray, joint_qd: AnyArray):
     """The translation ``t`` and rotation ``r`` of joint ``j``'s child frame in its parent
     frame, and the velocity ``v`` of its origin and its angular velocity ``w`` (parent frame)."""
     kind = joints.kind[j]
@@ -60,7 +63,8 @@ def joint_motion(joints: Any, j: int, q_start: sk.array(dtype=sk.int32), qd_star
         w = type(axis)(joint_qd[ds], joint_qd[ds + 1], joint_qd[ds + 2])
     elif kind == JOINT_FREE:
         t = type(axis)(joint_q[qs], joint_q[qs + 1], joint_q[qs + 2])
-        r = quat_normalize(sk.quat_of(joint_q.dtype)(joint_q[qs + 3], joint_q[qs + 4], joint_q[qs + 5], joint_q[qs + 6]))
+        r = quat_normalize(sk.quat_of(joint_q.dtype)(joint_q[qs + 3], joint_q[qs + 4], joint_q[qs + 5],
+                                                     joint_q[qs + 6]))
         v = type(axis)(joint_qd[ds], joint_qd[ds + 1], joint_qd[ds + 2])
         w = type(axis)(joint_qd[ds + 3], joint_qd[ds + 4], joint_qd[ds + 5])
     elif kind == JOINT_UNIVERSAL:
@@ -71,8 +75,9 @@ def joint_motion(joints: Any, j: int, q_start: sk.array(dtype=sk.int32), qd_star
 
 
 @sk.kernel
-def eval_fk(body_joint: sk.array(dtype=sk.int32), joints: Any, q_start: sk.array(dtype=sk.int32), qd_start: sk.array(dtype=sk.int32), joint_q: sk.array(dtype=Any),
-            joint_qd: sk.array(dtype=Any), bodies: Any, body_q: sk.array(dtype=Any), body_qd: sk.array(dtype=Any)):
+def eval_fk(body_joint: sk.array(dtype=sk.int32), joints: Any, q_start: sk.array(dtype=sk.int32),
+            qd_start: sk.array(dtype=sk.int32), joint_q: AnyArray, joint_qd: AnyArray, bodies: Any, body_q: AnyArray,
+            body_qd: AnyArray):
     b = sk.tid()
     j = body_joint[b]
     if j < 0:
@@ -104,8 +109,8 @@ def eval_fk(body_joint: sk.array(dtype=sk.int32), joints: Any, q_start: sk.array
 
 
 @sk.kernel
-def eval_ik(body_q: sk.array(dtype=Any), body_qd: sk.array(dtype=Any), bodies: Any, joints: Any, q_start: sk.array(dtype=sk.int32),
-            qd_start: sk.array(dtype=sk.int32), joint_q: sk.array(dtype=Any), joint_qd: sk.array(dtype=Any)):
+def eval_ik(body_q: AnyArray, body_qd: AnyArray, bodies: Any, joints: Any, q_start: sk.array(dtype=sk.int32),
+            qd_start: sk.array(dtype=sk.int32), joint_q: AnyArray, joint_qd: AnyArray):
     j = sk.tid()
     kind = joints.kind[j]
     p = joints.parent[j]

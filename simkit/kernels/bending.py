@@ -30,6 +30,8 @@ import simkit as sk
 from ..core.launch import launch
 from .structs import model_structs
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
+
 
 @sk.func
 def hinge_angle_gradient(o0, o1, v0, v1):
@@ -60,7 +62,7 @@ def hinge_angle_gradient(o0, o1, v0, v1):
 
 
 @sk.kernel
-def eval_bending(q: sk.array(dtype=Any), qd: sk.array(dtype=Any), edges: Any, f: sk.array(dtype=Any)):
+def eval_bending(q: AnyArray, qd: AnyArray, edges: Any, f: AnyArray):
     h = sk.tid()
     i0 = edges.indices[h, 0]
     i1 = edges.indices[h, 1]

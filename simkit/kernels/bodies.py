@@ -23,6 +23,8 @@ from typing import Any
 import simkit as sk
 from .structs import model_structs
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
+
 
 @sk.func
 def quat_normalize(q):
@@ -81,13 +83,13 @@ def point_inverse_mass(X: Any, bodies: Any, b: int, p: Any, n: Any):
 
 
 @sk.kernel
-def clear_body_forces(f: sk.array(dtype=Any)):
+def clear_body_forces(f: AnyArray):
     f[sk.tid()] = f.dtype(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
 @sk.kernel
-def integrate_bodies(body_q: sk.array(dtype=Any), body_qd: sk.array(dtype=Any), body_f: sk.array(dtype=Any), bodies: Any,
-                     gravity: Any, dt: Any, q_out: sk.array(dtype=Any), qd_out: sk.array(dtype=Any)):
+def integrate_bodies(body_q: AnyArray, body_qd: AnyArray, body_f: AnyArray, bodies: Any, gravity: Any, dt: Any,
+                     q_out: AnyArray, qd_out: AnyArray):
     i = sk.tid()
     X = body_q[i]
     qd = body_qd[i]

@@ -63,10 +63,11 @@ from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, collision_pairs, shape_
                      shape_plane_point_count, shape_point, shape_point_count, shape_transform)
 from .structs import model_structs
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
+
 
 @sk.kernel
-def ground_contact(body_q: sk.array(dtype=Any), body_qd: sk.array(dtype=Any), bodies: Any, shapes: Any,
-                   contact: Any, body_f: sk.array(dtype=Any)):
+def ground_contact(body_q: AnyArray, body_qd: AnyArray, bodies: Any, shapes: Any, contact: Any, body_f: AnyArray):
     s, k = sk.tid()
     b = shapes.body[s]
     kind = shapes.kind[s]
@@ -90,10 +91,9 @@ def ground_contact(body_q: sk.array(dtype=Any), body_qd: sk.array(dtype=Any), bo
 
 
 @sk.func
-def point_wrenches(k: int, kind_a: int, size_a: Any, Xa: Any, toward: Any, kind_b: int, size_b: Any,
-                   Xb: Any, Xb_inv: Any, body_a: int, body_b: int, body_q: sk.array(dtype=Any),
-                   body_qd: sk.array(dtype=Any), bodies: Any, ke: Any, kd: Any, kf: Any, tc: Any, zeta: Any,
-                   mu: Any):
+def point_wrenches(k: int, kind_a: int, size_a: Any, Xa: Any, toward: Any, kind_b: int, size_b: Any, Xb: Any,
+                   Xb_inv: Any, body_a: int, body_b: int, body_q: AnyArray, body_qd: AnyArray, bodies: Any, ke: Any,
+                   kd: Any, kf: Any, tc: Any, zeta: Any, mu: Any):
     """The wrenches on the bodies of shapes ``a`` and ``b`` from contact point ``k`` of ``a``
     against the surface of ``b`` (zero when it does not touch)."""
     p_local, radius = shape_point(kind_a, size_a, k, toward)
@@ -122,7 +122,7 @@ def point_wrenches(k: int, kind_a: int, size_a: Any, Xa: Any, toward: Any, kind_
 
 
 @sk.func
-def pair_wrenches(a: int, b: int, body_q: sk.array(dtype=Any), body_qd: sk.array(dtype=Any), bodies: Any, shapes: Any):
+def pair_wrenches(a: int, b: int, body_q: AnyArray, body_qd: AnyArray, bodies: Any, shapes: Any):
     """The summed wrenches on the bodies of shapes ``a`` and ``b`` from every point of ``a``
     against the surface of ``b``. Two loops of constant trip count (each within the unroll
     limit): the first 8 points, then the rest (a box's edge midpoints)."""
@@ -161,7 +161,7 @@ def pair_wrenches(a: int, b: int, body_q: sk.array(dtype=Any), body_qd: sk.array
 
 
 @sk.func
-def apart(body_q: sk.array(dtype=Any), body_a: int, pa: Any, body_b: int, pb: Any, reach: Any) -> int:
+def apart(body_q: AnyArray, body_a: int, pa: Any, body_b: int, pb: Any, reach: Any) -> int:
     """1 when the shape origins ``pa`` (in the frame of ``body_a``, the world when -1) and
     ``pb`` are farther apart than ``reach``: the broad phase."""
     if body_a >= 0:
@@ -175,15 +175,15 @@ def apart(body_q: sk.array(dtype=Any), body_a: int, pa: Any, body_b: int, pb: An
 
 
 @sk.func_grad(apart)
-def apart_grad(body_q: sk.array(dtype=Any), body_a: int, pa: Any, body_b: int, pb: Any, reach: Any, adj_ret: int):
+def apart_grad(body_q: AnyArray, body_a: int, pa: Any, body_b: int, pb: Any, reach: Any, adj_ret: int):
     # A yes/no answer has no derivative: nothing flows back, and a rejected pair adds
     # nothing (not even zeros, atomically) to the gradient of body_q.
     return 0, pa * 0.0, 0, pb * 0.0, reach * 0.0
 
 
 @sk.kernel
-def pair_contact(pairs: sk.array(dtype=sk.int32, ndim=2), body_q: sk.array(dtype=Any), body_qd: sk.array(dtype=Any),
-                 bodies: Any, shapes: Any, body_f: sk.array(dtype=Any)):
+def pair_contact(pairs: sk.array(dtype=sk.int32, ndim=2), body_q: AnyArray, body_qd: AnyArray, bodies: Any, shapes: Any,
+                 body_f: AnyArray):
     # One thread per pair: the broad phase, then every point of a in pair_wrenches (a
     # separate function, so that a rejected pair does not set up its many locals).
     i = sk.tid()

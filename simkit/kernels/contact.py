@@ -28,6 +28,8 @@ from .bodies import point_inverse_mass, point_velocity, wrench_at
 from .shapes import shape_distance, shape_transform
 from .structs import model_structs
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
+
 
 @sk.func
 def penalty_force(n, depth, v, ke, kd, kf, mu):
@@ -62,7 +64,7 @@ def scaled_penalty_force(n, depth, v, inv_mass, ke, kd, kf, time_constant, dampi
 
 
 @sk.kernel
-def ground_contact(q: sk.array(dtype=Any), qd: sk.array(dtype=Any), particles: Any, contact: Any, f: sk.array(dtype=Any)):
+def ground_contact(q: AnyArray, qd: AnyArray, particles: Any, contact: Any, f: AnyArray):
     i = sk.tid()
     n = contact.ground_normal
     depth = sk.dot(n, q[i]) - particles.radius[i]
@@ -74,9 +76,8 @@ def ground_contact(q: sk.array(dtype=Any), qd: sk.array(dtype=Any), particles: A
 
 
 @sk.kernel
-def shape_contact(q: sk.array(dtype=Any), qd: sk.array(dtype=Any), particles: Any, shapes: Any, rows: Any,
-                  contact: Any, body_q: sk.array(dtype=Any), body_qd: sk.array(dtype=Any), bodies: Any, f: sk.array(dtype=Any),
-                  body_f: sk.array(dtype=Any)):
+def shape_contact(q: AnyArray, qd: AnyArray, particles: Any, shapes: Any, rows: Any, contact: Any, body_q: AnyArray,
+                  body_qd: AnyArray, bodies: Any, f: AnyArray, body_f: AnyArray):
     # One thread per (particle, slot k of its row of shapes): no loop, so the adjoint needs
     # no replay stack. A shape on a body moves with it and receives the reaction.
     i, k = sk.tid()

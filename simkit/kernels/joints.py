@@ -63,10 +63,12 @@ from ..core.launch import launch
 from .bodies import make_spatial, point_velocity, top, wrench_at
 from .structs import JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_UNIVERSAL, model_structs
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
+
 
 @sk.kernel
-def eval_joints(body_q: sk.array(dtype=Any), body_qd: sk.array(dtype=Any), bodies: Any, joints: Any, target: sk.array(dtype=Any),
-                act: sk.array(dtype=Any), body_f: sk.array(dtype=Any)):
+def eval_joints(body_q: AnyArray, body_qd: AnyArray, bodies: Any, joints: Any, target: AnyArray, act: AnyArray,
+                body_f: AnyArray):
     j = sk.tid()
     kind = joints.kind[j]
     if kind == JOINT_FREE:

@@ -46,9 +46,11 @@ from .hash_grid import (HashGrid, grid_bucket, grid_cell, grid_group_key, grid_g
                         grid_neighbor_cell, grid_point_group, grid_searched_group, grid_struct)
 from .structs import model_structs
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
+
 
 @sk.kernel
-def particle_contact(q: sk.array(dtype=Any), qd: sk.array(dtype=Any), particles: Any, contact: Any, grid: Any, f: sk.array(dtype=Any)):
+def particle_contact(q: AnyArray, qd: AnyArray, particles: Any, contact: Any, grid: Any, f: AnyArray):
     i = sk.tid()
     xi = q[i]
     vi = qd[i]
@@ -90,7 +92,8 @@ def param_types(real) -> dict:
     """The types of the kernels' generic parameters for float type ``real``."""
     S = model_structs(real)
     vec3s = sk.array(dtype=S.vec3)
-    return {"q": vec3s, "qd": vec3s, "f": vec3s, "particles": S.Particles, "contact": S.Contact, "grid": grid_struct(real)}
+    return {"q": vec3s, "qd": vec3s, "f": vec3s, "particles": S.Particles, "contact": S.Contact,
+            "grid": grid_struct(real)}
 
 
 @functools.cache  # asked for on every launch: a lookup

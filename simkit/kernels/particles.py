@@ -16,10 +16,12 @@ from typing import Any
 import simkit as sk
 from .structs import model_structs
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
+
 
 @sk.kernel
-def integrate_particles(q: sk.array(dtype=Any), qd: sk.array(dtype=Any), f: sk.array(dtype=Any), particles: Any,
-                        gravity: Any, dt: Any, q_out: sk.array(dtype=Any), qd_out: sk.array(dtype=Any)):
+def integrate_particles(q: AnyArray, qd: AnyArray, f: AnyArray, particles: Any, gravity: Any, dt: Any, q_out: AnyArray,
+                        qd_out: AnyArray):
     # Velocity first, then position with the new velocity: symplectic, so an
     # undamped oscillator keeps its energy bounded over long runs.
     i = sk.tid()
@@ -33,7 +35,7 @@ def integrate_particles(q: sk.array(dtype=Any), qd: sk.array(dtype=Any), f: sk.a
 
 
 @sk.kernel
-def clear_forces(f: sk.array(dtype=Any)):
+def clear_forces(f: AnyArray):
     # A launch rather than Array.zero_(): it can be recorded by sk.capture and by a Tape.
     f[sk.tid()] = f.dtype(0.0, 0.0, 0.0)
 

@@ -17,10 +17,11 @@ from typing import Any
 import simkit as sk
 from .structs import model_structs
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
+
 
 @sk.kernel
-def eval_springs(q: sk.array(dtype=Any), qd: sk.array(dtype=Any), springs: Any, activation: sk.array(dtype=Any),
-                 f: sk.array(dtype=Any)):
+def eval_springs(q: AnyArray, qd: AnyArray, springs: Any, activation: AnyArray, f: AnyArray):
     # Hooke's law along the spring plus damping of the stretch rate; an
     # activation a makes the spring pull towards rest_length * (1 + a). Coincident
     # particles give the spring no direction: no force then, and (the length being

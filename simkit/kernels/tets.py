@@ -35,9 +35,11 @@ from typing import Any
 import simkit as sk
 from .structs import model_structs
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
+
 
 @sk.kernel
-def eval_tets(q: sk.array(dtype=Any), qd: sk.array(dtype=Any), tets: Any, f: sk.array(dtype=Any)):
+def eval_tets(q: AnyArray, qd: AnyArray, tets: Any, f: AnyArray):
     # Work with transposed matrices throughout: a matrix built from three vectors takes
     # them as rows, so rows of F^T are the columns of F and rows of the result are the
     # forces on x1, x2, x3.

@@ -37,9 +37,11 @@ import simkit as sk
 from ..core.launch import launch
 from .structs import model_structs
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
+
 
 @sk.kernel
-def eval_triangles(q: sk.array(dtype=Any), qd: sk.array(dtype=Any), tris: Any, f: sk.array(dtype=Any)):
+def eval_triangles(q: AnyArray, qd: AnyArray, tris: Any, f: AnyArray):
     t = sk.tid()
     i = tris.indices[t, 0]
     j = tris.indices[t, 1]

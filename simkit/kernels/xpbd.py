@@ -41,6 +41,8 @@ import simkit as sk
 from .shapes import shape_distance
 from .structs import model_structs
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
+
 
 @sk.func
 def contact_push(step, n, depth, mu):
@@ -129,8 +131,7 @@ def polar_rotation_grad(F, adj_ret):
 
 
 @sk.kernel
-def predict(q: sk.array(dtype=Any), qd: sk.array(dtype=Any), particles: Any, gravity: Any, dt: Any, q_out: sk.array(dtype=Any),
-            qd_out: sk.array(dtype=Any)):
+def predict(q: AnyArray, qd: AnyArray, particles: Any, gravity: Any, dt: Any, q_out: AnyArray, qd_out: AnyArray):
     # v* = v + dt g, x* = x + dt v*; kinematic particles (inverse mass 0) keep their velocity.
     # v* is kept: the step's velocity is v* plus the corrections over dt, never a difference
     # of two nearby positions (which loses dt g to cancellation in float32).
@@ -143,8 +144,8 @@ def predict(q: sk.array(dtype=Any), qd: sk.array(dtype=Any), particles: Any, gra
 
 
 @sk.kernel
-def solve_springs(q: sk.array(dtype=Any), q_prev: sk.array(dtype=Any), springs: Any, activation: sk.array(dtype=Any), particles: Any,
-                  split: sk.array(dtype=Any), lam: sk.array(dtype=Any), dt: Any, delta: sk.array(dtype=Any), lam_out: sk.array(dtype=Any)):
+def solve_springs(q: AnyArray, q_prev: AnyArray, springs: Any, activation: AnyArray, particles: Any, split: AnyArray,
+                  lam: AnyArray, dt: Any, delta: AnyArray, lam_out: AnyArray):
     # Distance constraint C = |x_i - x_j| - rest (1 + a), compliance 1 / ke, damping kd.
     s = sk.tid()
     i = springs.indices[s, 0]
@@ -166,9 +167,8 @@ def solve_springs(q: sk.array(dtype=Any), q_prev: sk.array(dtype=Any), springs: 
 
 
 @sk.kernel
-def solve_triangles(q: sk.array(dtype=Any), q_prev: sk.array(dtype=Any), tris: Any, particles: Any, split: sk.array(dtype=Any),
-                    lam_shape: sk.array(dtype=Any), lam_area: sk.array(dtype=Any), dt: Any, delta: sk.array(dtype=Any), lam_shape_out: sk.array(dtype=Any),
-                    lam_area_out: sk.array(dtype=Any)):
+def solve_triangles(q: AnyArray, q_prev: AnyArray, tris: Any, particles: Any, split: AnyArray, lam_shape: AnyArray,
+                    lam_area: AnyArray, dt: Any, delta: AnyArray, lam_shape_out: AnyArray, lam_area_out: AnyArray):
     # Corotated membrane: shape constraint F - R (3x2) with compliance 1 / (2 mu A), then the
     # area constraint J - 1 (J = |f1 x f2|) with compliance 1 / (lambda A): linear elasticity
     # with Lame parameters (mu, lambda) at small strain, rotation invariant at any strain.
@@ -203,7 +203,8 @@ def solve_triangles(q: sk.array(dtype=Any), q_prev: sk.array(dtype=Any), tris: A
         m01 = sk.dot(f1, f2)
         m11 = sk.dot(f2, f2)
         scale = 1.0 / (J * sk.sqrt(m00 + m11 + 2.0 * J))
-        R = sk.transpose(sk.matrix((2, 3), type(dt))((f1 * (m11 + J) - f2 * m01) * scale, (f2 * (m00 + J) - f1 * m01) * scale))
+        R = sk.transpose(sk.matrix((2, 3), type(dt))((f1 * (m11 + J) - f2 * m01) * scale,
+                                                     (f2 * (m00 + J) - f1 * m01) * scale))
         # damping acts on the strain rate only, not on rotation
         rate = R @ sym(sk.transpose(R) @ (F - F_prev))
         kt = k_shape * dt * dt
@@ -234,8 +235,8 @@ def solve_triangles(q: sk.array(dtype=Any), q_prev: sk.array(dtype=Any), tris: A
 
 
 @sk.kernel
-def solve_bending(q: sk.array(dtype=Any), q_prev: sk.array(dtype=Any), edges: Any, particles: Any, split: sk.array(dtype=Any),
-                  lam: sk.array(dtype=Any), dt: Any, delta: sk.array(dtype=Any), lam_out: sk.array(dtype=Any)):
+def solve_bending(q: AnyArray, q_prev: AnyArray, edges: Any, particles: Any, split: AnyArray, lam: AnyArray, dt: Any,
+                  delta: AnyArray, lam_out: AnyArray):
     # Hinge constraint C = theta - rest_angle (the dihedral convention of sim.geometry),
     # compliance 1 / ke, damping kd. Gradient of theta: Bridson et al. 2003.
     h = sk.tid()
@@ -286,9 +287,8 @@ def solve_bending(q: sk.array(dtype=Any), q_prev: sk.array(dtype=Any), edges: An
 
 
 @sk.kernel
-def solve_tets(q: sk.array(dtype=Any), q_prev: sk.array(dtype=Any), tets: Any, particles: Any, split: sk.array(dtype=Any),
-               lam_shape: sk.array(dtype=Any), lam_volume: sk.array(dtype=Any), dt: Any, delta: sk.array(dtype=Any), lam_shape_out: sk.array(dtype=Any),
-               lam_volume_out: sk.array(dtype=Any)):
+def solve_tets(q: AnyArray, q_prev: AnyArray, tets: Any, particles: Any, split: AnyArray, lam_shape: AnyArray,
+               lam_volume: AnyArray, dt: Any, delta: AnyArray, lam_shape_out: AnyArray, lam_volume_out: AnyArray):
     # Corotated solid: shape constraint F - R with compliance 1 / (2 mu V), then the volume
     # constraint det F - 1 with compliance 1 / (lambda V).
     t = sk.tid()
@@ -352,9 +352,8 @@ def solve_tets(q: sk.array(dtype=Any), q_prev: sk.array(dtype=Any), tets: Any, p
 
 
 @sk.kernel
-def apply_corrections(q: sk.array(dtype=Any), delta: sk.array(dtype=Any), corr: sk.array(dtype=Any), qd_pred: sk.array(dtype=Any), dt: Any, particles: Any,
-                      contact: Any, shapes: Any, statics: Any, q_out: sk.array(dtype=Any),
-                      corr_out: sk.array(dtype=Any)):
+def apply_corrections(q: AnyArray, delta: AnyArray, corr: AnyArray, qd_pred: AnyArray, dt: Any, particles: Any,
+                      contact: Any, shapes: Any, statics: Any, q_out: AnyArray, corr_out: AnyArray):
     # Jacobi update, then contact: each particle is pushed out of the ground and the
     # static shapes of its world (its row of ``statics``) one after the other, with friction
     # against its motion over the step. Shapes on bodies are constraints of their own
@@ -385,7 +384,7 @@ def apply_corrections(q: sk.array(dtype=Any), delta: sk.array(dtype=Any), corr: 
 
 
 @sk.kernel
-def update_velocities(qd_pred: sk.array(dtype=Any), corr: sk.array(dtype=Any), dt: Any, qd_out: sk.array(dtype=Any)):
+def update_velocities(qd_pred: AnyArray, corr: AnyArray, dt: Any, qd_out: AnyArray):
     # v = v* + (x - x*) / dt, with x - x* the summed corrections: exactly (x - x_n) / dt, but
     # without subtracting two positions
     i = sk.tid()

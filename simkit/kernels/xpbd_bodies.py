@@ -32,6 +32,8 @@ from .bodies import bottom, make_spatial, quat_normalize, top, world_inverse_ine
 from .structs import JOINT_BALL, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_UNIVERSAL, model_structs
 from .xpbd import multiplier_step, skew
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
+
 # Fixed-point passes of the implicit rotation update in ``predict_bodies``: the world inertia
 # changes by O(|w| dt) over a step, and each pass gains that factor in accuracy.
 ROTATION_PASSES = 2
@@ -119,7 +121,7 @@ def split_of(joint_split: sk.array(dtype=sk.int32), contact_split: sk.array(dtyp
 
 
 @sk.func
-def load_body(poses: sk.array(dtype=Any), bodies: Any, b: int):
+def load_body(poses: AnyArray, bodies: Any, b: int):
     """Center of mass (world), rotation, inverse mass, world inverse inertia and center of
     mass (body frame) of body ``b`` at ``poses``; the world (``b = -1``) does not move."""
     x = bodies.com.dtype(0.0, 0.0, 0.0)
@@ -153,8 +155,7 @@ def joint_coordinate(kind: int, axis: Any, ap: Any, qjp: Any, ac: Any, qjc: Any)
 
 
 @sk.func
-def coordinate_response(kind: int, n: Any, rp: Any, rc: Any, mp: Any, mc: Any, Ip: Any,
-                        Ic: Any):
+def coordinate_response(kind: int, n: Any, rp: Any, rc: Any, mp: Any, mc: Any, Ip: Any, Ic: Any):
     """Corrections of parent and child (dx_p, dtheta_p, dx_c, dtheta_c) per unit multiplier of
     the joint coordinate along/about the world axis ``n``, and the coordinate's change per
     unit multiplier on each side (parent, child). ``rp``, ``rc``: the child anchor's offset
@@ -177,7 +178,7 @@ def coordinate_response(kind: int, n: Any, rp: Any, rc: Any, mp: Any, mc: Any, I
 
 
 @sk.kernel
-def apply_joint_actuation(body_q: sk.array(dtype=Any), joints: Any, joint_act: sk.array(dtype=Any), act: sk.array(dtype=Any)):
+def apply_joint_actuation(body_q: AnyArray, joints: Any, joint_act: AnyArray, act: AnyArray):
     # joint_act: a torque about (revolute) or a force along (prismatic) the joint axis on the
     # child, and its reaction on the parent.
     j = sk.tid()
@@ -200,8 +201,8 @@ def apply_joint_actuation(body_q: sk.array(dtype=Any), joints: Any, joint_act: s
 
 
 @sk.kernel
-def predict_bodies(body_q: sk.array(dtype=Any), body_qd: sk.array(dtype=Any), act: sk.array(dtype=Any), bodies: Any, gravity: Any,
-                   dt: Any, q_out: sk.array(dtype=Any), qd_out: sk.array(dtype=Any)):
+def predict_bodies(body_q: AnyArray, body_qd: AnyArray, act: AnyArray, bodies: Any, gravity: Any, dt: Any,
+                   q_out: AnyArray, qd_out: AnyArray):
     # The center of mass moves with v + dt (g + F / m). The rotation is implicit in the
     # angular momentum: L = I_w w + dt tau, and the step turns by the w that has momentum L
     # through the inertia at the new orientation (a fixed point), so a free body conserves L.
@@ -228,9 +229,9 @@ def predict_bodies(body_q: sk.array(dtype=Any), body_qd: sk.array(dtype=Any), ac
 
 
 @sk.kernel
-def solve_joints(poses: sk.array(dtype=Any), poses_prev: sk.array(dtype=Any), joints: Any, target: sk.array(dtype=Any), bodies: Any,
-                 joint_split: sk.array(dtype=sk.int32), contact_split: sk.array(dtype=sk.int32), lam: sk.array(dtype=Any), dt: Any, dx: sk.array(dtype=Any), dtheta: sk.array(dtype=Any),
-                 lam_out: sk.array(dtype=Any)):
+def solve_joints(poses: AnyArray, poses_prev: AnyArray, joints: Any, target: AnyArray, bodies: Any,
+                 joint_split: sk.array(dtype=sk.int32), contact_split: sk.array(dtype=sk.int32), lam: AnyArray, dt: Any,
+                 dx: AnyArray, dtheta: AnyArray, lam_out: AnyArray):
     # Rigid (compliance 0) orientation and anchor constraints, then for revolute and prismatic
     # joints a compliant drive (compliance 1 / target_ke, damping target_kd) and rigid limits.
     j = sk.tid()
@@ -334,8 +335,8 @@ def solve_joints(poses: sk.array(dtype=Any), poses_prev: sk.array(dtype=Any), jo
 
 
 @sk.kernel
-def apply_body_corrections(poses: sk.array(dtype=Any), dx: sk.array(dtype=Any), dtheta: sk.array(dtype=Any), corr: sk.array(dtype=Any), bodies: Any,
-                           q_out: sk.array(dtype=Any), corr_out: sk.array(dtype=Any)):
+def apply_body_corrections(poses: AnyArray, dx: AnyArray, dtheta: AnyArray, corr: AnyArray, bodies: Any,
+                           q_out: AnyArray, corr_out: AnyArray):
     # The summed corrections of one iteration: the center of mass moves by dx, the rotation
     # turns by dtheta about it. corr sums (dtheta, dx) since the prediction.
     i = sk.tid()
@@ -348,7 +349,7 @@ def apply_body_corrections(poses: sk.array(dtype=Any), dx: sk.array(dtype=Any), 
 
 
 @sk.kernel
-def update_body_velocities(qd_pred: sk.array(dtype=Any), corr: sk.array(dtype=Any), dt: Any, qd_out: sk.array(dtype=Any)):
+def update_body_velocities(qd_pred: AnyArray, corr: AnyArray, dt: Any, qd_out: AnyArray):
     # (w, v) = (w*, v*) + (summed rotation corrections, summed displacements of the center of
     # mass) / dt: to first order in the corrections what the difference of the poses gives,
     # without subtracting two nearby poses (which cancels dt g and dt w in float32)

@@ -43,6 +43,9 @@ from .shapes import (shape_bounding_radius, shape_distance, shape_plane_point_co
 from .structs import model_structs
 from .xpbd_bodies import load_body, perpendicular, point_matrix, rotation_vector, solve_in_plane, split_of
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
+AnyArray2d = sk.array(dtype=Any, ndim=2)
+
 # Added in quadrature to the radius of a contact patch (m): keeps the radius of a one-point
 # patch, zero, differentiable.
 PATCH_EPSILON = 1.0e-6
@@ -83,7 +86,7 @@ def origin(x: Any, q: Any, com: Any):
 
 
 @sk.func
-def previous_point(X: Any, poses_prev: sk.array(dtype=Any), b: int, p: Any):
+def previous_point(X: Any, poses_prev: AnyArray, b: int, p: Any):
     """Where the world point ``p``, fixed to body ``b`` at pose ``X``, was at ``poses_prev``."""
     y = p
     if b >= 0:
@@ -92,7 +95,7 @@ def previous_point(X: Any, poses_prev: sk.array(dtype=Any), b: int, p: Any):
 
 
 @sk.func
-def spin(q: Any, poses_prev: sk.array(dtype=Any), b: int):
+def spin(q: Any, poses_prev: AnyArray, b: int):
     """The rotation vector of body ``b`` (rotation ``q``) since ``poses_prev`` (zero for the world)."""
     w = sk.vector(3, type(q[0]))(0.0, 0.0, 0.0)
     if b >= 0:
@@ -131,8 +134,7 @@ def patch_bodies(shapes: Any, patches: sk.array(dtype=sk.int32, ndim=2), i: int)
 
 
 @sk.func
-def patch_probe(Xa: Any, Xb: Any, shapes: Any, sa: int, sb: int, up: Any, k: int,
-                count_a: int):
+def patch_probe(Xa: Any, Xb: Any, shapes: Any, sa: int, sb: int, up: Any, k: int, count_a: int):
     """Contact point ``k`` of a patch: the points of ``sa`` against ``sb`` come first
     (``count_a`` of them), then those of ``sb`` against ``sa``; the result is always seen
     from ``sa`` (contact point on ``sa``, on ``sb``, normal towards ``sa``)."""
@@ -165,8 +167,7 @@ def shape_pose(x: Any, q: Any, com: Any, shapes: Any, s: int):
 
 
 @sk.func
-def point_counts(Xa: Any, Xb: Any, shapes: Any, sa: int, sb: int,
-                 two_way: int):
+def point_counts(Xa: Any, Xb: Any, shapes: Any, sa: int, sb: int, two_way: int):
     """How many contact points of shape ``sa`` to test against ``sb`` (the ground: -1), and of
     ``sb`` against ``sa``; none where their bounding spheres are apart."""
     count_a = 0
@@ -184,8 +185,8 @@ def point_counts(Xa: Any, Xb: Any, shapes: Any, sa: int, sb: int,
 
 
 @sk.func
-def patch_friction(K: Any, Ia: Any, Ib: Any, ra: Any, rb: Any, n: Any, D: Any, twist: Any,
-                   bound: Any, twist_bound: Any, lam_t: Any, lam_tw: Any):
+def patch_friction(K: Any, Ia: Any, Ib: Any, ra: Any, rb: Any, n: Any, D: Any, twist: Any, bound: Any, twist_bound: Any,
+                   lam_t: Any, lam_tw: Any):
     """Friction of a contact patch: the tangential impulse at its center (offsets ``ra``,
     ``rb`` from the centers of mass) and the torque about its normal ``n`` that cancel the
     tangential displacement ``D`` and the ``twist`` of the two bodies over the step, solved
@@ -202,7 +203,8 @@ def patch_friction(K: Any, Ia: Any, Ib: Any, ra: Any, rb: Any, n: Any, D: Any, t
     k22 = sk.dot(e2, K @ e2)
     d1 = -sk.dot(e1, D)
     d2 = -sk.dot(e2, D)
-    y = sk.inverse(sk.matrix((3, 3), type(twist))(k11, k12, c1, k12, k22, c2, c1, c2, sk.dot(n, (Ia + Ib) @ n))) @ type(n)(d1, d2, -twist)
+    K3 = sk.matrix((3, 3), type(twist))(k11, k12, c1, k12, k22, c2, c1, c2, sk.dot(n, (Ia + Ib) @ n))
+    y = sk.inverse(K3) @ type(n)(d1, d2, -twist)
     ltw = sk.clamp(lam_tw + y[2], -twist_bound, twist_bound)
     # the tangential impulse for that twist: [k11 k12; k12 k22] p = d - c (ltw - lam_tw)
     t = ltw - lam_tw
@@ -214,7 +216,8 @@ def patch_friction(K: Any, Ia: Any, Ib: Any, ra: Any, rb: Any, n: Any, D: Any, t
 
 
 @sk.kernel
-def count_contacts(poses: sk.array(dtype=Any), shapes: Any, contact: Any, patches: sk.array(dtype=sk.int32, ndim=2), counts: sk.array(dtype=sk.int32)):
+def count_contacts(poses: AnyArray, shapes: Any, contact: Any, patches: sk.array(dtype=sk.int32, ndim=2),
+                   counts: sk.array(dtype=sk.int32)):
     # a patch in contact is one constraint on each of its bodies
     i = sk.tid()
     sa, sb, ba, bb, two_way = patch_bodies(shapes, patches, i)
@@ -237,8 +240,8 @@ def count_contacts(poses: sk.array(dtype=Any), shapes: Any, contact: Any, patche
 
 
 @sk.kernel
-def count_particle_contacts(q: sk.array(dtype=Any), particles: Any, poses: sk.array(dtype=Any), shapes: Any,
-                            rows: Any, counts: sk.array(dtype=sk.int32)):
+def count_particle_contacts(q: AnyArray, particles: Any, poses: AnyArray, shapes: Any, rows: Any,
+                            counts: sk.array(dtype=sk.int32)):
     # One thread per (particle, slot k of its row of body shapes).
     i, k = sk.tid()
     r = rows.world[i] + 1
@@ -255,8 +258,8 @@ def count_particle_contacts(q: sk.array(dtype=Any), particles: Any, poses: sk.ar
 
 
 @sk.func
-def patch_setup(poses: sk.array(dtype=Any), shapes: Any, patches: sk.array(dtype=sk.int32, ndim=2), bodies: Any, joint_split: sk.array(dtype=sk.int32),
-                contact_split: sk.array(dtype=sk.int32), i: int):
+def patch_setup(poses: AnyArray, shapes: Any, patches: sk.array(dtype=sk.int32, ndim=2), bodies: Any,
+                joint_split: sk.array(dtype=sk.int32), contact_split: sk.array(dtype=sk.int32), i: int):
     """Shapes, bodies (center of mass, rotation, inverse mass, world inverse inertia, center of
     mass in the body frame, split) and point counts of patch ``i`` at ``poses``."""
     sa, sb, ba, bb, two_way = patch_bodies(shapes, patches, i)
@@ -273,9 +276,9 @@ def patch_setup(poses: sk.array(dtype=Any), shapes: Any, patches: sk.array(dtype
 
 
 @sk.kernel
-def solve_contact_normals(poses: sk.array(dtype=Any), shapes: Any, contact: Any, patches: sk.array(dtype=sk.int32, ndim=2),
-                          bodies: Any, joint_split: sk.array(dtype=sk.int32), contact_split: sk.array(dtype=sk.int32), lam_n: sk.array(dtype=Any, ndim=2), dx: sk.array(dtype=Any),
-                          dtheta: sk.array(dtype=Any), lam_n_out: sk.array(dtype=Any, ndim=2)):
+def solve_contact_normals(poses: AnyArray, shapes: Any, contact: Any, patches: sk.array(dtype=sk.int32, ndim=2),
+                          bodies: Any, joint_split: sk.array(dtype=sk.int32), contact_split: sk.array(dtype=sk.int32),
+                          lam_n: AnyArray2d, dx: AnyArray, dtheta: AnyArray, lam_n_out: AnyArray2d):
     # One thread per patch (a shape against the ground, or two shapes against each other).
     # Every penetrating point proposes its own correction (mass split) from the same poses;
     # their sum, scaled by the factor that best removes all the penetrations (least squares,
@@ -336,10 +339,11 @@ def solve_contact_normals(poses: sk.array(dtype=Any), shapes: Any, contact: Any,
 
 
 @sk.kernel
-def solve_contact_friction(poses: sk.array(dtype=Any), poses_prev: sk.array(dtype=Any), shapes: Any, contact: Any,
-                           patches: sk.array(dtype=sk.int32, ndim=2), bodies: Any, joint_split: sk.array(dtype=sk.int32), contact_split: sk.array(dtype=sk.int32),
-                           lam_n: sk.array(dtype=Any, ndim=2), lam_t: sk.array(dtype=Any), lam_tw: sk.array(dtype=Any), dx: sk.array(dtype=Any), dtheta: sk.array(dtype=Any),
-                           lam_t_out: sk.array(dtype=Any), lam_tw_out: sk.array(dtype=Any)):
+def solve_contact_friction(poses: AnyArray, poses_prev: AnyArray, shapes: Any, contact: Any,
+                           patches: sk.array(dtype=sk.int32, ndim=2), bodies: Any,
+                           joint_split: sk.array(dtype=sk.int32), contact_split: sk.array(dtype=sk.int32),
+                           lam_n: AnyArray2d, lam_t: AnyArray, lam_tw: AnyArray, dx: AnyArray, dtheta: AnyArray,
+                           lam_t_out: AnyArray, lam_tw_out: AnyArray):
     # The friction of each patch in contact this step, at the poses after every normal
     # correction of the iteration: its points weighted by their normal multipliers give its
     # center, normal and radius.
@@ -397,11 +401,11 @@ def solve_contact_friction(poses: sk.array(dtype=Any), poses_prev: sk.array(dtyp
 
 
 @sk.kernel
-def solve_particle_contacts(q: sk.array(dtype=Any), q_prev: sk.array(dtype=Any), particles: Any, particle_split: sk.array(dtype=Any),
-                            poses: sk.array(dtype=Any), poses_prev: sk.array(dtype=Any), shapes: Any, rows: Any,
-                            contact: Any, bodies: Any, joint_split: sk.array(dtype=sk.int32), contact_split: sk.array(dtype=sk.int32),
-                            lam_n: sk.array(dtype=Any, ndim=2), lam_t: sk.array(dtype=Any, ndim=2), delta: sk.array(dtype=Any), dx: sk.array(dtype=Any), dtheta: sk.array(dtype=Any),
-                            lam_n_out: sk.array(dtype=Any, ndim=2), lam_t_out: sk.array(dtype=Any, ndim=2)):
+def solve_particle_contacts(q: AnyArray, q_prev: AnyArray, particles: Any, particle_split: AnyArray, poses: AnyArray,
+                            poses_prev: AnyArray, shapes: Any, rows: Any, contact: Any, bodies: Any,
+                            joint_split: sk.array(dtype=sk.int32), contact_split: sk.array(dtype=sk.int32),
+                            lam_n: AnyArray2d, lam_t: AnyArray2d, delta: AnyArray, dx: AnyArray, dtheta: AnyArray,
+                            lam_n_out: AnyArray2d, lam_t_out: AnyArray2d):
     # Particles against the shapes of bodies of their world (slot k of the particle's row
     # of body shapes), both ways: the particle's correction goes into its delta, the
     # reaction into the body's. The multipliers are indexed by (particle, slot).
@@ -446,8 +450,8 @@ def param_types(real) -> dict:
     S = model_structs(real)
     transforms, vec3s, reals = sk.array(dtype=S.transform), sk.array(dtype=S.vec3), sk.array(dtype=real)
     return {"poses": transforms, "poses_prev": transforms, "shapes": S.Shapes, "contact": S.Contact, "bodies": S.Bodies,
-            "particles": S.Particles, "rows": S.ParticleShapes, "q": vec3s, "q_prev": vec3s, "delta": vec3s, "dx": vec3s,
-            "dtheta": vec3s, "particle_split": reals, "lam_tw": reals, "lam_tw_out": reals,
+            "particles": S.Particles, "rows": S.ParticleShapes, "q": vec3s, "q_prev": vec3s, "delta": vec3s,
+            "dx": vec3s, "dtheta": vec3s, "particle_split": reals, "lam_tw": reals, "lam_tw_out": reals,
             "lam_n": sk.array(dtype=real, ndim=2), "lam_n_out": sk.array(dtype=real, ndim=2),
             # a patch has one tangential multiplier, a particle one per shape slot
             "lam_t": vec3s, "lam_t_out": vec3s, "solve_particle_contacts.lam_t": sk.array(dtype=S.vec3, ndim=2),
