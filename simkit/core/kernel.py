@@ -116,36 +116,28 @@ class Module:
         m.parent, m.float_type = self, real
         return m
 
-    def declared_types(self, real, k: "Kernel") -> dict:
-        """``{parameter: type}`` of generic kernel ``k`` for float type ``real`` from :func:`overload_types`
-        (raises TypeError when the declaration misses one of its generic parameters)."""
-        table = self.param_types(real)
-        if not isinstance(table, dict):
-            raise TypeError(f"sk.overload_types of module {self.name!r}: the function must return a dict "
-                            f"{{parameter name: type}}, got {type(table).__name__} for {real.__name__}")
-        missing = [n for n, t in k.arg_types.items() if is_generic(t) and n not in table
-                   and f"{k.name}.{n}" not in table]
-        if missing:
-            raise TypeError(f"kernel '{k.name}' of module {self.name!r}: sk.overload_types declares no type for its "
-                            f"generic parameter(s) {missing}; declared: {sorted(table)}")
-        return {n: table.get(f"{k.name}.{n}", table.get(n)) for n, t in k.arg_types.items() if is_generic(t)}
-
     def instantiate(self, real) -> dict:
         """{name: overload} of every generic kernel of this module for float type ``real``, made
-        in definition order from the types :func:`overload_types` declares. A kernel whose
-        generic parameters are not all declared is generic over more than the float type: it is
-        left out (its launches make its overloads)."""
+        in definition order from the types :func:`overload_types` declares (a key
+        ``"kernel.parameter"`` before ``"parameter"``). A kernel with a generic parameter the
+        declaration does not name is generic over more than the float type: it is left out
+        (its launches make its overloads)."""
         if self.param_types is None:
             raise TypeError(f"module {self.name!r} declares no overload types: add sk.overload_types(...) to it")
         made = self._made.get(real)
         if made is not None and made[0] == len(self.generics):
             return made[1]
+        table = self.param_types(real)
+        if not isinstance(table, dict):
+            raise TypeError(f"sk.overload_types of module {self.name!r}: the function must return a dict "
+                            f"{{parameter name: type}}, got {type(table).__name__} for {real.__name__}")
         self.float_module(real).instantiated = True
         out = {}
-        table = self.param_types(real)
         for k in list(self.generics):
-            if all(n in table or f"{k.name}.{n}" in table for n, t in k.arg_types.items() if is_generic(t)):
-                out[k.name] = k.overload(self.declared_types(real, k))
+            names = [n for n, t in k.arg_types.items() if is_generic(t)]
+            types = {n: table.get(f"{k.name}.{n}", table.get(n)) for n in names}
+            if all(t is not None for t in types.values()):
+                out[k.name] = k.overload(types)
         self._made[real] = (len(self.generics), out)
         return out
 

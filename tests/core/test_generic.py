@@ -175,3 +175,18 @@ def test_type_factory_needs_compile_time_arguments():
 
     with pytest.raises(sk.CompileError, match="compile-time arguments"):
         bad.build_ir()
+
+
+@sk.kernel
+def shapes_of_the_instance(m: sk.array(dtype=Any), dt: Any):
+    F = type(dt)
+    a = sk.matrix((2, 2), F)(1.0, 2.0, 3.0, 4.0)
+    m[0] = sk.matrix((2, 2), F)(a[0, 0], 0.0, 0.0, a[1, 1]) + sk.identity(2, F) * dt
+
+
+def test_matrix_shape_and_identity_take_the_instance_type_in_a_kernel():
+    for M, R in ((sk.mat22, np.float32), (sk.mat22d, np.float64)):
+        m = sk.zeros(1, dtype=M)
+        sk.launch(shapes_of_the_instance, 1, inputs=[m, 0.5])
+        assert m.numpy().dtype == R
+        np.testing.assert_array_equal(m.numpy()[0], [[1.5, 0.0], [0.0, 4.5]])
