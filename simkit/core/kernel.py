@@ -2,7 +2,10 @@
 
 Kernels defined in one Python module are compiled together, lazily, the first
 time any of them is launched: one C++ translation unit, one compiler run. A kernel
-defined later (e.g. inside a function) gets a unit of its own.
+defined later (e.g. inside a function) gets a unit of its own. The overloads of
+generic kernels go to a module per float type (``<module>.float64``); with the
+module's parameter types declared (:func:`overload_types`), those of one float type
+are made and compiled together too.
 
 Example::
 
