@@ -88,7 +88,7 @@ class Module:
     """The kernels of one Python module; compiled in batches on first launch.
 
     The overloads of a module's generic kernels live in a module of their own per float
-    type, ``<module>.float32`` and ``<module>.float64`` (see :func:`float_module`), so one
+    type, ``<module>.float32`` and ``<module>.float64`` (:meth:`float_module`), so one
     precision compiles without the other. Where the module declares the types of its generic
     parameters (:func:`overload_types`), the first overload made for a float type makes
     those of every generic kernel of the module for that type, in definition order, and the
@@ -103,7 +103,6 @@ class Module:
         self.generics: list[Kernel] = []  # generic kernels defined here; their overloads go to float modules
         self.param_types: Callable | None = None  # overload_types(): float type -> {parameter name: type}
         self.parent: Module | None = None  # for a float module: the module its generic kernels are defined in
-        self.float_type = None  # for a float module: its float type
         self.instantiated = False  # for a float module: the parent's declared overloads have been made
         self._made: dict = {}  # float type -> (how many generic kernels then, {name: overload})
 
@@ -116,7 +115,7 @@ class Module:
     def float_module(self, real) -> "Module":
         """The module that holds the overloads of this module's generic kernels for float type ``real``."""
         m = Module.of(f"{self.name}.{real.__name__}")
-        m.parent, m.float_type = self, real
+        m.parent = self
         return m
 
     def instantiate(self, real) -> dict:
