@@ -144,7 +144,13 @@ class CallMixin:
         ``sk.vector(3, type(dt))``), so a generic kernel can name its instance's types."""
         if len(node.args) != 1 or node.keywords:
             self.error("type() takes one value", node)
-        v = self.expr(node.args[0])
+        arg = node.args[0]
+        if isinstance(arg, ast.Subscript) and isinstance(arg.value, ast.Name) and isinstance(arg.slice, ast.Constant):
+            # type(v[0]) of a local vector or quat: its component type, known without reading v[0]
+            t = getattr(self.expr(arg.value), "type", None)
+            if getattr(t, "_sk_kind", None) in ("vec", "quat"):
+                return Py(t._sk_scalar)
+        v = self.expr(arg)
         t = getattr(v, "type", None)
         if t is None:
             self.error("type() takes a value, not a compile-time object", node)

@@ -160,7 +160,7 @@ def patch_probe(Xa: Any, Xb: Any, shapes: Any, sa: int, sb: int, up: Any, k: int
 def shape_pose(x: Any, q: Any, com: Any, shapes: Any, s: int):
     """World pose of shape ``s`` on a body at ``(x, q)`` (center of mass, rotation) whose
     center of mass is ``com``; the identity for the ground (``s = -1``)."""
-    X = sk.transform_of(type(x[0]))(x * 0.0, sk.quat_of(type(x[0]))(0.0, 0.0, 0.0, 1.0))
+    X = sk.transform_of(type(x[0]))(type(x)(0.0, 0.0, 0.0), sk.quat_of(type(x[0]))(0.0, 0.0, 0.0, 1.0))
     if s >= 0:
         X = sk.transform_multiply(sk.transform_of(type(x[0]))(x - sk.quat_rotate(q, com), q), shapes.xform[s])
     return X
@@ -223,7 +223,7 @@ def count_contacts(poses: AnyArray, shapes: Any, contact: Any, patches: sk.array
     sa, sb, ba, bb, two_way = patch_bodies(shapes, patches, i)
     up = contact.ground_normal
     Xa = shape_transform(shapes, poses, sa)
-    Xb = poses.dtype(up * 0.0, sk.quat_of(type(up[0]))(0.0, 0.0, 0.0, 1.0))
+    Xb = poses.dtype(type(up)(0.0, 0.0, 0.0), sk.quat_of(type(up[0]))(0.0, 0.0, 0.0, 1.0))
     if sb >= 0:
         Xb = shape_transform(shapes, poses, sb)
     count_a, count_b = point_counts(Xa, Xb, shapes, sa, sb, two_way)
