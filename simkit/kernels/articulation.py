@@ -174,7 +174,7 @@ def eval_ik(body_q: AnyArray, body_qd: AnyArray, bodies: Any, joints: Any, q_sta
 
 
 @sk.overload_types
-def param_types(real) -> dict:
+def _param_types(real) -> dict:
     """The types of the kernels' generic parameters for float type ``real``."""
     S = model_structs(real)
     reals = sk.array(dtype=real)

@@ -78,7 +78,7 @@ def eval_bending(q: AnyArray, qd: AnyArray, edges: Any, f: AnyArray):
 
 
 @sk.overload_types
-def param_types(real) -> dict:
+def _param_types(real) -> dict:
     """The types of the kernels' generic parameters for float type ``real``."""
     S = model_structs(real)
     vec3s = sk.array(dtype=S.vec3)

@@ -120,7 +120,7 @@ def integrate_bodies(body_q: AnyArray, body_qd: AnyArray, body_f: AnyArray, bodi
 
 
 @sk.overload_types
-def param_types(real) -> dict:
+def _param_types(real) -> dict:
     """The types of the kernels' generic parameters for float type ``real``."""
     S = model_structs(real)
     transforms, spatials = sk.array(dtype=S.transform), sk.array(dtype=S.spatial)

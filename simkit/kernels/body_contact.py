@@ -203,7 +203,7 @@ def pair_contact(pairs: sk.array(dtype=sk.int32, ndim=2), body_q: AnyArray, body
 
 
 @sk.overload_types
-def param_types(real) -> dict:
+def _param_types(real) -> dict:
     """The types of the kernels' generic parameters for float type ``real``."""
     S = model_structs(real)
     spatials = sk.array(dtype=S.spatial)

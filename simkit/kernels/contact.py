@@ -105,7 +105,7 @@ def shape_contact(q: AnyArray, qd: AnyArray, particles: Any, shapes: Any, rows: 
 
 
 @sk.overload_types
-def param_types(real) -> dict:
+def _param_types(real) -> dict:
     """The types of the kernels' generic parameters for float type ``real``."""
     S = model_structs(real)
     vec3s, spatials = sk.array(dtype=S.vec3), sk.array(dtype=S.spatial)

@@ -150,7 +150,7 @@ def eval_joints(body_q: AnyArray, body_qd: AnyArray, bodies: Any, joints: Any, t
 
 
 @sk.overload_types
-def param_types(real) -> dict:
+def _param_types(real) -> dict:
     """The types of the kernels' generic parameters for float type ``real``."""
     S = model_structs(real)
     spatials, reals = sk.array(dtype=S.spatial), sk.array(dtype=real)

@@ -88,7 +88,7 @@ def particle_contact(q: AnyArray, qd: AnyArray, particles: Any, contact: Any, gr
 
 
 @sk.overload_types
-def param_types(real) -> dict:
+def _param_types(real) -> dict:
     """The types of the kernels' generic parameters for float type ``real``."""
     S = model_structs(real)
     vec3s = sk.array(dtype=S.vec3)

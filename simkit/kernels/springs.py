@@ -42,7 +42,7 @@ def eval_springs(q: AnyArray, qd: AnyArray, springs: Any, activation: AnyArray, 
 
 
 @sk.overload_types
-def param_types(real) -> dict:
+def _param_types(real) -> dict:
     """The types of the kernels' parameters for float type ``real``."""
     S = model_structs(real)
     return {"q": sk.array(dtype=S.vec3), "qd": sk.array(dtype=S.vec3), "f": sk.array(dtype=S.vec3),

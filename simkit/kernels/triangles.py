@@ -81,7 +81,7 @@ def eval_triangles(q: AnyArray, qd: AnyArray, tris: Any, f: AnyArray):
 
 
 @sk.overload_types
-def param_types(real) -> dict:
+def _param_types(real) -> dict:
     """The types of the kernels' generic parameters for float type ``real``."""
     S = model_structs(real)
     vec3s = sk.array(dtype=S.vec3)

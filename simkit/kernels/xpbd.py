@@ -392,7 +392,7 @@ def update_velocities(qd_pred: AnyArray, corr: AnyArray, dt: Any, qd_out: AnyArr
 
 
 @sk.overload_types
-def param_types(real) -> dict:
+def _param_types(real) -> dict:
     """The types of the kernels' generic parameters for float type ``real``."""
     S = model_structs(real)
     vec3s, reals = sk.array(dtype=S.vec3), sk.array(dtype=real)

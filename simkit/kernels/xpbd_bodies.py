@@ -358,7 +358,7 @@ def update_body_velocities(qd_pred: AnyArray, corr: AnyArray, dt: Any, qd_out: A
 
 
 @sk.overload_types
-def param_types(real) -> dict:
+def _param_types(real) -> dict:
     """The types of the kernels' generic parameters for float type ``real``."""
     S = model_structs(real)
     transforms, spatials = sk.array(dtype=S.transform), sk.array(dtype=S.spatial)

@@ -445,7 +445,7 @@ def solve_particle_contacts(q: AnyArray, q_prev: AnyArray, particles: Any, parti
 
 
 @sk.overload_types
-def param_types(real) -> dict:
+def _param_types(real) -> dict:
     """The types of the kernels' generic parameters for float type ``real``."""
     S = model_structs(real)
     transforms, vec3s, reals = sk.array(dtype=S.transform), sk.array(dtype=S.vec3), sk.array(dtype=real)

@@ -8,7 +8,7 @@ import pytest
 
 import simkit as sk
 from simkit.core import compiler
-from simkit.core.kernel import Module
+from simkit.core.modules import Module
 
 Vecs = sk.array(dtype=Any)
 
