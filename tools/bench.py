@@ -34,6 +34,9 @@ autodiff, simulation or GPU, are added the same way and show up in ``--list``):
 ``forward``  forward mode: jvp / forward of a 32x32 cloth rollout, and Levenberg-Marquardt
             vs Adam iterations on examples/system_id.py and soft_id.py
             (tools/bench_forward.py).
+``featherstone`` ``sk.sim.Featherstone`` steps of gymnasium's ant (free base + 8 hinges,
+            ground contact), forward in float64/float32 and a taped rollout's backward,
+            next to MuJoCo's ``mj_step`` (tools/bench_featherstone.py).
 ``builder`` ``ModelBuilder`` build + finalize of 200x200 and 1000x1000 cloth grids and
             32^3 and 64^3 soft grids: seconds, and peak memory next to the model's bytes
             (``tools/bench_builder.py``).
@@ -660,6 +663,10 @@ import bench_forward  # noqa: E402  (forward mode: jvp cost, LM vs Adam)
 
 bench_forward.add_sections(section, Result, Row, fmt)
 
+import bench_featherstone  # noqa: E402  (the generalized-coordinate step of an ant vs MuJoCo)
+
+bench_featherstone.add_sections(section, Result, Row, fmt, interleaved)
+
 import bench_builder  # noqa: E402  (build + finalize of big grids: time and memory)
 
 bench_builder.add_sections(section, Result, Row, fmt)
@@ -671,6 +678,10 @@ bench_gpu.add_sections(section, Result, Row, fmt, interleaved, ratio_row, _quiet
 import bench_sweep  # noqa: E402  (a 16-run sweep on a local 2-CPU Ray vs sequential; skipped without Ray)
 
 bench_sweep.add_sections(section, Result, Row, fmt)
+
+import bench_meshes  # noqa: E402  (mesh colliders against the analytic shapes)
+
+bench_meshes.add_sections(section, Result, Row, fmt)
 
 
 # ----------------------------------------------------------------------------------

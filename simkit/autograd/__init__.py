@@ -7,6 +7,8 @@
   tangent launch per input component;
 - :func:`jvp` and :class:`JVP` run launches and rollouts in forward mode (tangent
   kernels) and give Jacobian-vector products;
+- :func:`hvp` gives a scalar loss's gradient and Hessian-vector product
+  (forward-over-reverse: the adjoints compiled over dual numbers);
 - :func:`jacobian_fd` builds the same matrices by central differences;
 - :func:`gradcheck` compares the two and reports the worst entry
   (a :class:`GradcheckResult`).
@@ -29,5 +31,6 @@ Example::
 from .tape import Tape
 from .jacobian import GradcheckResult, gradcheck, jacobian, jacobian_fd
 from .forward import JVP, jvp
+from .hvp import hvp
 
-__all__ = ["Tape", "jacobian", "jacobian_fd", "gradcheck", "GradcheckResult", "JVP", "jvp"]
+__all__ = ["Tape", "jacobian", "jacobian_fd", "gradcheck", "GradcheckResult", "JVP", "jvp", "hvp"]

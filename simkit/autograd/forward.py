@@ -60,7 +60,10 @@ class JVP:
     """
 
     def __init__(self, tangents: dict | None = None):
-        self._tan: dict[int, tuple[Array, Array]] = {}
+        # id(array) -> [array, tangent buffer, its address]: on the CPU the buffer is a bare numpy
+        # array (an sk Array is made only when asked for: a rollout allocates one per array it
+        # writes, and Array's construction cost the cloth's jvp a fifth of its time)
+        self._tan: dict[int, list] = {}
         self._active = False
         for a, t in (tangents or {}).items():
             self.set_tangent(a, t)
@@ -78,7 +81,7 @@ class JVP:
         if data.shape != a._host_shape:
             raise ValueError(f"tangent of shape {data.shape} does not match an array of shape {a._host_shape} "
                              "(its .numpy() shape)")
-        self._buffer(a)._write(data)
+        _write(self._buffer(a)[1], data)
 
     def tangent(self, a: Array) -> Array:
         """The tangent of ``a`` (a zero array if it has none)."""
@@ -87,20 +90,24 @@ class JVP:
         entry = self._tan.get(id(a))
         if entry is None:
             return _array.zeros(a.shape, a.dtype, a.device)
-        return entry[1]
+        t = entry[1]
+        return t if isinstance(t, Array) else Array(t, a.dtype, a.shape, a.device)
 
-    def _buffer(self, a: Array) -> Array:
-        """``a``'s tangent buffer, allocated zero (laid out like ``a``) on first use."""
+    def _buffer(self, a: Array) -> list:
+        """``a``'s entry ``[a, tangent buffer, address]``, the buffer allocated zero (laid out like
+        ``a``) on first use."""
         entry = self._tan.get(id(a))
         if entry is None:
             if a._np is not None:
-                t = Array(_zeros_laid_out_like(a._np), a.dtype, a.shape, a.device)
+                t = _zeros_laid_out_like(a._np)
+                ptr = t.ctypes.data if t.size else 0
             else:
                 from ..core.cuda import arrays
 
                 t = arrays.zeros_alike(a)
-            entry = self._tan[id(a)] = (a, t)
-        return entry[1]
+                ptr = t._ptr if t.size else 0
+            entry = self._tan[id(a)] = [a, t, ptr]
+        return entry
 
     # -- the launch hook ----------------------------------------------------------------
     def __enter__(self) -> "JVP":
@@ -120,9 +127,13 @@ class JVP:
         if not _is_float(a):
             return
         if source is not None and id(source) in self._tan:
-            self._buffer(a)._copy_from(self._tan[id(source)][1])
+            dst, src = self._buffer(a)[1], self._tan[id(source)][1]
+            if isinstance(dst, Array):
+                dst._copy_from(src)
+            else:
+                dst[...] = src
         elif id(a) in self._tan:
-            self._tan[id(a)][1]._write(0)
+            _write(self._tan[id(a)][1], 0)
 
     def intercept(self, kernel, plan, dim, values: Sequence, device, adjoint: bool) -> bool:
         """Called by ``sk.launch``: run the tangent entry instead of the forward one."""
@@ -130,24 +141,29 @@ class JVP:
             raise RuntimeError(f"an adjoint launch of '{kernel.name}' inside a JVP: forward mode runs tangent "
                                "launches only (run reverse mode outside the JVP block)")
         dev = _launch.launch_device(plan, values, device)  # packs the arguments for a CPU launch
-        written = {id(a) for _k, _p, a in _launch.resolve_arrays(values, plan.writes)}
-        slots = []
-        for k, path, word in plan.array_slots():
+        floats, others = _slots(plan)
+        tan = self._tan
+        found = []  # (id of the array, or 0 for none, its grad word)
+        for k, path, word, written in floats:
             a = values[k]
             for f in path:
                 a = getattr(a, f, None)
-            if type(a) is not Array:
-                a = None
-            elif id(a) in written and _is_float(a):
-                self._buffer(a)
-            slots.append((a, word))
+            if type(a) is Array:
+                key = id(a)
+                if written and key not in tan:
+                    self._buffer(a)
+                found.append((key, word))
+            else:
+                found.append((0, word))
 
         def patch():
             """Each array's grad word: its tangent buffer (none: null, a zero tangent)."""
-            i64 = plan.i64
-            for a, word in slots:
-                entry = self._tan.get(id(a)) if a is not None else None
-                i64[word] = entry[1]._ptr if entry is not None and entry[1].size else 0
+            i64, get = plan.i64, tan.get
+            for key, word in found:
+                entry = get(key)
+                i64[word] = entry[2] if entry is not None else 0
+            for word in others:
+                i64[word] = 0
         if dev == "cpu":
             patch()
             plan.run_tangent(dim)
@@ -157,6 +173,33 @@ class JVP:
             cuda_launch.launch_tangent(plan, dim, values, dev, patch)
         _launch.bump_versions(plan, values)
         return True
+
+
+def _slots(plan) -> tuple[list, list]:
+    """A kernel's array slots (plan.array_slots) split once per plan: ``(k, path, grad word, written)``
+    of each float array, whose tangent travels in the grad word, and the grad words of the others."""
+    found = getattr(plan, "_jvp_slots", None)
+    if found is None:
+        writes = set(plan.writes)
+        floats, others = [], []
+        for k, path, word in plan.array_slots():
+            t = plan.fir.params[k].type
+            for f in path:
+                t = t._sk_fields[f]
+            if getattr(getattr(t.dtype, "_sk_scalar", None), "is_float", False):
+                floats.append((k, path, word, (k, path) in writes))
+            else:
+                others.append(word)
+        found = plan._jvp_slots = (floats, others)
+    return found
+
+
+def _write(t, data) -> None:
+    """Host data into a tangent buffer (a numpy array on the CPU, an sk Array on a GPU)."""
+    if isinstance(t, Array):
+        t._write(data)
+    else:
+        t[...] = data
 
 
 def _flatten(out: Any) -> tuple[list, Callable[[list], Any]]:

@@ -367,9 +367,10 @@ def custom_adjoint(f: ir.FunctionIR, w: "FunctionWriter", grad) -> list[str]:
     return lines
 
 
-def function_source(f: ir.FunctionIR, grad=None) -> str:
-    """Forward and adjoint C++ of an @sk.func specialisation (``grad``: its custom adjoint, if any)."""
-    w = FunctionWriter(f)
+def function_source(f: ir.FunctionIR, grad=None, writer=FunctionWriter) -> str:
+    """Forward and adjoint C++ of an @sk.func specialisation (``grad``: its custom adjoint, if any;
+    ``writer``: the FunctionWriter class that writes it)."""
+    w = writer(f)
     params = [param_decl(v) for v in f.params]
     rets = f.ret_types
     attr = "SK_FUNC" if ir.work_estimate(f) <= INLINE_STATEMENTS else "SK_USER_FUNC"
@@ -460,7 +461,7 @@ def cpu_entry(f: ir.FunctionIR, which: str, body: str) -> str:
     the entry beside the strided loop, the soft grid's tet adjoint ran 1.1x slower."""
     name = f"{f.cname}_{which}"
     entry = f"{f.cname}_cpu_{which}"
-    dense = has_dense_loop(f, which != "forward")  # a tangent calls functions out of line like an adjoint
+    dense = has_dense_loop(f, which == "backward")  # a tangent inlines the functions its forward inlines
     lines = []
     if dense:
         lines += [f"static SK_NOINLINE void {entry}_dense(const {f.cname}_args* args, int32_t start, int32_t end) {{",

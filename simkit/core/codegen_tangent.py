@@ -26,7 +26,7 @@ import re
 
 from . import builtins as B
 from . import ir
-from .codegen import (ADJOINT_INLINE_STATEMENTS, FunctionWriter, _order_funcs, _order_structs, ctype, dense_check,
+from .codegen import (INLINE_STATEMENTS, FunctionWriter, _order_funcs, _order_structs, ctype, dense_check,
                       dense_template, differentiable, entry_points, has_dense_loop, param_decl, struct_source)
 from .errors import CompileError
 
@@ -133,8 +133,10 @@ def function_tangent_source(f: ir.FunctionIR) -> str:
     tans = [f"const {ctype(v.type)}& {w.tan_name(v)}" for v in f.params if getattr(v.type, "_sk_kind", "") != "array"]
     outs = [f"{ctype(t)}& ret{k}, {ctype(t)}& tan_ret{k}" for k, t in enumerate(f.ret_types)]
     tmpl = dense_template(v.type for v in f.params)
-    # inlined like an adjoint of the same size: a tangent does about the work of one
-    attr = "SK_FUNC" if ir.work_estimate(f, True) <= ADJOINT_INLINE_STATEMENTS else "SK_USER_FUNC"
+    # Inlined wherever the function's forward is: kept out of line, the cloth's hinge angle
+    # passed its ten vec3 results and tangents through the stack and cost the bending kernel
+    # its dense loop (codegen.has_dense_loop): it took 1.3x the time it takes inlined.
+    attr = "SK_FUNC" if ir.work_estimate(f) <= INLINE_STATEMENTS else "SK_USER_FUNC"
     sig = f"{tmpl}static {attr} void tan_{f.cname}({', '.join(params + tans + outs)})"
     epi = []
     for k, r in enumerate(f.returns):
@@ -155,7 +157,7 @@ def kernel_tangent_source(f: ir.FunctionIR) -> str:
     sig = f"template <bool Dense>\nstatic SK_FUNC void {f.cname}_tangent(const {f.cname}_args& args, int64_t _idx)"
     body = w.tangent(sig, pro, [])
     head = f"// tangent of kernel {f.name}  ({os.path.basename(f.file)}:{f.line})"
-    dense = [dense_check(f), ""] if has_dense_loop(f, True) else []
+    dense = [dense_check(f), ""] if has_dense_loop(f, False) else []
     return "\n".join([head, args_struct, "", body, "", *dense, entry_points(f, "tangent", body)])
 
 

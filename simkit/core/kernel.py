@@ -154,6 +154,7 @@ class Kernel:
         self._loaded: dict[str, tuple] = {}
         self._tangent_loaded: dict[str, tuple] = {}  # mode -> (library, IR, path) of the tangent entries
         self._cuda_tangent_loaded: dict[tuple, tuple] = {}  # (mode, GPU index) -> (CudaModule, IR), tangents
+        self._hvp_loaded: dict[str, tuple] = {}  # mode -> (library, IR, path) of the second-order entries
         self._cuda_loaded: dict[tuple, tuple] = {}  # (mode, GPU index) -> (CudaModule, IR)
         self._plan = {}
         self._index = -1
@@ -270,6 +271,25 @@ class Kernel:
             self.module.load_tangent(self)
             entry = self._tangent_loaded[config.mode]
         return entry
+
+    def hvp_loaded(self):
+        """(library, IR, path) of the Hessian-vector product entries (CPU), compiling them on first use."""
+        entry = self._hvp_loaded.get(config.mode)
+        if entry is None:
+            self.module.load_hvp(self)
+            entry = self._hvp_loaded[config.mode]
+        return entry
+
+    def hvp_source(self) -> str:
+        """The generated C++ of this kernel's Hessian-vector product entry (its adjoint over dual numbers).
+
+        Example::
+
+            print(my_kernel.hvp_source())
+        """
+        from . import codegen_hvp
+
+        return codegen_hvp.hvp_module_source([self.build_ir()])
 
     def tangent_source(self) -> str:
         """The generated C++ of this kernel's tangent (forward-mode) entries.

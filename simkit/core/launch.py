@@ -274,8 +274,10 @@ class Plan:
 
     def tangent_job(self) -> Job:
         """The CPU launch of the kernel's tangent entries (compiled on first use, see
-        Kernel.tangent_loaded): splits over threads with atomic adds, as it adds into the
-        tangent buffers as the forward adds into the arrays."""
+        Kernel.tangent_loaded). It adds into the tangent buffers where the forward adds into
+        the arrays, so it splits as the forward does: with private copies of both where
+        core/private.py allows (run inline or with atomics, a cloth's scatter launches made
+        the tangent pass twice the forward's time on two threads), else with atomics."""
         job = getattr(self, "_tangent", None)
         if job is None:
             lib, _fir, _path = self.kernel.tangent_loaded()
@@ -284,8 +286,12 @@ class Plan:
             get_error.restype = ctypes.POINTER(ErrorRecord)
             self.tangent_error = get_error().contents
             scatters = ctypes.c_int.in_dll(lib, f"{self.fir.cname}_cpu_tangent_scatters").value
+            private = descriptors(self.fir, self.Args, False, tangent=True)
+            self._tangent_private = private  # the job points into it
             job = Job(fn, self.base, ctypes.sizeof(self.Args), grain_of(self.fir, True),
-                      SCATTER_MIN_THREADS if scatters else 2, None, -1, ctypes.addressof(self.tangent_error),
+                      SCATTER_MIN_THREADS if scatters and private is None else 2,
+                      ctypes.addressof(private) if private is not None and len(private) else None,
+                      -1 if private is None else len(private), ctypes.addressof(self.tangent_error),
                       ctypes.addressof(self.extent_pairs), len(self.extent_pairs) // 2 if self.extents else 0)
             self._tangent = job = (job, ctypes.c_void_p(ctypes.addressof(job)))
         return job

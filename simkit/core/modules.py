@@ -172,6 +172,18 @@ class Module:
         for k, fir in zip(ok_batch, ok_irs):
             k._tangent_loaded[mode] = (lib, fir, lib_path)
 
+    def load_hvp(self, kernel: "Kernel"):
+        """Compile (or load) the Hessian-vector product entry of ``kernel``: a translation unit of
+        its own (codegen_hvp), built on its first second-order launch. One kernel per unit: a
+        neighbour whose adjoint has no dual form then cannot stop it."""
+        from . import codegen_hvp
+
+        fir = kernel.build_ir()
+        source = codegen_hvp.hvp_module_source([fir])
+        safe = "".join(c if c.isalnum() else "_" for c in fir.cname)[-36:] + "_hvp"
+        lib_path = compiler.build_shared(source, safe)
+        kernel._hvp_loaded[config.mode] = (ctypes.CDLL(str(lib_path)), fir, lib_path)
+
 
 def _module_name(module: Any, what: str, depth: int = 2) -> str:
     if module is None:

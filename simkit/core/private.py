@@ -12,7 +12,10 @@ arrays, which this module decides from the frontend's access sets (ir.FunctionIR
 - forward: the arrays it ``+=``/``atomic_add``s into at other threads' elements, when
   it neither reads nor otherwise writes them and uses no fetch-add or min/max;
 - adjoint: the gradients of the arrays it reads at other threads' elements, when it
-  writes none of them (the adjoint of a write reads that gradient back).
+  writes none of them (the adjoint of a write reads that gradient back);
+- tangent (forward mode): the forward's arrays, and beside each float one its tangent
+  buffer (in the grad slot during a tangent launch), which the tangent adds into exactly
+  where the forward adds into the array and never reads.
 
 Example::
 
@@ -50,10 +53,11 @@ def accumulated(fir, adjoint: bool) -> set | None:
     return set(fir.adds)
 
 
-def descriptors(fir, Args, adjoint: bool):
+def descriptors(fir, Args, adjoint: bool, tangent: bool = False):
     """The runtime's description of :func:`accumulated`'s arrays in the args struct ``Args``
-    (a ``PrivateTarget`` array, maybe empty), or None when one cannot be copied privately."""
-    found = accumulated(fir, adjoint)
+    (a ``PrivateTarget`` array, maybe empty), or None when one cannot be copied privately.
+    ``tangent``: of a tangent launch (the forward's arrays and their tangent buffers)."""
+    found = accumulated(fir, adjoint and not tangent)
     if found is None:
         return None
     by_name = {v.name: v for v in fir.params}
@@ -71,4 +75,6 @@ def descriptors(fir, Args, adjoint: bool):
         if t.dtype._sk_kind not in ("scalar", "vec", "mat", "quat", "transform") or code is None:
             return None
         out.append(PrivateTarget(offset, int(adjoint), t.ndim, code, T.type_size(t.dtype)))
+        if tangent and scalar.is_float:
+            out.append(PrivateTarget(offset, 1, t.ndim, code, T.type_size(t.dtype)))
     return (PrivateTarget * len(out))(*out)

@@ -17,7 +17,7 @@ import numpy as np
 import simkit as sk
 from ..core import array as A
 from ..core import types as T
-from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
+from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
 
 
 @sk.func
@@ -95,12 +95,15 @@ BOX_CORNER_ROUNDING = 0.1
 
 @sk.func
 def shape_point_count(kind):
-    """How many contact points a shape of ``kind`` has."""
+    """How many contact points a shape of ``kind`` has (a mesh none here: its contacts are
+    those of :mod:`simkit.kernels.mesh_contact`)."""
     count = 1
     if kind == SHAPE_BOX:
         count = 20
     elif kind == SHAPE_CAPSULE:
         count = 3
+    elif kind == SHAPE_MESH:
+        count = 0
     return count
 
 
@@ -113,6 +116,8 @@ def shape_plane_point_count(kind):
         count = 8
     elif kind == SHAPE_CAPSULE:
         count = 2
+    elif kind == SHAPE_MESH:
+        count = 0
     return count
 
 
@@ -254,22 +259,25 @@ def collision_pairs(model) -> A.Array:
             for p, c in zip(model.joints.parent.numpy(), model.joints.child.numpy()):
                 if p >= 0:
                     joined.add((int(p), int(c)))
-        pairs = A.array(_pair_list(kind, body, joined, model.shape_world.numpy(), model.world_count,
-                                   model.shape_collision_group, model.shape_collision_mask),
-                        dtype=T.int32, device=model.device)
+        found = _pair_list(kind, body, joined, model.shape_world.numpy(), model.world_count,
+                           model.shape_collision_group, model.shape_collision_mask)
+        # pairs with a mesh are rows of simkit.kernels.meshes.mesh_contact_rows instead
+        found = found[(kind[found[:, 0]] != SHAPE_MESH) & (kind[found[:, 1]] != SHAPE_MESH)]
+        pairs = A.array(found, dtype=T.int32, device=model.device)
         model._collision_pairs = pairs
     return pairs
 
 
-_ROW_FILTERS = ("all", "static", "body")
+_ROW_FILTERS = ("all", "static", "body", "mesh")
 
 
 def particle_shape_rows(model, which: str = "all"):
     """The shapes each particle of ``model`` may touch, as a ``ParticleShapes`` struct (see
     :mod:`simkit.kernels.structs`), and the width of its widest row that a particle reads:
     the second launch dimension of a kernel with one thread per (particle, row slot).
-    ``which`` keeps ``"all"`` shapes, the ``"static"`` ones, or those on a ``"body"``.
-    Cached on the model.
+    ``which`` keeps ``"all"`` primitive shapes, the ``"static"`` ones, or those on a
+    ``"body"``; ``"mesh"`` keeps the mesh shapes (static or not), which only
+    :mod:`simkit.kernels.mesh_contact` reads. Cached on the model.
 
     A particle of world ``w`` meets the shapes of world ``w`` and of world -1; a particle
     of world -1 meets every shape. Without worlds every particle reads the one row of all
@@ -288,7 +296,8 @@ def particle_shape_rows(model, which: str = "all"):
     cache = model.__dict__.setdefault("_particle_shape_rows", {})
     if which not in cache:
         body = model.shapes.body.numpy()
-        keep = {"all": np.ones(len(body), dtype=bool), "static": body < 0, "body": body >= 0}[which]
+        mesh = model.shapes.kind.numpy() == SHAPE_MESH
+        keep = {"all": ~mesh, "static": (body < 0) & ~mesh, "body": (body >= 0) & ~mesh, "mesh": mesh}[which]
         world = model.shape_world.numpy()
         kept = np.flatnonzero(keep)
         rows = [kept] + ([g[keep[g]] for g in world_groups(world, model.world_count)] if model.world_count else [])

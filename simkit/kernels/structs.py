@@ -18,8 +18,9 @@ from ..core import types as T
 from ..core.array import ArrayType
 from ..core.struct import struct
 
-# Shape kinds (``Shapes.kind``).
-SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE = 0, 1, 2
+# Shape kinds (``Shapes.kind``). A mesh's triangles live in ``Model.meshes`` (see
+# simkit.kernels.meshes); its ``params`` hold its scale.
+SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH = 0, 1, 2, 3
 
 # Joint kinds (``Joints.kind``).
 JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_BALL, JOINT_FIXED, JOINT_FREE, JOINT_UNIVERSAL = 0, 1, 2, 3, 4, 5
@@ -110,10 +111,10 @@ def model_structs(real) -> SimpleNamespace:
 
     @struct
     class Shapes:
-        """Collision shapes: ``kind`` (SHAPE_SPHERE/BOX/CAPSULE), the ``body`` they are attached
+        """Collision shapes: ``kind`` (SHAPE_SPHERE/BOX/CAPSULE/MESH), the ``body`` they are attached
         to (-1: static), ``xform`` in the body's frame (in the world for static shapes) and
         ``params`` (sphere: radius, box: half extents, capsule: radius and half height along
-        local y). ``ke``, ``kd``, ``kf``, ``mu``, ``time_constant``, ``damping_ratio`` are the
+        local y, mesh: its scale; the triangles are in ``Model.meshes``). ``ke``, ``kd``, ``kf``, ``mu``, ``time_constant``, ``damping_ratio`` are the
         penalty contact material of the shape in body contacts (as in ``Contact``; a pair
         averages its two shapes); particle contacts use ``Contact``."""
         kind: ArrayType(T.int32, 1)
@@ -150,7 +151,10 @@ def model_structs(real) -> SimpleNamespace:
         frame about (along) the axis. ``limit_lower/upper`` bound it with a penalty of stiffness
         ``limit_ke`` and damping ``limit_kd``; a drive pulls it towards ``Control.joint_target``
         with gains ``target_ke``, ``target_kd``. ``linear_ke/kd`` and ``angular_ke/kd`` are the
-        stiffness and damping that hold the joint together in the semi-implicit integrator."""
+        stiffness and damping that hold the joint together in the semi-implicit integrator.
+        ``armature`` (kg m^2 or kg) is a rotor inertia added to the joint's own diagonal entries
+        of the joint-space mass matrix and ``effort_limit`` bounds the torque (force) of drive and
+        ``joint_act`` together (:class:`~simkit.sim.Featherstone` only; ``NO_LIMIT``: unbounded)."""
         kind: ArrayType(T.int32, 1)
         parent: ArrayType(T.int32, 1)
         child: ArrayType(T.int32, 1)
@@ -168,6 +172,8 @@ def model_structs(real) -> SimpleNamespace:
         linear_kd: reals
         angular_ke: reals
         angular_kd: reals
+        armature: reals
+        effort_limit: reals
 
     @struct
     class ParticleShapes:

@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from ..kernels.structs import SHAPE_MESH
 from ..sim.model import Model, State
 from .geometry import (TriMesh, box_mesh, capsule_mesh, ground_mesh, shape_mesh, sphere_mesh, transform_matrix,
                        vertex_normals)
-from .mesh import compact_vertices, tet_surface_triangles
+from .mesh import compact_vertices, mesh_shape_arrays, tet_surface_triangles
 
 BACKGROUND = (0.11, 0.12, 0.15)            # the clear color of every frame
 PARTICLE_COLOR = (0.95, 0.72, 0.22)
@@ -158,6 +159,11 @@ class ModelDrawables:
         self._attached: list[tuple[int, np.ndarray, Drawable]] = []
         for i in range(model.shape_count):
             mesh = shape_mesh(int(kind[i]), params[i])
+            if kind[i] == SHAPE_MESH:
+                vertices, triangles = mesh_shape_arrays(model, i)
+                mesh = TriMesh(np.ascontiguousarray(vertices, dtype=np.float32),
+                               vertex_normals(vertices, triangles),
+                               np.ascontiguousarray(triangles, dtype=np.uint32))
             if mesh is None:
                 continue
             local = transform_matrix(xform[i])

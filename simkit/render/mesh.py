@@ -1,4 +1,5 @@
-"""Mesh helpers for rendering (pure numpy): the boundary of a tetrahedral mesh.
+"""Mesh helpers for rendering (numpy): the boundary of a tetrahedral mesh, and the triangles
+of a model's mesh shape.
 
 Example::
 
@@ -61,3 +62,20 @@ def compact_vertices(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     ids, inverse = np.unique(triangles, return_inverse=True)
     return ids, inverse.reshape(triangles.shape)
+
+
+def mesh_shape_arrays(model, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """The vertices (float64 ``(N, 3)``, scaled, in the shape's frame) and triangles (int64
+    ``(T, 3)``, indexing those vertices) of mesh shape ``s`` of ``model``.
+
+    Example::
+
+        vertices, triangles = mesh_shape_arrays(model, 0)
+    """
+    m = model.meshes
+    k = int(m.shape_mesh.numpy()[s])
+    v0, v1 = (int(x) for x in m.vertex_start.numpy()[k:k + 2])
+    t0, t1 = (int(x) for x in m.tri_start.numpy()[k:k + 2])
+    vertices = np.asarray(m.vertices.numpy(), dtype=np.float64).reshape(-1, 3)[v0:v1]
+    triangles = np.asarray(m.triangles.numpy(), dtype=np.int64).reshape(-1, 3)[t0:t1] - v0
+    return vertices, triangles

@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 from pxr import Gf, Usd, UsdGeom, Vt
 
-from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
+from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
 from ..sim.model import Model, State
-from .mesh import compact_vertices, tet_surface_triangles
+from .mesh import compact_vertices, mesh_shape_arrays, tet_surface_triangles
 
 EXTENSIONS = (".usda", ".usd", ".usdc")
 _AXES = {"x": 0, "y": 1, "z": 2}
@@ -100,9 +100,11 @@ class _PointSet:
             self.prim.GetExtentAttr().Set(_extent((x - self.pad).min(axis=0), (x + self.pad).max(axis=0)), code)
 
 
-def _define_shape(stage: Usd.Stage, path: str, kind: int, xform: np.ndarray, params: np.ndarray) -> None:
+def _define_shape(stage: Usd.Stage, path: str, kind: int, xform: np.ndarray, params: np.ndarray,
+                  mesh: tuple | None = None) -> None:
     """An Xform at ``path`` with the transform ``xform`` (p, q) and the shape under it as
-    ``path/geom``; capsules lie along their local y axis like the simulation's."""
+    ``path/geom``; capsules lie along their local y axis like the simulation's; a mesh shape
+    is a UsdGeom.Mesh of ``mesh`` (vertices, triangles)."""
     frame = UsdGeom.Xform.Define(stage, path)
     frame.AddTranslateOp(UsdGeom.XformOp.PrecisionFloat).Set(Gf.Vec3f(*map(float, xform[:3])))
     frame.AddOrientOp().Set(_quatf(xform[3:7]))
@@ -124,6 +126,13 @@ def _define_shape(stage: Usd.Stage, path: str, kind: int, xform: np.ndarray, par
         capsule.GetHeightAttr().Set(2.0 * h)
         capsule.GetAxisAttr().Set(UsdGeom.Tokens.y)
         capsule.GetExtentAttr().Set(_extent([-r, -h - r, -r], [r, h + r, r]))
+    elif kind == SHAPE_MESH and mesh is not None:
+        vertices, triangles = mesh
+        prim = UsdGeom.Mesh.Define(stage, geom)
+        prim.GetPointsAttr().Set(_vec3f_array(vertices))
+        prim.GetFaceVertexCountsAttr().Set(Vt.IntArray([3] * len(triangles)))
+        prim.GetFaceVertexIndicesAttr().Set(Vt.IntArray([int(i) for i in triangles.reshape(-1)]))
+        prim.GetExtentAttr().Set(_extent(vertices.min(axis=0), vertices.max(axis=0)))
     else:
         warnings.warn(f"UsdExporter: shape kind {kind} at {path} has no USD counterpart; only its transform "
                       f"is written", stacklevel=4)
@@ -144,7 +153,8 @@ class _Bodies:
             frame = UsdGeom.Xform.Define(stage, path)
             self.ops.append((frame.AddTranslateOp(UsdGeom.XformOp.PrecisionFloat), frame.AddOrientOp()))
             for i in np.flatnonzero(body == b):
-                _define_shape(stage, f"{path}/shape_{i}", int(kind[i]), xform[i], params[i])
+                _define_shape(stage, f"{path}/shape_{i}", int(kind[i]), xform[i], params[i],
+                              mesh_shape_arrays(model, i) if kind[i] == SHAPE_MESH else None)
         self.set(np.asarray(model.body_q.numpy(), dtype=np.float64).reshape(-1, 7), Usd.TimeCode.Default())
 
     def set(self, body_q: np.ndarray, code: Usd.TimeCode | float) -> None:
@@ -302,7 +312,8 @@ class UsdExporter:
         if len(static):
             UsdGeom.Scope.Define(stage, "/World/Shapes")
         for i in static:
-            _define_shape(stage, f"/World/Shapes/shape_{i}", int(kind[i]), xform[i], params[i])
+            _define_shape(stage, f"/World/Shapes/shape_{i}", int(kind[i]), xform[i], params[i],
+                          mesh_shape_arrays(model, i) if kind[i] == SHAPE_MESH else None)
         return _Bodies(stage, "/World", model, kind, xform, params, body) if model.body_count else None
 
     # -- public API --------------------------------------------------------------------

@@ -21,6 +21,7 @@ from ..core import types as T
 from ..core.launch import launch
 from ..sim import geometry as G
 from ..sim.builder import ModelBuilder
+from ..sim.featherstone import Featherstone
 from ..sim.integrators import SemiImplicitEuler
 from ..sim.model import Control, Model, State
 from ..sim.xpbd import XPBD
@@ -33,7 +34,8 @@ from .validate import SceneError
 @dataclass(frozen=True)
 class Settings:
     """How a scene is simulated: ``frames`` frames of ``substeps`` integrator steps of ``dt``
-    seconds each, by ``integrator`` (``"euler"`` or ``"xpbd"``, with ``iterations``), on
+    seconds each, by ``integrator`` (``"euler"``, ``"xpbd"`` with ``iterations``, or
+    ``"featherstone"``), on
     ``device`` in ``dtype`` (``"float32"``/``"float64"``); ``gravity`` along ``up_axis``,
     with or without ``ground``.
 
@@ -157,6 +159,8 @@ class Scene:
         self.bodies = bodies
         if self.settings.integrator == "xpbd":
             self.integrator: Any = XPBD(iterations=self.settings.iterations)
+        elif self.settings.integrator == "featherstone":
+            self.integrator = Featherstone()
         else:
             self.integrator = SemiImplicitEuler()
         self.muscles = [b.muscle for b in bodies.values() if b.muscle is not None]
@@ -426,6 +430,9 @@ def build_scene(config: SceneConfig) -> Scene:
     settings = config.sim
     dtype = T.float64 if settings["dtype"] == "float64" else T.float32
     model = guarded("", b.finalize, device=settings["device"], dtype=dtype)
+    if settings["integrator"] == "featherstone" and not model.articulation_count:
+        raise SceneError(config.file, "sim.integrator", 'expected a scene with a [[robots]] entry for integrator = '
+                                                        '"featherstone" (it steps articulations), but it has none')
     if model.particle_count:
         # pinned particles are kinematic: they would keep a body's initial velocity and fly off
         qd = model.particle_qd.numpy().copy()

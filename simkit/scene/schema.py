@@ -236,7 +236,7 @@ def _sim(root: Table, device: str | None, frames: int | None) -> dict:
         "dt": sim.number("dt", low=0.0, low_open=True),
         "substeps": sim.integer("substeps", 1, low=1),
         "frames": sim.integer("frames", low=1),
-        "integrator": sim.choice("integrator", ("euler", "xpbd"), "euler"),
+        "integrator": sim.choice("integrator", ("euler", "xpbd", "featherstone"), "euler"),
         "iterations": sim.integer("iterations", 4, low=1),
         "device": sim.string("device", "cpu"),
         "dtype": sim.choice("dtype", ("float32", "float64"), "float32"),

@@ -3,7 +3,8 @@
 - :class:`ModelBuilder` collects particles, springs, cloth, soft bodies and static shapes;
 - :class:`Model` holds them on a device, parameters in structs of gradient-tracked arrays;
 - :class:`State` (positions, velocities, forces) and :class:`Control` (actuation);
-- :class:`SemiImplicitEuler` and :class:`XPBD` advance a state by one step;
+- :class:`SemiImplicitEuler` and :class:`XPBD` advance a state by one step in maximal
+  coordinates, :class:`Featherstone` an articulated one in generalized coordinates;
 - :func:`simulate` runs many steps; ``check=N`` (a :class:`StabilityCheck`) stops a run that
   diverged with a :class:`SimulationError`;
 - articulations (:meth:`ModelBuilder.add_articulation`) give joints generalized coordinates:
@@ -24,12 +25,13 @@ Example::
 
 from .articulation import bias_forces, eval_fk, eval_ik, joint_accelerations, mass_matrix
 from .builder import ModelBuilder
+from .featherstone import Featherstone
 from .integrators import SemiImplicitEuler
 from .model import Control, Model, State
 from .simulate import simulate
 from .stability import SimulationError, StabilityCheck
 from .xpbd import XPBD
 
-__all__ = ["ModelBuilder", "Model", "State", "Control", "SemiImplicitEuler", "XPBD", "simulate", "StabilityCheck",
+__all__ = ["ModelBuilder", "Model", "State", "Control", "SemiImplicitEuler", "XPBD", "Featherstone", "simulate", "StabilityCheck",
            "SimulationError", "eval_fk", "eval_ik", "mass_matrix", "bias_forces",
            "joint_accelerations"]

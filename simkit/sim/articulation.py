@@ -92,7 +92,8 @@ def _frames(model) -> dict:
     return dict(kind=j.kind.numpy(), parent=j.parent.numpy(), child=j.child.numpy(),
                 px=j.parent_xform.numpy().astype(np.float64), cx=j.child_xform.numpy().astype(np.float64),
                 axis=j.axis.numpy().astype(np.float64), axis2=j.axis2.numpy().astype(np.float64), qs=model.joint_q_start.numpy(),
-                ds=model.joint_qd_start.numpy(), art=model.joint_articulation.numpy())
+                ds=model.joint_qd_start.numpy(), art=model.joint_articulation.numpy(),
+                armature=j.armature.numpy().astype(np.float64))
 
 
 def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -289,7 +290,8 @@ def mass_matrix(model, joint_q: Any, articulation: int | None = None) -> np.ndar
     articulation; rows and columns of joints outside articulations are zero.
     ``articulation=a`` returns the block of articulation ``a`` only (its degrees of freedom
     are ``model.articulation_dofs(a)``): with many worlds, ask per articulation, since the
-    whole matrix has ``joint_dof_count**2`` entries. Bodies' inertias include their armature.
+    whole matrix has ``joint_dof_count**2`` entries. Bodies' inertias include their armature, and
+    the diagonal entries of each joint its joint ``armature``.
 
     Example::
 
@@ -310,6 +312,9 @@ def mass_matrix(model, joint_q: Any, articulation: int | None = None) -> np.ndar
             I_w = e["R"] @ inertia[c] @ e["R"].T
             Jw, Jv = e["J"][:3], e["J"][3:]
             M += Jw.T @ I_w @ Jw + mass[c] * (Jv.T @ Jv)
+        for j in joints:
+            for d in range(f["ds"][j] - dof0, f["ds"][j + 1] - dof0):
+                M[d, d] += f["armature"][j]
         at = 0 if articulation is not None else dof0
         out[at:at + ndof, at:at + ndof] = M
     return out

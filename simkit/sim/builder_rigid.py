@@ -75,6 +75,7 @@ class RigidBuilder:
         self.joint_axis2: list = []
         self.joint_limits: list = []
         self.joint_gains: list = []
+        self.joint_dynamics: list = []           # [armature, effort_limit] (generalized coordinates)
         self.joint_articulation: list = []       # -1: not in an articulation
         self.articulation_start: list = []       # the first joint of each articulation
         self._articulation_open = False
@@ -235,7 +236,7 @@ class RigidBuilder:
 
     # -- joints -------------------------------------------------------------------------
     def _add_joint(self, kind: int, where: str, parent, child, parent_xform, child_xform, axis, limits, gains,
-                   axis2=(0.0, 1.0, 0.0)) -> int:
+                   axis2=(0.0, 1.0, 0.0), dynamics=(0.0, None)) -> int:
         parent = V.index(parent, self.body_count, "parent", "bodies", where, allow_world=True)
         child = V.index(child, self.body_count, "child", "bodies", where)
         if parent == child:
@@ -264,6 +265,8 @@ class RigidBuilder:
         gains = [V.nonneg(g, f"{where}: {name}") for g, name in zip(gains, (
             "target_ke", "target_kd", "linear_ke", "linear_kd", "angular_ke", "angular_kd"))]
         limit_ke, limit_kd = V.nonneg(limit_ke, f"{where}: limit_ke"), V.nonneg(limit_kd, f"{where}: limit_kd")
+        armature = V.nonneg(dynamics[0], f"{where}: armature")
+        effort = NO_LIMIT if dynamics[1] is None else V.nonneg(dynamics[1], f"{where}: effort_limit")
         articulation = self._joint_articulation(where, parent, child)
         self.joint_kind.append(kind)
         self.joint_parent.append(parent)
@@ -274,6 +277,7 @@ class RigidBuilder:
         self.joint_axis2.append(axis2 / np.linalg.norm(axis2))
         self.joint_limits.append([lower, upper, limit_ke, limit_kd])
         self.joint_gains.append(gains)
+        self.joint_dynamics.append([armature, effort])
         self.joint_articulation.append(articulation)
         return self.joint_count - 1
 
@@ -353,7 +357,8 @@ class RigidBuilder:
                            limit_upper: float | None = None, limit_ke: float = 1.0e4, limit_kd: float = 1.0e1,
                            target_ke: float = 0.0, target_kd: float = 0.0, linear_ke: float = JOINT_LINEAR_KE,
                            linear_kd: float = JOINT_LINEAR_KD, angular_ke: float = JOINT_ANGULAR_KE,
-                           angular_kd: float = JOINT_ANGULAR_KD) -> int:
+                           angular_kd: float = JOINT_ANGULAR_KD, armature: float = 0.0,
+                           effort_limit: float | None = None) -> int:
         """A hinge: the child turns about ``axis`` (in the joint frame) relative to the parent.
 
         The joint frame is ``parent_xform`` in the parent's frame (``parent=-1``: the world)
@@ -363,6 +368,8 @@ class RigidBuilder:
         ``limit_ke``/``limit_kd``, and driven towards ``control.joint_target`` by ``target_ke``
         (N m/rad) and ``target_kd``; ``control.joint_act`` adds a torque about the axis.
         ``linear_*``/``angular_*`` hold the joint together in the semi-implicit integrator.
+        In :class:`~simkit.sim.Featherstone`, ``armature`` (kg m^2) adds a rotor inertia to the
+        joint and ``effort_limit`` (N m, None: unbounded) clamps drive plus ``joint_act``.
         Returns the joint's index.
 
         Example::
@@ -371,14 +378,16 @@ class RigidBuilder:
         """
         return self._add_joint(JOINT_REVOLUTE, "add_joint_revolute", parent, child, parent_xform, child_xform, axis,
                                (limit_lower, limit_upper, limit_ke, limit_kd),
-                               (target_ke, target_kd, linear_ke, linear_kd, angular_ke, angular_kd))
+                               (target_ke, target_kd, linear_ke, linear_kd, angular_ke, angular_kd),
+                               dynamics=(armature, effort_limit))
 
     def add_joint_prismatic(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None,
                             axis: Sequence[float] = (1.0, 0.0, 0.0), *, limit_lower: float | None = None,
                             limit_upper: float | None = None, limit_ke: float = 1.0e4, limit_kd: float = 1.0e1,
                             target_ke: float = 0.0, target_kd: float = 0.0, linear_ke: float = JOINT_LINEAR_KE,
                             linear_kd: float = JOINT_LINEAR_KD, angular_ke: float = JOINT_ANGULAR_KE,
-                            angular_kd: float = JOINT_ANGULAR_KD) -> int:
+                            angular_kd: float = JOINT_ANGULAR_KD, armature: float = 0.0,
+                            effort_limit: float | None = None) -> int:
         """A slider: the child moves along ``axis`` (in the joint frame) relative to the parent,
         without turning. Limits (meters), drive (``target_ke`` in N/m) and ``joint_act`` (a
         force along the axis) as for :meth:`add_joint_revolute`.
@@ -389,18 +398,23 @@ class RigidBuilder:
         """
         return self._add_joint(JOINT_PRISMATIC, "add_joint_prismatic", parent, child, parent_xform, child_xform, axis,
                                (limit_lower, limit_upper, limit_ke, limit_kd),
-                               (target_ke, target_kd, linear_ke, linear_kd, angular_ke, angular_kd))
+                               (target_ke, target_kd, linear_ke, linear_kd, angular_ke, angular_kd),
+                               dynamics=(armature, effort_limit))
 
     def add_joint_ball(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None, *,
-                       linear_ke: float = JOINT_LINEAR_KE, linear_kd: float = JOINT_LINEAR_KD) -> int:
-        """A ball-and-socket: the joint frames' origins coincide, rotation is free.
+                       linear_ke: float = JOINT_LINEAR_KE, linear_kd: float = JOINT_LINEAR_KD,
+                       armature: float = 0.0) -> int:
+        """A ball-and-socket: the joint frames' origins coincide, rotation is free. ``armature``
+        (kg m^2) is added to each of its three diagonal entries of the joint-space mass matrix
+        (:class:`~simkit.sim.Featherstone`).
 
         Example::
 
             b.add_joint_ball(torso, arm, child_xform=sk.transform((0, 0.3, 0), (0, 0, 0, 1)))
         """
         return self._add_joint(JOINT_BALL, "add_joint_ball", parent, child, parent_xform, child_xform, (1.0, 0.0, 0.0),
-                               (None, None, 0.0, 0.0), (0.0, 0.0, linear_ke, linear_kd, 0.0, 0.0))
+                               (None, None, 0.0, 0.0), (0.0, 0.0, linear_ke, linear_kd, 0.0, 0.0),
+                               dynamics=(armature, None))
 
     def add_joint_fixed(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None, *,
                         linear_ke: float = JOINT_LINEAR_KE, linear_kd: float = JOINT_LINEAR_KD,
@@ -418,7 +432,8 @@ class RigidBuilder:
     def add_joint_universal(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None,
                             axis: Sequence[float] = (1.0, 0.0, 0.0), axis2: Sequence[float] = (0.0, 1.0, 0.0), *,
                             linear_ke: float = JOINT_LINEAR_KE, linear_kd: float = JOINT_LINEAR_KD,
-                            angular_ke: float = JOINT_ANGULAR_KE, angular_kd: float = JOINT_ANGULAR_KD) -> int:
+                            angular_ke: float = JOINT_ANGULAR_KE, angular_kd: float = JOINT_ANGULAR_KD,
+                            armature: float = 0.0) -> int:
         """A universal (Cardan) joint: the joint frames' origins coincide and the child turns
         about ``axis`` and about ``axis2`` (perpendicular to each other, in the joint frame),
         never about the third direction. Its coordinates are the two angles: the child's joint
@@ -426,7 +441,7 @@ class RigidBuilder:
         carried along by the first turn. The maximal-coordinate integrators keep the origins
         together and the angle between the parent's ``axis`` and the child's ``axis2`` (with
         ``linear_*`` and ``angular_*`` in the semi-implicit one); it has no limits or drives.
-        Frames as for :meth:`add_joint_revolute`.
+        Frames as for :meth:`add_joint_revolute`; ``armature`` as for :meth:`add_joint_ball`.
 
         Example::
 
@@ -434,9 +449,10 @@ class RigidBuilder:
         """
         return self._add_joint(JOINT_UNIVERSAL, "add_joint_universal", parent, child, parent_xform, child_xform,
                                axis, (None, None, 0.0, 0.0), (0.0, 0.0, linear_ke, linear_kd, angular_ke, angular_kd),
-                               axis2)
+                               axis2, dynamics=(armature, None))
 
-    def add_joint_free(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None) -> int:
+    def add_joint_free(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None, *,
+                       armature: float = 0.0) -> int:
         """A free joint: six degrees of freedom, no constraint (in the maximal-coordinate
         integrators it does nothing). In an articulation it makes ``child`` a floating base:
         its coordinates are the position and the quaternion (x, y, z, w) of the child's joint
@@ -447,7 +463,8 @@ class RigidBuilder:
         ``parent=-1``, the parent's frame otherwise), so that the coordinates of a free body are
         its pose: ``child_xform`` defaults to the child's origin. (``add_builder`` with an
         ``xform`` moves joint frames attached to the world with the rest, so every copy keeps
-        the coordinates of the original, relative to its placement.)
+        the coordinates of the original, relative to its placement.) ``armature`` is added to
+        each of its six diagonal entries of the joint-space mass matrix.
 
         Example::
 
@@ -457,7 +474,7 @@ class RigidBuilder:
         """
         return self._add_joint(JOINT_FREE, "add_joint_free", parent, child,
                                _IDENTITY.copy() if parent_xform is None else parent_xform, child_xform,
-                               (1.0, 0.0, 0.0), (None, None, 0.0, 0.0), (0.0,) * 6)
+                               (1.0, 0.0, 0.0), (None, None, 0.0, 0.0), (0.0,) * 6, dynamics=(armature, None))
 
     # -- worlds ---------------------------------------------------------------------------
     def _append_rigid(self, other: "RigidBuilder", X: np.ndarray | None, offset: int) -> None:
@@ -490,7 +507,7 @@ class RigidBuilder:
         self.joint_child.extend(body(c) for c in other.joint_child)
         self.joint_parent_xform.extend(place(t) if p < 0 else t
                                        for t, p in zip(other.joint_parent_xform, other.joint_parent))
-        for name in ("joint_child_xform", "joint_axis", "joint_axis2", "joint_limits", "joint_gains"):
+        for name in ("joint_child_xform", "joint_axis", "joint_axis2", "joint_limits", "joint_gains", "joint_dynamics"):
             getattr(self, name).extend(getattr(other, name))
         # the joints of other's articulations are the next ones here; joints added after this
         # call join no articulation until add_articulation starts one
@@ -518,6 +535,7 @@ class RigidBuilder:
         collision = np.asarray(self.shape_collision, dtype=np.int64).reshape(-1, 2)
         limits = np.asarray(self.joint_limits, dtype=np.float64).reshape(-1, 4)
         gains = np.asarray(self.joint_gains, dtype=np.float64).reshape(-1, 6)
+        dynamics = np.asarray(self.joint_dynamics, dtype=np.float64).reshape(-1, 2)
         return {
             "body_q": self.body_q, "body_qd": self.body_qd, "body_mass": mass, "body_com": com,
             "body_inertia": inertia,
@@ -531,5 +549,6 @@ class RigidBuilder:
             "joint_limit_ke": limits[:, 2], "joint_limit_kd": limits[:, 3],
             "joint_target_ke": gains[:, 0], "joint_target_kd": gains[:, 1], "joint_linear_ke": gains[:, 2],
             "joint_linear_kd": gains[:, 3], "joint_angular_ke": gains[:, 4], "joint_angular_kd": gains[:, 5],
+            "joint_armature": dynamics[:, 0], "joint_effort_limit": dynamics[:, 1],
             "joint_articulation": self.joint_articulation, "articulation_start": self.articulation_start,
         }

@@ -15,6 +15,7 @@ from ..kernels.bending import eval_bending_forces
 from ..kernels.body_contact import eval_body_contact_forces
 from ..kernels.contact import contact_kernels
 from ..kernels.joints import eval_joint_forces
+from ..kernels.mesh_contact import eval_body_mesh_forces, eval_particle_mesh_forces
 from ..kernels.particle_contact import eval_particle_contact_forces
 from ..kernels.shapes import particle_shape_rows
 from ..kernels.springs import spring_kernels
@@ -44,6 +45,7 @@ def eval_body_forces(model, state, control) -> None:
     (gravity is applied by the integrator)."""
     if model.body_count:
         eval_body_contact_forces(model, state)
+        eval_body_mesh_forces(model, state)
     if model.joint_count:
         eval_joint_forces(model, state, control)
 
@@ -63,5 +65,6 @@ def eval_contact_forces(model, state) -> None:
             launch(k.shape_contact, (model.particle_count, width),
                    inputs=[q, qd, model.particles, model.shapes, rows, model.contact, state.body_q, state.body_qd,
                            model.bodies, f, state.body_f])
+        eval_particle_mesh_forces(model, state)
     if model.particle_contact:
         eval_particle_contact_forces(model, state)

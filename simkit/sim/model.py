@@ -36,6 +36,7 @@ from ..core import types as T
 from ..core.launch import launch
 from ..kernels.bodies import body_kernels
 from ..kernels.particles import particle_kernels
+from ..kernels.meshes import build_meshes
 from ..kernels.structs import model_structs
 from .articulation import body_joints, coordinate_starts, initial_coordinates
 
@@ -151,7 +152,7 @@ class Model:
                                axis2=vectors(data["joint_axis2"], vec3, grad=False),
                                **{name: reals(data[f"joint_{name}"]) for name in (
                                    "limit_lower", "limit_upper", "limit_ke", "limit_kd", "target_ke", "target_kd",
-                                   "linear_ke", "linear_kd", "angular_ke", "angular_kd")})
+                                   "linear_ke", "linear_kd", "angular_ke", "angular_kd", "armature", "effort_limit")})
 
         # articulations: generalized coordinates of every joint, and which joints form trees
         q_start, qd_start = coordinate_starts(data["joint_kind"])
@@ -174,6 +175,9 @@ class Model:
         # bit masks of 32 bits, kept as int64 on the host side only (collision_pairs reads them)
         self.shape_collision_group = np.asarray(data["shape_collision_group"], dtype=np.int64).reshape(-1)
         self.shape_collision_mask = np.asarray(data["shape_collision_mask"], dtype=np.int64).reshape(-1)
+        # the triangles of the mesh shapes (see simkit.kernels.meshes)
+        shape_mesh, meshes = data.get("meshes", (np.full(self.shape_count, -1), []))
+        self.meshes = build_meshes(dtype, device, shape_mesh, meshes)
 
     def _world_ids(self, kind: str) -> np.ndarray:
         ids = np.full(getattr(self, WORLD_KINDS[kind]), -1, dtype=np.int32)
@@ -311,7 +315,10 @@ class State:
     accumulator ``particle_f`` (arrays of ``vec3``) of one instant, and the same for bodies:
     ``body_q`` (``transform``: the world pose of each body's origin), ``body_qd`` (a
     6-vector: angular velocity, then linear velocity of the center of mass, both in world
-    coordinates) and ``body_f`` (torque about the center of mass, then force, world).
+    coordinates) and ``body_f`` (torque about the center of mass, then force, world). With
+    joints, ``joint_q`` / ``joint_qd``: the generalized coordinates and velocities (as
+    ``model.joint_q``), which :class:`~simkit.sim.Featherstone` integrates (the other
+    integrators leave them as they are; :func:`~simkit.sim.eval_ik` reads them off the bodies).
 
     Example::
 
@@ -322,7 +329,7 @@ class State:
 
     # What a step integrates: read from state_in, written to state_out. Forces are
     # recomputed by every step, so these fields are all a checkpoint or a copy needs.
-    INTEGRATED = ("particle_q", "particle_qd", "body_q", "body_qd")
+    INTEGRATED = ("particle_q", "particle_qd", "body_q", "body_qd", "joint_q", "joint_qd")
     _FIELDS = ("particle_q", "particle_qd", "particle_f", "body_q", "body_qd", "body_f")
 
     def __init__(self, model: Model, requires_grad: bool):
@@ -334,6 +341,9 @@ class State:
         self.body_q = A.clone(model.body_q, requires_grad=requires_grad)
         self.body_qd = A.clone(model.body_qd, requires_grad=requires_grad)
         self.body_f = A.zeros_like(model.body_qd, requires_grad=requires_grad)
+        # generalized coordinates: what sk.sim.Featherstone integrates (body_q/body_qd follow by eval_fk)
+        self.joint_q = A.clone(model.joint_q, requires_grad=requires_grad)
+        self.joint_qd = A.clone(model.joint_qd, requires_grad=requires_grad)
 
     def clear_forces(self) -> None:
         """Zero the force accumulators (the integrators do this at the start of each step).

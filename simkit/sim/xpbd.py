@@ -103,6 +103,7 @@ from ..kernels.structs import JOINT_FREE
 from ..kernels.shapes import collision_pairs, particle_shape_rows
 from .integrators import check_step
 from .model import Control, Model, State
+from .xpbd_meshes import count_mesh_contacts, mesh_scratch, solve_mesh_contacts
 
 
 def _mass_split(model: Model) -> A.Array:
@@ -281,6 +282,8 @@ class XPBD:
                                          s.velocities])
         if nb:
             _predict_bodies(model, state_in, control, s, dt)
+        meshes = mesh_scratch(model, state_out, self.iterations)
+        count_mesh_contacts(model, s, meshes)
         for it in range(self.iterations):
             q = s.positions[it]
             q_out = s.positions[it + 1] if it + 1 < self.iterations else state_out.particle_q
@@ -303,6 +306,8 @@ class XPBD:
                                s.lam_tet_volume[it], dt, delta, s.lam_tet_shape[it + 1], s.lam_tet_volume[it + 1]])
             if nb:
                 _solve_bodies(model, state_in, control, s, it, dt)
+            solve_mesh_contacts(model, state_in, s, meshes, it, _mass_split(model) if n else None,
+                                _joint_split(model))
             if n:
                 launch(k.apply_corrections, n,
                        inputs=[q, delta, s.corrections[it], s.velocities, dt, particles, model.contact, model.shapes,

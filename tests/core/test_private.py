@@ -257,3 +257,25 @@ def test_a_kernel_adding_only_into_its_own_elements_splits_without_copies(four_t
     f = sk.zeros(N, dtype=sk.float32)
     assert ran("split", lambda: sk.launch(own_adds, N, inputs=[f]))
     assert (f.numpy() == 1.0).all()
+
+
+@sk.kernel
+def scatter64(x: sk.array(dtype=sk.float64), index: sk.array(dtype=sk.int32), out: sk.array(dtype=sk.float64)):
+    i = sk.tid()
+    out[index[i]] += x[i] * x[i]
+
+
+def test_a_tangent_launch_of_a_scatter_accumulates_values_and_tangents_privately(four_threads):
+    # forward mode adds into the tangent buffer where the forward adds into the array, so both get copies
+    rng = np.random.default_rng(1)
+    idx = rng.integers(0, 1000, N).astype(np.int32)
+    x_np, dx = rng.standard_normal(N), rng.standard_normal(N)
+    x, index, out = sk.array(x_np, dtype=sk.float64), sk.from_numpy(idx), sk.zeros(1000, dtype=sk.float64)
+    fwd = sk.autograd.JVP({x: dx})
+    with fwd:
+        sk.launch(scatter64, N, inputs=[x, index, out])  # compiles the tangent entry
+        out.zero_()
+        assert ran("private", lambda: sk.launch(scatter64, N, inputs=[x, index, out]))
+    np.testing.assert_allclose(out.numpy(), np.bincount(idx, weights=x_np * x_np, minlength=1000), rtol=1e-12)
+    np.testing.assert_allclose(fwd.tangent(out).numpy(), np.bincount(idx, weights=2 * x_np * dx, minlength=1000),
+                               rtol=1e-12, atol=1e-12)

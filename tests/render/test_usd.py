@@ -500,3 +500,20 @@ def test_surface_rejects_bad_tets():
         tet_surface_triangles(np.zeros((2, 3), dtype=np.int32))
     with pytest.raises(ValueError, match="tet_surface_triangles: points must be an N x 3 array"):
         tet_surface_triangles([[0, 1, 2, 3]], points=np.zeros((3, 3)))
+
+
+def test_mesh_shapes_are_written_as_usd_meshes(tmp_path):
+    v = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    f = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
+    b = sk.sim.ModelBuilder()
+    b.add_shape_mesh(-1, v, f, scale=2.0)
+    body = b.add_body(sk.transform((0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 1.0)))
+    b.add_shape_mesh(body, v, f, scale=0.1)
+    model = b.finalize()
+    UsdExporter(tmp_path / "m.usda", model).close()
+    stage = Usd.Stage.Open(str(tmp_path / "m.usda"))
+    for path, scale in (("/World/Shapes/shape_0/geom", 2.0), ("/World/Bodies/body_0/shape_1/geom", 0.1)):
+        mesh = UsdGeom.Mesh(stage.GetPrimAtPath(path))
+        np.testing.assert_allclose(np.array(mesh.GetPointsAttr().Get()), v * scale, atol=1e-7)
+        assert list(mesh.GetFaceVertexCountsAttr().Get()) == [3] * 4
+        assert list(mesh.GetFaceVertexIndicesAttr().Get()) == f.reshape(-1).tolist()

@@ -244,6 +244,21 @@ def test_model_drawables_gather_every_part_of_a_state():
         source.frame(other)
 
 
+def test_model_drawables_draw_mesh_shapes_with_their_triangles():
+    v = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    f = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
+    b = sk.sim.ModelBuilder(ground=False)
+    b.add_shape_mesh(-1, v, f, xform=sk.transform((1.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)), scale=0.5)
+    body = b.add_body()
+    b.add_shape_mesh(body, v, f, density=100.0)
+    model = b.finalize()
+    drawables = {d.key: d for d in ModelDrawables(model).frame(model.state())}
+    static = drawables["shape_0"]
+    np.testing.assert_allclose(static.world_positions(), v * 0.5 + (1.0, 0.0, 0.0), atol=1e-6)
+    assert len(static.indices) == 4
+    assert "body_0/shape_1" in drawables
+
+
 @pytest.mark.parametrize("stage_up", ["y", "z"])
 def test_usd_drawables_replay_the_exported_run(tmp_path, stage_up):
     """Every point, mesh and shape of a file written by UsdExporter lands where the live

@@ -66,8 +66,24 @@ def test_schedule_interpolates_and_holds_its_ends():
     assert Schedule(((0.0, 0.7),)).constant and Schedule(((0.0, 0.7),)).at(5.0) == 0.7
 
 
-def test_the_quadruped_stands_at_the_height_its_targets_give():
-    scene = load_scene(SCENES / "quadruped_stand.toml", frames=40)
+@pytest.fixture
+def quadruped_scene(tmp_path):
+    """``quadruped_scene(integrator)``: scenes/quadruped_stand.toml stepped by ``integrator``."""
+    def make(integrator: str) -> Path:
+        text = (SCENES / "quadruped_stand.toml").read_text()
+        if integrator != "xpbd":
+            text = text.replace('integrator = "xpbd"\niterations = 4', f'integrator = "{integrator}"')
+        shutil.copytree(SCENES / "robots", tmp_path / "robots", dirs_exist_ok=True)
+        path = tmp_path / "quadruped.toml"
+        path.write_text(text)
+        return path
+    return make
+
+
+@pytest.mark.parametrize("integrator", ["xpbd", "featherstone"])
+def test_the_quadruped_stands_at_the_height_its_targets_give(quadruped_scene, integrator):
+    scene = load_scene(quadruped_scene(integrator), frames=40)
+    assert type(scene.integrator).__name__ == {"xpbd": "XPBD", "featherstone": "Featherstone"}[integrator]
     track = torso_track(scene, 40)
     z = track[-1][2]
     assert z == pytest.approx(stance_height(0.4, -0.8), abs=0.01)
@@ -144,6 +160,15 @@ def test_a_bad_robot_entry_is_one_error_naming_its_key(robot_scene, robot, key, 
         load_scene(path)
     assert e.value.key == key
     assert message in str(e.value)
+
+
+def test_featherstone_needs_a_robot_in_the_scene(tmp_path):
+    path = tmp_path / "ball.toml"
+    path.write_text('[sim]\ndt = 1e-3\nframes = 2\nintegrator = "featherstone"\n'
+                    '[[particles]]\nname = "p"\npositions = [[0.0, 1.0, 0.0]]\n')
+    with pytest.raises(SceneError) as e:
+        load_scene(path)
+    assert e.value.key == "sim.integrator" and "[[robots]]" in str(e.value)
 
 
 def test_set_joint_drive_changes_only_the_gains_given():

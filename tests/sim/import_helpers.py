@@ -61,13 +61,12 @@ def velocity_map(m, qpos) -> np.ndarray:
 def compare_with_mujoco(path, kind: str = "mjcf", trials: int = 4, seed: int = 0, mujoco_path=None) -> dict:
     """Relative errors of simkit's import of ``path`` against MuJoCo's: total mass, body
     masses, centers of mass and inertias, forward kinematics (positions and quaternions of
-    every body) and the joint-space mass matrix (armature 0 in MuJoCo, as simkit does not
-    simulate it) at random configurations. MuJoCo loads ``mujoco_path`` when given (the same
+    every body) and the joint-space mass matrix (joint armature included) at random
+    configurations. MuJoCo loads ``mujoco_path`` when given (the same
     robot without the meshes it cannot find, say)."""
     import mujoco
     b, a, rec, model, _ = load(path, kind)
     m = mujoco.MjModel.from_xml_path(str(mujoco_path or path))
-    m.dof_armature[:] = 0.0
     d = mujoco.MjData(m)
     names = [m.body(i).name for i in range(1, m.nbody)]
     if kind == "mjcf":

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
+from simkit.kernels.structs import SHAPE_MESH
 from simkit.kernels.shapes import collision_pairs
 from simkit.sim.importers import RobotFileError, RobotFileWarning
 
@@ -240,8 +241,28 @@ def test_mesh_geom_mass_matches_mujoco(tmp_path):
         <geom type="mesh" mesh="ball" pos="0 0 -0.3" mass="2"/></body></worldbody></mujoco>""")
     err = compare_with_mujoco(path)
     assert max(err.values()) < 1e-8, err
-    with pytest.warns(RobotFileWarning, match=r"<geom> in .*model.xml: a mesh is not a collider"):
-        sk.sim.ModelBuilder(up_axis="z").add_mjcf(path)
+
+    # both mesh geoms are colliders (their convex hulls, as MuJoCo collides them)
+    b = sk.sim.ModelBuilder(up_axis="z")
+    b.add_mjcf(path)
+    meshes = [s for s, k in enumerate(b.shape_kind) if k == SHAPE_MESH]
+    assert len(meshes) == 2
+    hull = b.shape_meshes[meshes[0]]
+    assert hull.closed and hull.volume == pytest.approx(0.2 * 0.8 * 0.1, rel=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:.*a plane is not imported")
+def test_mesh_geom_collider_rests_on_the_ground(tmp_path):
+    trimesh = pytest.importorskip("trimesh")
+    trimesh.creation.box(extents=(0.2, 0.2, 0.1)).export(str(tmp_path / "part.stl"))
+    path = write(tmp_path, """<mujoco><asset><mesh name="part" file="part.stl"/></asset><worldbody>
+        <geom type="plane" size="1 1 1"/><body name="b" pos="0 0 0.3"><freejoint/><geom type="mesh" mesh="part" density="500"/></body>
+        </worldbody></mujoco>""")
+    b = sk.sim.ModelBuilder(up_axis="z")
+    b.add_mjcf(path)
+    model = b.finalize(dtype=sk.float64)
+    final = sk.sim.simulate(model, sk.sim.SemiImplicitEuler(), model.state(), 1000, 1e-3, keep_states=False)[-1]
+    assert final.body_q.numpy()[0, 2] == pytest.approx(0.05, abs=2e-3)
 
 
 ACTUATED = """<mujoco><worldbody><body name="a"><joint name="j0" axis="0 1 0" damping="0.3"/><geom size="0.1"/>

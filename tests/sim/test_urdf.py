@@ -188,3 +188,37 @@ def test_bad_files_are_clear_errors(tmp_path, body, match):
     with pytest.raises(RobotFileError, match=match):
         b.add_urdf(path)
     assert (b.body_count, b.joint_count) == (0, 0)
+
+
+MESH_LINK = """<robot name="r"><link name="base"><inertial><mass value="2.0"/>
+  <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
+  <collision><geometry><mesh filename="{filename}" scale="1 1 2"/></geometry></collision></link></robot>"""
+
+
+@pytest.mark.parametrize("filename", ["part.stl", "package://robot_pkg/meshes/part.stl"])
+def test_mesh_collision_becomes_a_mesh_collider_that_rests_on_the_ground(tmp_path, filename):
+    trimesh = pytest.importorskip("trimesh")
+    folder = tmp_path / "robot_pkg"
+    (folder / "meshes").mkdir(parents=True)
+    mesh_dir = folder / "meshes" if filename.startswith("package://") else folder
+    trimesh.creation.box(extents=(0.2, 0.2, 0.1)).export(str(mesh_dir / "part.stl"))
+    path = folder / "robot.urdf"
+    path.write_text(MESH_LINK.format(filename=filename))
+    b = sk.sim.ModelBuilder(up_axis="z")
+    b.add_urdf(str(path), xform=sk.transform((0.0, 0.0, 0.3), (0.0, 0.0, 0.0, 1.0)), floating=True)
+    (shape,) = b.shape_meshes
+    assert b.shape_meshes[shape].volume == pytest.approx(0.008, rel=1e-6)     # scaled 2x along z (STL: float32)
+    model = b.finalize(dtype=sk.float64)
+    assert model.bodies.mass.numpy()[0] == pytest.approx(2.0)                           # the inertial's, only
+    final = sk.sim.simulate(model, sk.sim.SemiImplicitEuler(), model.state(), 1000, 1e-3, keep_states=False)[-1]
+    assert final.body_q.numpy()[0, 2] == pytest.approx(0.1, abs=2e-3)
+
+
+def test_missing_mesh_file_is_warned_about_and_not_a_collider(tmp_path):
+    pytest.importorskip("trimesh")
+    path = tmp_path / "robot.urdf"
+    path.write_text(MESH_LINK.format(filename="package://nowhere/part.stl"))
+    b = sk.sim.ModelBuilder(up_axis="z")
+    with pytest.warns(RobotFileWarning, match="no such mesh file"):
+        b.add_urdf(str(path))
+    assert b.shape_count == 0

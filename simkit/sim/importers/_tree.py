@@ -120,6 +120,7 @@ class Geom:
     collide: bool = True
     contype: int = 1              # MuJoCo's collision bitmasks (URDF: always 1)
     conaffinity: int = 1
+    mesh: tuple | None = None     # a mesh geom's (file, scale)
 
 
 @dataclass
@@ -137,6 +138,7 @@ class Joint:
     frictionloss: float = 0.0
     target_ke: float = 0.0
     target_kd: float = 0.0
+    effort: float | None = None   # simkit's effort_limit (None: unbounded)
 
 
 @dataclass
@@ -162,8 +164,8 @@ class ImportRecord:
     ``body_order`` lists the simkit body of each body of the file in the file's order (for
     MJCF, MuJoCo's body order without the world); ``joint_order`` the joints in the file's
     order (MuJoCo's ``qpos`` order), each as ``(name, kind, simkit joint)``. Per joint name:
-    ``joint_ref`` (the file's coordinate at simkit's 0), ``joint_armature``,
-    ``joint_damping`` (simkit applies it as the drive's ``target_kd``), ``joint_stiffness``
+    ``joint_ref`` (the file's coordinate at simkit's 0), ``joint_armature`` (simkit's joint
+    ``armature``), ``joint_damping`` (simkit applies it as the drive's ``target_kd``), ``joint_stiffness``
     and ``joint_frictionloss`` (not simulated). ``actuators`` lists the file's actuators as
     dicts; ``warnings`` what was not imported. ``q_offsets`` / ``qd_offsets`` give each
     joint of ``joint_order`` its offset in the articulation's coordinates / velocities.
@@ -219,7 +221,8 @@ class ImportRecord:
 
 def _joint_args(j: Joint) -> dict:
     lo, hi = j.limits if j.limits is not None else (None, None)
-    return dict(axis=j.axis, limit_lower=lo, limit_upper=hi, target_ke=j.target_ke, target_kd=j.target_kd)
+    return dict(axis=j.axis, limit_lower=lo, limit_upper=hi, target_ke=j.target_ke, target_kd=j.target_kd,
+                armature=j.armature, effort_limit=j.effort)
 
 
 def emit(builder, bodies: list, xform, record: ImportRecord, static_geoms: list) -> None:
@@ -263,7 +266,7 @@ def emit(builder, bodies: list, xform, record: ImportRecord, static_geoms: list)
                                      f"{len(b.joints)} joints")
             j = b.joints[0]
             # the joint frame is the parent's frame (None: the identity), so the coordinates are the pose in it
-            builder.add_joint_free(parent, sb, parent_xform=world if parent < 0 else None)
+            builder.add_joint_free(parent, sb, parent_xform=world if parent < 0 else None, armature=j.armature)
             _record_joint(record, j, builder.joint_count - 1)
             continue
         if len(b.joints) > 1:
@@ -274,7 +277,7 @@ def emit(builder, bodies: list, xform, record: ImportRecord, static_geoms: list)
             anchor = translation(j.pos)
             px = transform_multiply(frame, anchor)
             if j.kind == "ball":
-                builder.add_joint_ball(parent, child, parent_xform=px, child_xform=anchor)
+                builder.add_joint_ball(parent, child, parent_xform=px, child_xform=anchor, armature=j.armature)
             elif j.kind in ("hinge", "slide"):
                 add = builder.add_joint_revolute if j.kind == "hinge" else builder.add_joint_prismatic
                 add(parent, child, parent_xform=px, child_xform=anchor, **_joint_args(j))
@@ -372,7 +375,14 @@ def _add_collider(builder, g: Geom, X: np.ndarray, body: int, record: ImportReco
         builder.set_shape_collision(shape, g.contype, g.conaffinity)
     elif g.kind == "plane":
         record.warn(f"{g.where}: a plane is not imported as a collider (use the ModelBuilder's ground)")
-    elif g.kind == "mesh":
-        record.warn(f"{g.where}: a mesh is not a collider in simkit yet (the body's mass is unaffected)")
+    elif g.kind == "mesh" and g.mesh is not None:
+        from .meshes import collider_mesh
+        try:
+            vertices, triangles = collider_mesh(g.mesh[0], g.mesh[1], g.where)
+        except (ImportError, FileNotFoundError, RobotFileError) as e:
+            record.warn(f"{e}; it is not a collider (the body's mass is unaffected)")
+            return
+        shape = builder.add_shape_mesh(body, vertices, triangles, xform=X, density=0.0)
+        builder.set_shape_collision(shape, g.contype, g.conaffinity)
     else:
         record.warn(f"{g.where}: simkit has no {g.kind} shape; it is not a collider (the body's mass is unaffected)")

@@ -1,5 +1,6 @@
-"""Mass properties of triangle meshes (STL, OBJ, ...) through trimesh, an optional dependency
-(``pip install simkit[meshes]``)."""
+"""Triangle meshes (STL, OBJ, ...) of robot files through trimesh, an optional dependency
+(``pip install simkit[meshes]``): the mass properties of a mesh geom, and the mesh its
+collider uses (the convex hull, as MuJoCo collides mesh geoms)."""
 
 from __future__ import annotations
 
@@ -36,3 +37,15 @@ def mesh_mass(file: Path, scale, density: float, mass: float | None, where: str)
     mesh.density = 1.0
     m = density * volume if mass is None else float(mass)
     return m, np.array(mesh.center_mass, dtype=np.float64), np.array(mesh.moment_inertia) * (m / volume)
+
+
+def collider_mesh(file: Path, scale, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """The vertices and outward triangles of the convex hull of the mesh in ``file`` (mesh
+    coordinates, scaled): what simkit collides, as MuJoCo does, which also keeps a detailed
+    visual mesh of tens of thousands of triangles to the few hundred of its hull."""
+    mesh = load_mesh(file, scale, where)
+    try:
+        hull = mesh.convex_hull
+    except Exception as e:   # qhull refuses flat or degenerate point sets
+        raise RobotFileError(f"{where}: the mesh {file} has no convex hull (flat or degenerate?): {e}") from None
+    return np.asarray(hull.vertices, dtype=np.float64), np.asarray(hull.faces, dtype=np.int64)

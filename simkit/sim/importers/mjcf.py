@@ -277,6 +277,10 @@ class _Reader:
             X = transform_multiply(frame, X)
         contype, conaffinity = int(a.get("contype", "1")), int(a.get("conaffinity", "1"))
         g = Geom(kind, where, X[:3], X[3:], size, contype != 0 or conaffinity != 0, contype, conaffinity)
+        if kind == "mesh":
+            if a.get("mesh") not in self.meshes:
+                raise RobotFileError(f"{where}: unknown mesh {a.get('mesh')!r} (not in <asset>)")
+            g.mesh = self.meshes[a.get("mesh")]
         if body < 0:
             self.static_geoms.append(g)
             return
@@ -397,7 +401,7 @@ class _Reader:
         self.record.warn(f"{where}: a {elem.tag} actuator on joint {j.name!r} is recorded, not simulated")
 
     def summarize_joints(self) -> None:
-        for attr, what in (("stiffness", "a spring"), ("frictionloss", "dry friction"), ("armature", "armature")):
+        for attr, what in (("stiffness", "a spring"), ("frictionloss", "dry friction")):
             names = [n for n, j in self.joints.items() if getattr(j, attr) != 0.0]
             if names:
                 self.record.warn(f"{self.path}: joint {attr} ({what}) is recorded in the import record but not "

@@ -92,9 +92,34 @@ def _geometry(collision: ET.Element, path: Path, record: ImportRecord) -> Geom |
         return Geom(shape.tag, where, X[:3], X[3:],
                     np.array([float(shape.get("radius", "0")), 0.5 * float(shape.get("length", "0")), 0.0]))
     if shape.tag == "mesh":
-        return Geom("mesh", where, X[:3], X[3:], np.zeros(3))
+        filename = shape.get("filename")
+        if not filename:
+            raise RobotFileError(f"{where}: <mesh> needs a filename")
+        scale = _floats(shape.get("scale", "1 1 1"), where, "scale", 3)
+        g = Geom("mesh", where, X[:3], X[3:], np.zeros(3))
+        g.mesh = (_mesh_file(filename, path), scale)
+        return g
     record.warn(f"{where}: unknown geometry, ignored")
     return None
+
+
+def _mesh_file(filename: str, path: Path) -> Path:
+    """The file a URDF ``<mesh filename>`` names: ``file://`` an absolute or relative path,
+    ``package://name/rest`` the ``rest`` of the folder ``name`` found above the URDF (or next
+    to it), a plain name relative to the URDF's folder."""
+    base = Path(path).resolve().parent
+    if filename.startswith("file://"):
+        file = Path(filename[len("file://"):])
+        return file if file.is_absolute() else base / file
+    if filename.startswith("package://"):
+        package, _, rest = filename[len("package://"):].partition("/")
+        for folder in [base, *base.parents]:
+            if folder.name == package and (folder / rest).exists():
+                return folder / rest
+            if (folder / package / rest).exists():
+                return folder / package / rest
+        return base / rest
+    return base / filename
 
 
 def _joint(elem: ET.Element, path: Path) -> tuple[list, np.ndarray]:
@@ -116,6 +141,10 @@ def _joint(elem: ET.Element, path: Path) -> tuple[list, np.ndarray]:
         if lim is None:
             raise RobotFileError(f"{where}: a {kind} joint needs a <limit>")
         limits = (float(lim.get("lower", "0")), float(lim.get("upper", "0")))
+    # <limit effort> bounds the joint's torque (force); 0 or absent: unbounded
+    effort = float(lim.get("effort", "0")) if lim is not None else 0.0
+    if not np.isfinite(effort) or effort < 0.0:
+        raise RobotFileError(f"{where}: limit effort must be a finite number >= 0, got {effort}")
     if kind == "fixed":
         return [], X
     if kind == "floating":
@@ -128,7 +157,7 @@ def _joint(elem: ET.Element, path: Path) -> tuple[list, np.ndarray]:
         return [Joint("slide", f"{name}_u", where, axis=u), Joint("slide", f"{name}_v", where, axis=v),
                 Joint("hinge", f"{name}_angle", where, axis=axis)], X
     j = Joint("hinge" if kind in ("revolute", "continuous") else "slide", name, where, axis=axis, limits=limits,
-              damping=damping, frictionloss=friction, target_kd=damping)
+              damping=damping, frictionloss=friction, target_kd=damping, effort=effort if effort > 0.0 else None)
     return [j], X
 
 

@@ -1,0 +1,292 @@
+"""The integrator in generalized coordinates: :class:`Featherstone`.
+
+Each step of an articulated model:
+
+0. ``state_in``'s bodies placed by forward kinematics of its coordinates (unless the step
+   that wrote ``state_in`` placed them and nothing changed since);
+1. contact wrenches at ``state_in``'s body poses (the maximal-coordinate penalty kernels:
+   ground, static shapes, other bodies, particles), gathered in ``state_in.body_f``;
+2. the bias forces ``C(q, qd) - J^T f_ext`` by the recursive Newton-Euler algorithm (per
+   body, then summed over each joint's subtree), with the contact wrenches as external
+   forces;
+3. the joint-space mass matrix by the composite-rigid-body algorithm, one entry per thread,
+   plus joint armature and the implicit parts of drives, limits and damping on the diagonal;
+4. ``M qdd = tau - C`` by a dense Cholesky factorization, one thread per articulation;
+5. semi-implicit Euler in generalized coordinates (``qd += qdd dt``, then ``q += qd dt``;
+   quaternions of ball and free joints turned by the new angular velocity and renormalized);
+6. forward kinematics into ``state_out.body_q`` / ``body_qd``, so rendering, contacts of the
+   next step and USD export see the bodies.
+
+Composite rigid bodies and Cholesky rather than the articulated-body algorithm: the mass
+matrix is built by independent threads (one per entry) and the solve is a short dense loop,
+which keeps every launch small and free of atomics, and gives the implicit drive terms their
+place (the diagonal). The factorization's ``n^3 / 6`` is small for robots of tens of degrees
+of freedom; ABA would avoid it for long chains.
+
+Example::
+
+    integrator = sk.sim.Featherstone()
+    s0, s1 = model.state(), model.state()
+    integrator.step(model, s0, s1, model.control(), dt=1e-3)
+    s1.joint_q.numpy()                # the new coordinates; s1.body_q their bodies
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.tape import Tape
+from ..core import array as A
+from ..core import launch as _launch
+from ..core import types as T
+from ..core.launch import launch
+from ..kernels.body_contact import eval_body_contact_forces
+from ..kernels.bodies import body_kernels
+from ..kernels.featherstone import featherstone_kernels
+from ..kernels.particles import particle_kernels
+from .articulation import eval_fk
+from .forces import eval_forces
+from .integrators import check_step
+from .model import Control, Model, State
+
+
+def _csr(lists: list) -> tuple[np.ndarray, np.ndarray]:
+    starts = np.concatenate([[0], np.cumsum([len(x) for x in lists])]).astype(np.int32)
+    items = np.asarray([i for x in lists for i in x], dtype=np.int32)
+    return starts, items
+
+
+def _topology(model: Model) -> dict:
+    """The index arrays the kernels walk, built once per model on the host: per body its
+    articulated ancestor joints, per joint the bodies of its subtree, and per articulation
+    the entries of its dense mass matrix (row, column, and the deeper of the two joints when
+    one is an ancestor of the other, else -1: the entry is zero)."""
+    parent = model.joints.parent.numpy()
+    child = model.joints.child.numpy()
+    art = model.joint_articulation.numpy()
+    body_joint = model.body_joint.numpy()
+    ds = model.joint_qd_start.numpy()
+    ancestors = []
+    for b in range(model.body_count):
+        chain, j = [], int(body_joint[b])
+        while j >= 0:
+            chain.append(j)
+            j = int(body_joint[parent[j]]) if parent[j] >= 0 else -1
+        ancestors.append(chain)
+    subtrees = [[] for _ in range(model.joint_count)]
+    for b, chain in enumerate(ancestors):
+        for j in chain:
+            subtrees[j].append(b)
+    mass, armature = model.bodies.mass.numpy(), model.joints.armature.numpy()
+    for j in np.flatnonzero(art >= 0):
+        if ds[j + 1] > ds[j] and not mass[subtrees[j]].sum() > 0.0 and not armature[j] > 0.0:
+            raise ValueError(f"Featherstone.step: joint {j} moves only bodies without mass ({subtrees[j]}), so "
+                             "the mass matrix is singular; give one of them a shape with density or an inertia "
+                             "(add_body_inertia), or the joint an armature")
+    dof_joint = np.full(model.joint_dof_count, -1, dtype=np.int32)
+    for j in np.flatnonzero(art >= 0):
+        dof_joint[ds[j]:ds[j + 1]] = j
+    dof_start, dof_count, entry_start, rows, cols, deeper = [], [], [], [], [], []
+    for a in range(model.articulation_count):
+        d0, d1 = model.articulation_dofs(a)
+        dof_start.append(d0)
+        dof_count.append(d1 - d0)
+        entry_start.append(len(rows))
+        for r in range(d0, d1):
+            for c in range(d0, d1):
+                jr, jc = int(dof_joint[r]), int(dof_joint[c])
+                # the entry couples the two joints when one is an ancestor of (or is) the other
+                above_r, above_c = ancestors[child[jr]], ancestors[child[jc]]
+                k = jr if jc in above_r else (jc if jr in above_c else -1)
+                rows.append(r)
+                cols.append(c)
+                deeper.append(k)
+    anc_start, anc_joint = _csr(ancestors)
+    sub_start, sub_body = _csr(subtrees)
+
+    def ints(x):
+        return A.array(np.asarray(x, dtype=np.int32), dtype=T.int32, device=model.device)
+
+    return dict(ancestor_start=ints(anc_start), ancestor_joint=ints(anc_joint), subtree_start=ints(sub_start),
+                subtree_body=ints(sub_body), dof_start=ints(dof_start),
+                dof_count=ints(dof_count), entry_start=ints(entry_start), entry_row=ints(rows),
+                entry_col=ints(cols), entry_joint=ints(deeper), entry_count=len(rows),
+                free_bodies=bool(np.any((body_joint < 0) & (model.bodies.mass.numpy() > 0.0))))
+
+
+class _TapesHidden:
+    """Inside: the active Tapes do not record launches (captures and JVPs still see them)."""
+
+    def __enter__(self) -> list:
+        self.saved = list(_launch.hooks)
+        _launch.hooks[:] = [h for h in self.saved if not isinstance(h, Tape)]
+        return [h for h in self.saved if isinstance(h, Tape)]
+
+    def __exit__(self, *exc) -> None:
+        _launch.hooks[:] = self.saved
+
+
+def _buffers(model: Model, topo: dict):
+    """``buffer(name, n, dtype)``: a scratch array of the step. Under a Tape every step gets
+    new ones (the tape keeps them for the backward pass); otherwise the model's are reused,
+    since allocating a dozen arrays costs as much as the step's launches."""
+    recording = any(isinstance(h, Tape) for h in _launch.hooks)
+    cache = topo.setdefault("scratch", {})
+
+    def buffer(name: str, n: int, dtype) -> A.Array:
+        a = None if recording else cache.get(name)
+        if a is None:
+            a = A.zeros(n, dtype=dtype, device=model.device)
+            if not recording:
+                cache[name] = a
+        return a
+    return buffer
+
+
+def _solve(model: Model, topo: dict, k, M: A.Array, rhs: A.Array, buffer) -> A.Array:
+    """``qdd = M^-1 rhs`` per articulation (M laid out by ``topo``'s entries): Cholesky, then
+    two substitutions. Their kernels read back what they wrote, so they run outside any Tape,
+    and each Tape records their adjoint instead (one more substitution with the same factor)."""
+    n_art, nd, ne = model.articulation_count, model.joint_dof_count, topo["entry_count"]
+
+    def zeros(n):
+        return A.zeros(n, dtype=model.dtype, device=model.device)
+
+    L, y, qdd = buffer("L", ne, model.dtype), buffer("y", nd, model.dtype), buffer("qdd", nd, model.dtype)
+    with _TapesHidden() as tapes:
+        launch(k.solve, n_art, inputs=[topo["dof_start"], topo["dof_count"], topo["entry_start"], M, rhs],
+               outputs=[L, y, qdd])
+    if not tapes or not (M.requires_grad or rhs.requires_grad):
+        return qdd
+    qdd.requires_grad = True
+
+    def backward() -> None:
+        with _TapesHidden():
+            z, b_grad = zeros(nd), zeros(nd)
+            launch(k.substitute, n_art, inputs=[topo["dof_start"], topo["dof_count"], topo["entry_start"], L,
+                                                qdd.grad], outputs=[z, b_grad])
+            if rhs.requires_grad:
+                launch(k.add_to, nd, inputs=[b_grad, rhs.grad])
+            if M.requires_grad:
+                launch(k.solve_grad, ne, inputs=[topo["entry_row"], topo["entry_col"], b_grad, qdd, M.grad])
+        qdd.grad.zero_()              # consumed, as the adjoint of a stored output is
+
+    for tape in tapes:
+        tape.record_func(backward, arrays=[M, rhs, qdd])
+    return qdd
+
+
+def _fk_mark(state: State) -> tuple:
+    """What says that ``state``'s bodies are the forward kinematics of its coordinates: the
+    versions of the four arrays, and the Tapes that recorded the kinematics."""
+    return ((state.joint_q._version, state.joint_qd._version, state.body_q._version, state.body_qd._version),
+            frozenset(id(h) for h in _launch.hooks if isinstance(h, Tape)))
+
+
+def _fk_current(state: State) -> bool:
+    """Whether ``state``'s bodies were placed from its coordinates by a step, nothing changed
+    them since, and every Tape recording now recorded that placement (a state placed outside
+    the tape, as a checkpointed rollout's recomputation finds it, is placed again)."""
+    mark = state.__dict__.get("_featherstone_fk")
+    if mark is None:
+        return False
+    versions, tapes = _fk_mark(state)
+    return mark[0] == versions and tapes <= mark[1]
+
+
+class Featherstone:
+    """Semi-implicit Euler in generalized coordinates for models with articulations
+    (:meth:`~simkit.sim.ModelBuilder.add_articulation`): ``state.joint_q`` / ``joint_qd`` are
+    integrated exactly along the joints (no joint drifts apart, whatever the masses), and
+    ``state_out.body_q`` / ``body_qd`` follow by forward kinematics.
+
+    Forces: gravity; contacts of the body shapes (ground, static shapes, other bodies,
+    particles) as penalty wrenches at ``state_in``'s body poses, taken to joint space by the
+    Jacobian transpose; on revolute and prismatic joints ``control.joint_act``, a drive
+    ``target_ke (control.joint_target - q) - target_kd qd`` (``target_kd`` alone: joint
+    damping), both clamped to ``effort_limit``, a limit penalty ``limit_ke``/``limit_kd``
+    outside ``[limit_lower, limit_upper]`` and the joint's ``armature``. Drives, damping and
+    limits are linearly implicit (their gains enter the mass matrix), so stiff gains are stable
+    at any ``dt``; contacts are explicit, with the stability bound of
+    :class:`~simkit.sim.SemiImplicitEuler`.
+
+    Joints outside articulations are ignored (their coordinates are copied); bodies outside
+    articulations, and particles, move as in :class:`~simkit.sim.SemiImplicitEuler`.
+
+    The coordinates are the state: a step first places ``state_in``'s bodies by forward
+    kinematics of ``state_in.joint_q`` / ``joint_qd`` (writing ``state_in.body_q`` /
+    ``body_qd``), unless a Featherstone step wrote them, nothing changed them since and the
+    active Tape recorded it. Every
+    launch is recorded on a Tape: gradients flow from ``state_out`` to ``state_in.joint_q`` /
+    ``joint_qd``, the control and the model's parameters.
+
+    Example::
+
+        integrator = sk.sim.Featherstone()
+        for k in range(100):
+            integrator.step(model, states[k], states[k + 1], control, dt=1e-3)
+    """
+
+    def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
+        """Advance ``state_in`` by ``dt`` into ``state_out`` (its joint coordinates and their
+        bodies); ``state_in.body_f`` receives the external wrenches of ``state_in``."""
+        control = check_step(model, state_in, state_out, control, dt)
+        if not model.articulation_count:
+            raise ValueError("Featherstone.step: the model has no articulation (start one with "
+                             "ModelBuilder.add_articulation() before adding its joints); use SemiImplicitEuler or "
+                             "XPBD for bodies in maximal coordinates")
+        topo = model.__dict__.get("_featherstone")
+        if topo is None:
+            topo = model._featherstone = _topology(model)
+        real = model.dtype
+        k = featherstone_kernels(real)
+        if not _fk_current(state_in):
+            # bodies not (or no longer) placed by a step from these coordinates: place them, on
+            # the tape, so that gradients reach the coordinates through the bodies too
+            eval_fk(model, state_in.joint_q, state_in.joint_qd, state_in)
+            state_in._featherstone_fk = _fk_mark(state_in)
+        state_in.clear_forces()
+        eval_forces(model, state_in, control)
+        eval_body_contact_forces(model, state_in)
+        if model.particle_count:
+            launch(particle_kernels(real).integrate_particles, model.particle_count,
+                   inputs=[state_in.particle_q, state_in.particle_qd, state_in.particle_f, model.particles,
+                           model.gravity, dt, state_out.particle_q, state_out.particle_qd])
+        if topo["free_bodies"]:
+            launch(body_kernels(real).integrate_bodies, model.body_count,
+                   inputs=[state_in.body_q, state_in.body_qd, state_in.body_f, model.bodies, model.gravity, dt,
+                           state_out.body_q, state_out.body_qd])
+        S = model.types
+        nj, nb, nd = model.joint_count, model.body_count, model.joint_dof_count
+
+        zeros = _buffers(model, topo)
+        S_dof, c_joint = zeros("S", nd, S.spatial), zeros("c", nj, S.spatial)
+        joint_q, joint_qd = state_in.joint_q, state_in.joint_qd
+        launch(k.joint_subspace, nj,
+               inputs=[state_in.body_q, state_in.body_qd, model.bodies, model.joints, model.joint_articulation,
+                       model.joint_q_start, model.joint_qd_start, joint_q, joint_qd],
+               outputs=[S_dof, c_joint])
+        f_b, m_b, h_b, J_b = (zeros("f_b", nb, S.spatial), zeros("m_b", nb, real), zeros("h_b", nb, S.vec3),
+                              zeros("J_b", nb, S.mat33))
+        launch(k.body_terms, nb,
+               inputs=[state_in.body_q, state_in.body_qd, state_in.body_f, model.bodies, model.body_joint,
+                       topo["ancestor_start"], topo["ancestor_joint"], c_joint, model.gravity],
+               outputs=[f_b, m_b, h_b, J_b])
+        m_j, h_j, J_j = zeros("m_j", nj, real), zeros("h_j", nj, S.vec3), zeros("J_j", nj, S.mat33)
+        rhs, diag = zeros("rhs", nd, real), zeros("diag", nd, real)
+        launch(k.joint_forces, nj,
+               inputs=[topo["subtree_start"], topo["subtree_body"], f_b, m_b, h_b, J_b, S_dof, model.joints,
+                       model.joint_articulation, model.joint_q_start, model.joint_qd_start, joint_q, joint_qd,
+                       control.joint_target, control.joint_act, dt],
+               outputs=[m_j, h_j, J_j, rhs, diag])
+        ne = topo["entry_count"]
+        M = zeros("M", ne, real)
+        launch(k.mass_entries, ne,
+               inputs=[topo["entry_row"], topo["entry_col"], topo["entry_joint"], S_dof, m_j, h_j, J_j, diag],
+               outputs=[M])
+        qdd = _solve(model, topo, k, M, rhs, zeros)
+        launch(k.integrate, nj,
+               inputs=[model.joints, model.joint_articulation, model.joint_q_start, model.joint_qd_start, joint_q,
+                       joint_qd, qdd, dt], outputs=[state_out.joint_q, state_out.joint_qd])
+        eval_fk(model, state_out.joint_q, state_out.joint_qd, state_out)
+        state_out._featherstone_fk = _fk_mark(state_out)
