@@ -21,7 +21,7 @@ def parse_args(doc: str, iterations: int, usd: Path, argv=None, optimizers: tupl
     p.add_argument("--quiet", action="store_true", help="no progress bar and no per-iteration lines")
     if optimizers:
         p.add_argument("--optimizer", choices=optimizers, default=optimizers[0],
-                       help="adam: gradient steps (reverse mode); lm: Levenberg-Marquardt (forward mode)")
+                       help="adam: gradient steps; lm: Levenberg-Marquardt")
     return p.parse_args(argv)
 
 

@@ -32,7 +32,8 @@ import simkit as sk
 from bench import Row, fmt, machine_line, print_table  # noqa: E402  (tools/ is the script's directory)
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
-EXAMPLES = ("ball_toss", "cloth_throw", "spring_walker", "system_id", "soft_id", "box_throw")
+EXAMPLES = ("ball_toss", "cloth_throw", "spring_walker", "system_id", "soft_id", "box_throw", "arm_reach",
+            "cartpole_swingup")
 ITERATIONS = 4
 ROUNDS = 3
 
@@ -91,7 +92,7 @@ def main(argv=None) -> int:
     print("notes:")
     print(f"  - (main(1 + {ITERATIONS}) - main(1)) / {ITERATIONS}, median of {ROUNDS} rounds after a compile run")
     print("  - ball_toss, cloth_throw and spring_walker use gradient checkpointing (every step runs forward twice), "
-          "system_id and soft_id a full tape")
+          "system_id, soft_id, arm_reach and cartpole_swingup a full tape")
     return 0
 
 

@@ -1,6 +1,8 @@
 """simkit.autograd: reverse- and forward-mode differentiation of kernel launches.
 
 - :class:`Tape` records launches and replays their adjoints (``tape.backward``);
+  :func:`active_tapes` lists the recording ones, :class:`paused_tapes` stops them
+  recording for a step that records a hand-written adjoint (``tape.record_func``);
 - :func:`jacobian` builds a launch's Jacobian from the kernel's generated adjoint,
   one adjoint launch per output component, or (``mode="forward"``, chosen by default
   when the inputs have fewer components than the outputs) from its tangent entry, one
@@ -28,9 +30,9 @@ Example::
     print(sk.autograd.gradcheck(scale, 2, inputs=[x], outputs=[y]))
 """
 
-from .tape import Tape
+from .tape import Tape, active_tapes, paused_tapes
 from .jacobian import GradcheckResult, gradcheck, jacobian, jacobian_fd
 from .forward import JVP, jvp
 from .hvp import hvp
 
-__all__ = ["Tape", "jacobian", "jacobian_fd", "gradcheck", "GradcheckResult", "JVP", "jvp", "hvp"]
+__all__ = ["Tape", "active_tapes", "paused_tapes", "jacobian", "jacobian_fd", "gradcheck", "GradcheckResult", "JVP", "jvp", "hvp"]

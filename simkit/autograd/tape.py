@@ -271,3 +271,36 @@ class Gradients(Mapping):
 
     def __len__(self) -> int:
         return len(self._arrays())
+
+
+def active_tapes() -> list[Tape]:
+    """The Tapes recording launches now (an empty list outside every ``with tape:``).
+
+    Example::
+
+        recording = bool(sk.autograd.active_tapes())
+    """
+    return [h for h in _launch.hooks if isinstance(h, Tape)]
+
+
+class paused_tapes:
+    """Inside ``with paused_tapes() as tapes:`` launches are not recorded by the active Tapes
+    (``tapes``, returned for :meth:`Tape.record_func`); forward mode and captures still see
+    them. For a step whose kernels read back their own writes, which a Tape refuses: run it
+    paused and record a hand-written adjoint instead.
+
+    Example::
+
+        with sk.autograd.paused_tapes() as tapes:
+            sk.launch(factorize, n, inputs=[M], outputs=[L])
+        for tape in tapes:
+            tape.record_func(factorize_adjoint, arrays=[M, L])
+    """
+
+    def __enter__(self) -> list[Tape]:
+        self._saved = list(_launch.hooks)
+        _launch.hooks[:] = [h for h in self._saved if not isinstance(h, Tape)]
+        return [h for h in self._saved if isinstance(h, Tape)]
+
+    def __exit__(self, *exc) -> None:
+        _launch.hooks[:] = self._saved

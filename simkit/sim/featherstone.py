@@ -35,9 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.tape import Tape
+from ..autograd.tape import active_tapes, paused_tapes
 from ..core import array as A
-from ..core import launch as _launch
 from ..core import types as T
 from ..core.launch import launch
 from ..kernels.body_contact import eval_body_contact_forces
@@ -114,23 +113,11 @@ def _topology(model: Model) -> dict:
                 free_bodies=bool(np.any((body_joint < 0) & (model.bodies.mass.numpy() > 0.0))))
 
 
-class _TapesHidden:
-    """Inside: the active Tapes do not record launches (captures and JVPs still see them)."""
-
-    def __enter__(self) -> list:
-        self.saved = list(_launch.hooks)
-        _launch.hooks[:] = [h for h in self.saved if not isinstance(h, Tape)]
-        return [h for h in self.saved if isinstance(h, Tape)]
-
-    def __exit__(self, *exc) -> None:
-        _launch.hooks[:] = self.saved
-
-
 def _buffers(model: Model, topo: dict):
     """``buffer(name, n, dtype)``: a scratch array of the step. Under a Tape every step gets
     new ones (the tape keeps them for the backward pass); otherwise the model's are reused,
     since allocating a dozen arrays costs as much as the step's launches."""
-    recording = any(isinstance(h, Tape) for h in _launch.hooks)
+    recording = bool(active_tapes())
     cache = topo.setdefault("scratch", {})
 
     def buffer(name: str, n: int, dtype) -> A.Array:
@@ -153,7 +140,7 @@ def _solve(model: Model, topo: dict, k, M: A.Array, rhs: A.Array, buffer) -> A.A
         return A.zeros(n, dtype=model.dtype, device=model.device)
 
     L, y, qdd = buffer("L", ne, model.dtype), buffer("y", nd, model.dtype), buffer("qdd", nd, model.dtype)
-    with _TapesHidden() as tapes:
+    with paused_tapes() as tapes:
         launch(k.solve, n_art, inputs=[topo["dof_start"], topo["dof_count"], topo["entry_start"], M, rhs],
                outputs=[L, y, qdd])
     if not tapes or not (M.requires_grad or rhs.requires_grad):
@@ -161,7 +148,7 @@ def _solve(model: Model, topo: dict, k, M: A.Array, rhs: A.Array, buffer) -> A.A
     qdd.requires_grad = True
 
     def backward() -> None:
-        with _TapesHidden():
+        with paused_tapes():
             z, b_grad = zeros(nd), zeros(nd)
             launch(k.substitute, n_art, inputs=[topo["dof_start"], topo["dof_count"], topo["entry_start"], L,
                                                 qdd.grad], outputs=[z, b_grad])
@@ -180,7 +167,7 @@ def _fk_mark(state: State) -> tuple:
     """What says that ``state``'s bodies are the forward kinematics of its coordinates: the
     versions of the four arrays, and the Tapes that recorded the kinematics."""
     return ((state.joint_q._version, state.joint_qd._version, state.body_q._version, state.body_qd._version),
-            frozenset(id(h) for h in _launch.hooks if isinstance(h, Tape)))
+            frozenset(id(t) for t in active_tapes()))
 
 
 def _fk_current(state: State) -> bool:

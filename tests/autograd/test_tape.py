@@ -354,6 +354,24 @@ def test_record_func_runs_a_python_step_at_its_place_in_the_reverse_sweep():
     assert x.grad.numpy().tolist() == [8.0, 16.0]  # d(4 x^2)/dx
 
 
+def test_paused_tapes_record_nothing_and_give_the_tapes_for_a_hand_written_adjoint():
+    x = sk.array([1.0, 2.0], dtype=F64, requires_grad=True)
+    y = sk.zeros(2, dtype=F64, requires_grad=True)
+    assert sk.autograd.active_tapes() == []
+    with sk.Tape() as tape:
+        assert sk.autograd.active_tapes() == [tape]
+        with sk.autograd.paused_tapes() as tapes:
+            assert tapes == [tape] and sk.autograd.active_tapes() == []
+            sk.launch(square, 2, inputs=[x], outputs=[y])
+        assert sk.autograd.active_tapes() == [tape] and tape.entries == []
+
+        def back():
+            x.grad.assign(x.grad.numpy() + 2.0 * x.numpy() * y.grad.numpy())
+        tape.record_func(back, arrays=[x, y])
+    tape.backward(grads={y: np.ones(2)})
+    assert x.grad.numpy().tolist() == [2.0, 4.0]
+
+
 def test_reset_forgets_launches_and_zeroes_grads():
     x = sk.array([3.0], dtype=F64, requires_grad=True)
     y = sk.zeros(1, dtype=F64)

@@ -4,18 +4,22 @@ that the identification examples recover their parameters, that the written USD 
 with one time sample per frame, and that the scripts run from the command line."""
 
 import importlib.util
+import math
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from pxr import Usd, UsdGeom
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 # iterations of the short runs: enough for each example to show what it does, few enough
-# for the whole file to run in well under a minute and a half
-SHORT = {"ball_toss": 12, "cloth_throw": 5, "spring_walker": 8, "system_id": 30, "soft_id": 25, "box_throw": 15}
+# for the whole file to run in about two minutes on a busy 2-core machine (arm_reach and
+# cartpole_swingup: about 7 s each)
+SHORT = {"ball_toss": 12, "cloth_throw": 5, "spring_walker": 8, "system_id": 30, "soft_id": 25, "box_throw": 15,
+         "arm_reach": 20, "cartpole_swingup": 15}
 
 
 def load(name: str):
@@ -102,14 +106,48 @@ def test_levenberg_marquardt_identifies_to_a_millionth_in_a_few_iterations(tmp_p
     assert result["final_loss"] < result["losses"][0] * 1e-12
 
 
-def test_an_unknown_optimizer_is_refused(tmp_path):
+@pytest.mark.parametrize("name", ["system_id", "cartpole_swingup"])
+def test_an_unknown_optimizer_is_refused(tmp_path, name):
     with pytest.raises(ValueError, match="optimizer must be 'adam' or 'lm'"):
-        load("system_id").main(iterations=1, usd_path=tmp_path / "x.usda", quiet=True, optimizer="newton")
+        load(name).main(iterations=1, usd_path=tmp_path / "x.usda", quiet=True, optimizer="newton")
 
 
 def test_box_throw_loss_falls_tenfold(runs):
     _, result = runs("box_throw")
     assert result["losses"][-1] < result["losses"][0] / 10
+
+
+def test_arm_reach_loss_falls_fourfold(runs):
+    _, result = runs("arm_reach")
+    assert result["losses"][-1] < result["losses"][0] / 3
+    assert result["final_loss"] < result["losses"][0] / 4
+
+
+def test_arm_reach_hand_follows_the_circling_target_closer_than_holding_still(runs):
+    _, result = runs("arm_reach")
+    # holding the start pose the hand is ~19 cm from the target on average
+    assert result["start_error"] > 0.15
+    assert result["mean_error"] < 0.6 * result["start_error"]
+
+
+def test_cartpole_swingup_levenberg_marquardt_loss_falls_thousandfold(runs):
+    _, result = runs("cartpole_swingup")
+    assert result["losses"][0] == pytest.approx(math.pi ** 2)        # at rest, hanging: 180 degrees off
+    assert result["final_loss"] < result["losses"][0] / 1000
+
+
+def test_cartpole_swingup_levenberg_marquardt_ends_upright_and_still(runs):
+    _, result = runs("cartpole_swingup")
+    assert abs(result["angle_error"]) < math.radians(1.0)
+    assert abs(result["pole_rate"]) < 0.1                              # rad/s
+    assert abs(result["cart_position"]) < 0.05 and abs(result["cart_velocity"]) < 0.1
+
+
+def test_cartpole_swingup_adam_loss_falls_fivefold_and_brings_the_pole_within_45_degrees(tmp_path):
+    result = load("cartpole_swingup").main(iterations=25, usd_path=tmp_path / "adam.usda", quiet=True,
+                                           optimizer="adam")
+    assert result["final_loss"] < result["losses"][0] / 5
+    assert abs(result["angle_error"]) < math.radians(45.0)
 
 
 @pytest.mark.parametrize("name", list(SHORT))
@@ -152,3 +190,46 @@ def test_system_id_runs_levenberg_marquardt_from_the_command_line(tmp_path):
                           "--usd", str(usd), "--quiet"], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("system_id: loss ") and " in 1 iterations " in run.stdout
+
+
+@pytest.mark.parametrize("name, words", [("arm_reach", "tool point to target"), ("cartpole_swingup", "from upright")])
+def test_featherstone_example_runs_from_the_command_line_and_prints_its_result(tmp_path, name, words):
+    usd = tmp_path / f"{name}.usda"
+    run = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), "--iterations", "2", "--usd", str(usd),
+                          "--quiet"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(f"{name}: loss ") and " in 2 iterations " in run.stdout
+    assert words in run.stdout
+    assert run.stderr == ""
+    assert usd.exists()
+
+
+def test_arm_reach_torque_gradient_matches_central_differences_and_checkpointing():
+    """d(loss)/du of the example's pipeline (u -> torques on a tape, the Featherstone rollout
+    with one Control per frame) against central differences, and a checkpointed rollout
+    against the full tape."""
+    module = load("arm_reach")
+    problem = module.Problem(module.Arm())
+    u0 = np.random.default_rng(0).normal(scale=0.3, size=problem.u.shape[0])
+    problem.u.assign(u0)
+    _, tape = problem.run()
+    grad = problem.u.grad.numpy().copy()
+    tape.zero()
+    n = len(problem.arm.joints)
+    for i in (0 * n + 1, 20 * n + 3, 60 * n + 5):          # shoulder early, elbow mid-run, wrist late
+        h, losses = 1e-4, []
+        for sign in (1.0, -1.0):
+            u = u0.copy()
+            u[i] += sign * h
+            problem.u.assign(u)
+            loss, tape = problem.run()
+            tape.zero()
+            losses.append(loss)
+        assert grad[i] == pytest.approx((losses[0] - losses[1]) / (2.0 * h), rel=1e-5, abs=1e-12)
+    problem.u.assign(u0)
+    problem.rollout = module.sk.optim.Rollout(problem.arm.model, module.sk.sim.Featherstone(), steps=module.FRAMES,
+                                              substeps=module.SUBSTEPS, dt=1.0 / module.FPS,
+                                              frame_loss=problem.frame_loss, control=problem.controls,
+                                              checkpoint_every=8)
+    _, tape = problem.run()
+    np.testing.assert_allclose(problem.u.grad.numpy(), grad, rtol=1e-10, atol=1e-14)
