@@ -18,7 +18,8 @@ from .core.array import (Array, ArrayType, array, clone, copy, empty, empty_like
                          from_torch, full, full_like, ones, ones_like, to_torch, zeros, zeros_like)
 from .core.config import config
 from .core.errors import CompileError, CompilerNotFoundError, KernelRuntimeError, NativeCompileError
-from .core.kernel import Kernel, func, func_grad, kernel, load_module, overload
+from .core.kernel import Kernel, func, func_grad, kernel, overload
+from .core.modules import instantiate, load_module, overload_types
 from .core.lang import BUILTIN_STUBS as _STUBS
 from .core.lang import adjoint, constant, static
 from .core.launch import launch

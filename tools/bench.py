@@ -651,6 +651,10 @@ import bench_compile  # noqa: E402  (cold compile and warm load, each in a fresh
 
 bench_compile.add_sections(section, Result, Row, fmt)
 
+import bench_sim_compile  # noqa: E402  (cold compile of the sim kernels, each run in a fresh process)
+
+bench_sim_compile.add_sections(section, Result, Row, fmt)
+
 import bench_optim  # noqa: E402  (checkpointed rollouts: the memory target)
 
 bench_optim.add_sections(section, Result, Row, fmt)

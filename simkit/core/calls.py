@@ -144,21 +144,34 @@ class CallMixin:
         ``sk.vector(3, type(dt))``), so a generic kernel can name its instance's types."""
         if len(node.args) != 1 or node.keywords:
             self.error("type() takes one value", node)
-        v = self.expr(node.args[0])
+        arg = node.args[0]
+        if isinstance(arg, ast.Subscript) and isinstance(arg.value, ast.Name) and isinstance(arg.slice, ast.Constant):
+            # type(v[0]) of a local vector or quat: its component type, known without reading v[0]
+            t = getattr(self.expr(arg.value), "type", None)
+            if getattr(t, "_sk_kind", None) in ("vec", "quat"):
+                return Py(t._sk_scalar)
+        v = self.expr(arg)
         t = getattr(v, "type", None)
         if t is None:
             self.error("type() takes a value, not a compile-time object", node)
         return Py(t.default() if isinstance(t, B.Weak) else t)
 
+    def compile_time_arg(self, a, what: str, node):
+        """The value of argument ``a`` of ``what()``, which must be known at compile time: a number,
+        a type (``type(dt)``, ``a.dtype``, ``sk.float64``) or a tuple of them."""
+        if isinstance(a, ast.Tuple):  # a shape: (3, 3)
+            return tuple(self.compile_time_arg(e, what, node) for e in a.elts)
+        v = self.expr(a)
+        if isinstance(v, ir.Const):
+            return v.value
+        if isinstance(v, Py):
+            return v.obj
+        self.error(f"{what}() takes compile-time arguments (numbers and types) in a kernel", node)
+
     def type_factory(self, fn, node):
         """``sk.vector(3, F)``, ``sk.matrix((3, 3), F)``, ...: made at compile time from constants and types."""
         def static(a):
-            v = self.expr(a)
-            if isinstance(v, ir.Const):
-                return v.value
-            if isinstance(v, Py):
-                return v.obj
-            self.error(f"{fn.__name__}() takes compile-time arguments (numbers and types) in a kernel", node)
+            return self.compile_time_arg(a, fn.__name__, node)
         try:
             return Py(fn(*[static(a) for a in node.args], **{k.arg: static(k.value) for k in node.keywords}))
         except (TypeError, ValueError) as e:
@@ -331,8 +344,8 @@ class CallMixin:
         return v
 
     def identity(self, node):
-        kw = {k.arg: self.static_eval(k.value) for k in node.keywords}
-        pos = [self.static_eval(a) for a in node.args]
+        kw = {k.arg: self.compile_time_arg(k.value, "identity", node) for k in node.keywords}
+        pos = [self.compile_time_arg(a, "identity", node) for a in node.args]
         n = kw.get("n", pos[0] if pos else 3)
         dtype = T.resolve(kw.get("dtype", pos[1] if len(pos) > 1 else T.float32))
         t = T.matrix((n, n), dtype)

@@ -157,7 +157,23 @@ class ExprMixin:
             return Py(getattr(pybuiltins, n))
         self.error(f"unknown name '{n}'", node)
 
+    def static_type_of(self, node):
+        """The type of a name or of a chain of struct fields on one (``bodies.inv_mass``), known
+        without emitting code; None for anything else."""
+        if isinstance(node, ast.Name):
+            return getattr(self.expr(node), "type", None)  # a name emits nothing
+        if isinstance(node, ast.Attribute):
+            t = self.static_type_of(node.value)
+            if getattr(t, "_sk_kind", None) == "struct":
+                return t._sk_fields.get(node.attr)
+        return None
+
     def expr_Attribute(self, node):
+        if node.attr == "dtype" and isinstance(node.value, ast.Attribute):
+            # a.b.dtype of a struct's array field: a compile-time type, no load of the field
+            t = self.static_type_of(node.value)
+            if getattr(t, "_sk_kind", None) == "array":
+                return Py(t.dtype)
         base = self.expr(node.value)
         a = node.attr
         if isinstance(base, Py):

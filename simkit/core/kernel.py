@@ -2,7 +2,10 @@
 
 Kernels defined in one Python module are compiled together, lazily, the first
 time any of them is launched: one C++ translation unit, one compiler run. A kernel
-defined later (e.g. inside a function) gets a unit of its own.
+defined later (e.g. inside a function) gets a unit of its own. The overloads of
+generic kernels go to a module per float type (``<module>.float64``); with the
+module's parameter types declared (:func:`overload_types`), those of one float type
+are made and compiled together too.
 
 Example::
 
@@ -18,7 +21,6 @@ Example::
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import inspect
 import logging
@@ -29,13 +31,13 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import codegen, compiler, frontend
-from . import device as D
 from . import types as T
 from .array import Array, ArrayType, GenericArrayType
 from .config import config
 from .errors import CompileError
 from .calls import firm_float
 from .exprs import Retype, type_str
+from .modules import Module, float_of, instantiate, is_generic, load_module, overload_types  # noqa: F401 (API)
 
 log = logging.getLogger("simkit")
 
@@ -78,95 +80,6 @@ def eval_annotation(text: str, owner) -> object:
         return eval(text, env)
     except Exception as e:  # noqa: BLE001 - reported as a type error of the annotation
         raise TypeError(f"cannot evaluate annotation {text!r} of {owner.__qualname__}: {e}") from None
-
-
-class Module:
-    """The kernels of one Python module; compiled in batches on first launch."""
-
-    _registry: dict[str, "Module"] = {}
-
-    def __init__(self, name: str):
-        self.name = name
-        self.kernels: list[Kernel] = []
-
-    @classmethod
-    def of(cls, name: str) -> "Module":
-        if name not in cls._registry:
-            cls._registry[name] = Module(name)
-        return cls._registry[name]
-
-    def batch(self, kernel: "Kernel", loaded: Callable[["Kernel"], bool]) -> tuple[list, list]:
-        """``kernel`` and every other kernel of this module not ``loaded`` yet, with their IRs:
-        what one compiler run builds (for the CPU, or for one GPU)."""
-        batch, irs = [], []
-        for k in [kernel] + [k for k in self.kernels if k is not kernel]:
-            if loaded(k):
-                continue
-            try:
-                fir = k.build_ir()
-            except CompileError:
-                if k is kernel:
-                    raise
-                continue  # a broken neighbour reports its error when it is launched itself
-            batch.append(k)
-            irs.append(fir)
-        return batch, irs
-
-    def load(self, kernel: "Kernel"):
-        """Compile (or load from cache) every not-yet-loaded kernel of this module together with ``kernel``."""
-        mode = config.mode
-        batch, irs = self.batch(kernel, lambda k: mode in k._loaded)
-        source = codegen.module_source(irs, compiler.HEADER_NAME)
-        safe = "".join(c if c.isalnum() else "_" for c in self.name)[-40:]
-        lib_path = compiler.build_shared(source, safe)
-        lib = ctypes.CDLL(str(lib_path))
-        if config.keep_source:
-            log.warning("simkit: generated C++ for module %s: %s", self.name, compiler.source_path(lib_path))
-        for k, fir in zip(batch, irs):
-            k._loaded[mode] = (lib, fir, lib_path)
-
-    def load_tangent(self, kernel: "Kernel"):
-        """Compile (or load) the tangent entries of ``kernel`` and of this module's other kernels
-        whose tangents can be generated: a translation unit of their own, built on the first
-        tangent launch, so the forward/adjoint module is unchanged (codegen_tangent)."""
-        from . import codegen_tangent
-
-        mode = config.mode
-        batch, irs = self.batch(kernel, lambda k: mode in k._tangent_loaded)
-        ok_batch, ok_irs = [], []
-        for k, fir in zip(batch, irs):
-            try:
-                codegen_tangent.kernel_tangent_source(fir)
-            except CompileError:
-                if k is kernel:
-                    raise
-                continue  # no tangent rule for something in a neighbour: it refuses when it is used
-            ok_batch.append(k)
-            ok_irs.append(fir)
-        source = codegen_tangent.tangent_module_source(ok_irs)
-        safe = "".join(c if c.isalnum() else "_" for c in self.name)[-32:] + "_tangent"
-        lib_path = compiler.build_shared(source, safe)
-        lib = ctypes.CDLL(str(lib_path))
-        for k, fir in zip(ok_batch, ok_irs):
-            k._tangent_loaded[mode] = (lib, fir, lib_path)
-
-
-    def load_hvp(self, kernel: "Kernel"):
-        """Compile (or load) the Hessian-vector product entry of ``kernel``: a translation unit of
-        its own (codegen_hvp), built on its first second-order launch. One kernel per unit: a
-        neighbour whose adjoint has no dual form then cannot stop it."""
-        from . import codegen_hvp
-
-        fir = kernel.build_ir()
-        source = codegen_hvp.hvp_module_source([fir])
-        safe = "".join(c if c.isalnum() else "_" for c in fir.cname)[-36:] + "_hvp"
-        lib_path = compiler.build_shared(source, safe)
-        kernel._hvp_loaded[config.mode] = (ctypes.CDLL(str(lib_path)), fir, lib_path)
-
-
-def is_generic(t) -> bool:
-    """Whether a parameter annotation is generic (``typing.Any``, ``sk.array(dtype=Any)``)."""
-    return t is None or isinstance(t, GenericArrayType)
 
 
 def value_type(v, peer_float=None):
@@ -248,6 +161,8 @@ class Kernel:
         if not self.generic:  # a generic kernel compiles only as its overloads
             self.module.kernels.append(self)
             self._index = len(self.module.kernels) - 1
+        else:
+            self.module.generics.append(self)
         self.__doc__ = func.__doc__
         self.__wrapped__ = func
 
@@ -278,7 +193,16 @@ class Kernel:
         key = tuple(types)
         inst = self._instances.get(key) if self.generic else self
         if inst is None:
-            inst = self._instances[key] = Kernel(self.func, self.key, self.module.name,
+            # The overloads of one float type form a module of their own: it compiles in one
+            # run, and without the other precision's.
+            real = next((f for f in (float_of(t) for t, want in zip(types, self.arg_types.values())
+                                     if is_generic(want)) if f is not None), None)
+            target = self.module if real is None else self.module.float_module(real)
+            if real is not None and self.module.param_types is not None and not target.instantiated:
+                self.module.instantiate(real)  # its siblings first, in definition order: one batch, stable names
+                inst = self._instances.get(key)
+        if inst is None:
+            inst = self._instances[key] = Kernel(self.func, self.key, target.name,
                                                  enable_backward=self.enable_backward,
                                                  arg_types=dict(zip(self.arg_names, types)))
         return inst
@@ -423,40 +347,6 @@ def overload(k: Kernel, types: Sequence | dict) -> Kernel:
     if not isinstance(k, Kernel):
         raise TypeError(f"sk.overload expects an @sk.kernel, got {type(k).__name__}")
     return k.overload(types)
-
-
-def load_module(module: Any = None, device: str | None = None) -> None:
-    """Compile (or load from the cache) every kernel of a Python module now, not at its first launch.
-
-    ``module``: a module object or its name, default the caller's; ``device``: where to
-    load them, default ``sk.get_device()``. Generic kernels load the overloads made so far.
-
-    Example::
-
-        sk.load_module()                     # this file's kernels, for the default device
-        sk.load_module("my.sim", "cuda:0")
-    """
-    from .launch import plan_for
-
-    if module is None:
-        name = sys._getframe(1).f_globals.get("__name__", "__main__")
-    elif isinstance(module, str):
-        name = module
-    elif isinstance(module, type(sys)):
-        name = module.__name__
-    else:
-        raise TypeError(f"sk.load_module(module=...) takes a module or its name, got {type(module).__name__}")
-    kernels = list(Module._registry[name].kernels) if name in Module._registry else []
-    if not kernels:
-        raise ValueError(f"sk.load_module: module {name!r} defines no kernels")
-    dev = D.require(D.state.default if device is None else device, "device")
-    for k in kernels:
-        if dev == "cpu":
-            k.loaded()
-        else:
-            from .cuda import launch as cuda_launch
-
-            cuda_launch.kernel_for(plan_for(k), dev)
 
 
 class FuncSpec:

@@ -30,156 +30,160 @@ Example::
 
 import functools
 from types import SimpleNamespace
+from typing import Any
 
 import simkit as sk
-from .bodies import body_kernels, quat_normalize
+from .bodies import bottom, make_spatial, quat_normalize, top
 from .structs import JOINT_BALL, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_UNIVERSAL, model_structs
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
 
-@functools.cache
-def articulation_kernels(real) -> SimpleNamespace:
-    """The forward and inverse kinematics kernels for float type ``real``.
 
-    Example::
+@sk.func
+def joint_motion(joints: Any, j: int, q_start: sk.array(dtype=sk.int32), qd_start: sk.array(dtype=sk.int32),
+                 joint_q: AnyArray, joint_qd: AnyArray):
+    """The translation ``t`` and rotation ``r`` of joint ``j``'s child frame in its parent
+    frame, and the velocity ``v`` of its origin and its angular velocity ``w`` (parent frame)."""
+    kind = joints.kind[j]
+    qs = q_start[j]
+    ds = qd_start[j]
+    axis = joints.axis[j]
+    t = axis * 0.0
+    r = sk.quat_of(joint_q.dtype)(0.0, 0.0, 0.0, 1.0)
+    v = t
+    w = t
+    if kind == JOINT_REVOLUTE:
+        r = sk.quat_from_axis_angle(axis, joint_q[qs])
+        w = axis * joint_qd[ds]
+    elif kind == JOINT_PRISMATIC:
+        t = axis * joint_q[qs]
+        v = axis * joint_qd[ds]
+    elif kind == JOINT_BALL:
+        r = quat_normalize(sk.quat_of(joint_q.dtype)(joint_q[qs], joint_q[qs + 1], joint_q[qs + 2], joint_q[qs + 3]))
+        w = type(axis)(joint_qd[ds], joint_qd[ds + 1], joint_qd[ds + 2])
+    elif kind == JOINT_FREE:
+        t = type(axis)(joint_q[qs], joint_q[qs + 1], joint_q[qs + 2])
+        r = quat_normalize(sk.quat_of(joint_q.dtype)(joint_q[qs + 3], joint_q[qs + 4], joint_q[qs + 5],
+                                                     joint_q[qs + 6]))
+        v = type(axis)(joint_qd[ds], joint_qd[ds + 1], joint_qd[ds + 2])
+        w = type(axis)(joint_qd[ds + 3], joint_qd[ds + 4], joint_qd[ds + 5])
+    elif kind == JOINT_UNIVERSAL:
+        first = sk.quat_from_axis_angle(axis, joint_q[qs])
+        r = first * sk.quat_from_axis_angle(joints.axis2[j], joint_q[qs + 1])
+        w = axis * joint_qd[ds] + sk.quat_rotate(first, joints.axis2[j]) * joint_qd[ds + 1]
+    return t, r, v, w
 
-        k = articulation_kernels(sk.float32)
-        k.eval_fk, k.eval_ik
-    """
-    S = model_structs(real)
-    vec3, quat = S.vec3, sk.quat_of(real)
-    transforms = sk.array(dtype=S.transform)
-    spatials = sk.array(dtype=S.spatial)
-    reals = sk.array(dtype=real)
-    ints = sk.array(dtype=sk.int32)
-    B = body_kernels(real)
-    module = f"simkit.kernels.articulation.{real.__name__}"
 
-    @sk.func
-    def joint_motion(joints: S.Joints, j: int, q_start: ints, qd_start: ints, joint_q: reals, joint_qd: reals):
-        """The translation ``t`` and rotation ``r`` of joint ``j``'s child frame in its parent
-        frame, and the velocity ``v`` of its origin and its angular velocity ``w`` (parent frame)."""
-        kind = joints.kind[j]
-        qs = q_start[j]
-        ds = qd_start[j]
-        axis = joints.axis[j]
-        t = axis * 0.0
-        r = quat(0.0, 0.0, 0.0, 1.0)
-        v = t
-        w = t
-        if kind == JOINT_REVOLUTE:
-            r = sk.quat_from_axis_angle(axis, joint_q[qs])
-            w = axis * joint_qd[ds]
-        elif kind == JOINT_PRISMATIC:
-            t = axis * joint_q[qs]
-            v = axis * joint_qd[ds]
-        elif kind == JOINT_BALL:
-            r = quat_normalize(quat(joint_q[qs], joint_q[qs + 1], joint_q[qs + 2], joint_q[qs + 3]))
-            w = vec3(joint_qd[ds], joint_qd[ds + 1], joint_qd[ds + 2])
-        elif kind == JOINT_FREE:
-            t = vec3(joint_q[qs], joint_q[qs + 1], joint_q[qs + 2])
-            r = quat_normalize(quat(joint_q[qs + 3], joint_q[qs + 4], joint_q[qs + 5], joint_q[qs + 6]))
-            v = vec3(joint_qd[ds], joint_qd[ds + 1], joint_qd[ds + 2])
-            w = vec3(joint_qd[ds + 3], joint_qd[ds + 4], joint_qd[ds + 5])
-        elif kind == JOINT_UNIVERSAL:
-            first = sk.quat_from_axis_angle(axis, joint_q[qs])
-            r = first * sk.quat_from_axis_angle(joints.axis2[j], joint_q[qs + 1])
-            w = axis * joint_qd[ds] + sk.quat_rotate(first, joints.axis2[j]) * joint_qd[ds + 1]
-        return t, r, v, w
-
-    @sk.kernel(module=module)
-    def eval_fk(body_joint: ints, joints: S.Joints, q_start: ints, qd_start: ints, joint_q: reals,
-                joint_qd: reals, bodies: S.Bodies, body_q: transforms, body_qd: spatials):
-        b = sk.tid()
-        j = body_joint[b]
-        if j < 0:
-            return
-        # The body's frame X, its center of mass x, angular velocity w and the velocity v of its
-        # center of mass, all relative to (and in the coordinates of) the frame reached so far:
-        # the body itself, then each ancestor up to the world.
-        X = S.transform(vec3(0.0, 0.0, 0.0), quat(0.0, 0.0, 0.0, 1.0))
-        x = bodies.com[b]
-        w = x * 0.0
-        v = w
-        while j >= 0:
-            t, r, vj, wj = joint_motion(joints, j, q_start, qd_start, joint_q, joint_qd)
-            Xp = joints.parent_xform[j]
-            L = sk.transform_multiply(Xp, sk.transform_multiply(S.transform(t, r),
-                                                                sk.transform_inverse(joints.child_xform[j])))
-            origin = sk.transform_point(Xp, t)
-            om = sk.quat_rotate(Xp.q, wj)
-            x = sk.transform_point(L, x)
-            w = sk.quat_rotate(L.q, w) + om
-            v = sk.quat_rotate(L.q, v) + sk.quat_rotate(Xp.q, vj) + sk.cross(om, x - origin)
-            X = sk.transform_multiply(L, X)
-            p = joints.parent[j]
-            j = -1
-            if p >= 0:
-                j = body_joint[p]
-        body_q[b] = X
-        body_qd[b] = B.make_spatial(w, v)
-
-    @sk.kernel(module=module)
-    def eval_ik(body_q: transforms, body_qd: spatials, bodies: S.Bodies, joints: S.Joints, q_start: ints,
-                qd_start: ints, joint_q: reals, joint_qd: reals):
-        j = sk.tid()
-        kind = joints.kind[j]
+@sk.kernel
+def eval_fk(body_joint: sk.array(dtype=sk.int32), joints: Any, q_start: sk.array(dtype=sk.int32),
+            qd_start: sk.array(dtype=sk.int32), joint_q: AnyArray, joint_qd: AnyArray, bodies: Any, body_q: AnyArray,
+            body_qd: AnyArray):
+    b = sk.tid()
+    j = body_joint[b]
+    if j < 0:
+        return
+    # The body's frame X, its center of mass x, angular velocity w and the velocity v of its
+    # center of mass, all relative to (and in the coordinates of) the frame reached so far:
+    # the body itself, then each ancestor up to the world.
+    X = body_q.dtype(bodies.com.dtype(0.0, 0.0, 0.0), sk.quat_of(joint_q.dtype)(0.0, 0.0, 0.0, 1.0))
+    x = bodies.com[b]
+    w = x * 0.0
+    v = w
+    while j >= 0:
+        t, r, vj, wj = joint_motion(joints, j, q_start, qd_start, joint_q, joint_qd)
+        Xp = joints.parent_xform[j]
+        L = sk.transform_multiply(Xp, sk.transform_multiply(body_q.dtype(t, r),
+                                                            sk.transform_inverse(joints.child_xform[j])))
+        origin = sk.transform_point(Xp, t)
+        om = sk.quat_rotate(Xp.q, wj)
+        x = sk.transform_point(L, x)
+        w = sk.quat_rotate(L.q, w) + om
+        v = sk.quat_rotate(L.q, v) + sk.quat_rotate(Xp.q, vj) + sk.cross(om, x - origin)
+        X = sk.transform_multiply(L, X)
         p = joints.parent[j]
-        c = joints.child[j]
-        X_wc = body_q[c]
-        qd_c = body_qd[c]
-        X_p = joints.parent_xform[j]
-        w_p = B.top(qd_c) * 0.0
-        v_p = w_p
-        com_p = w_p
+        j = -1
         if p >= 0:
-            X_wp = body_q[p]
-            X_p = sk.transform_multiply(X_wp, X_p)
-            w_p = B.top(body_qd[p])
-            v_p = B.bottom(body_qd[p])
-            com_p = sk.transform_point(X_wp, bodies.com[p])
-        X_c = sk.transform_multiply(X_wc, joints.child_xform[j])
-        rel = sk.transform_multiply(sk.transform_inverse(X_p), X_c)
-        t = rel.p
-        r = rel.q
-        if r[3] < 0.0:
-            r = -r
-        # velocities of the child's joint origin on the child and on the parent
-        x = X_c.p
-        v_c = B.bottom(qd_c) + sk.cross(B.top(qd_c), x - sk.transform_point(X_wc, bodies.com[c]))
-        v_rel = sk.quat_rotate_inv(X_p.q, v_c - (v_p + sk.cross(w_p, x - com_p)))
-        w_rel = sk.quat_rotate_inv(X_p.q, B.top(qd_c) - w_p)
-        axis = joints.axis[j]
-        qs = q_start[j]
-        ds = qd_start[j]
-        if kind == JOINT_REVOLUTE:
-            joint_q[qs] = 2.0 * sk.atan2(sk.dot(vec3(r[0], r[1], r[2]), axis), r[3])
-            joint_qd[ds] = sk.dot(axis, w_rel)
-        elif kind == JOINT_PRISMATIC:
-            joint_q[qs] = sk.dot(axis, t)
-            joint_qd[ds] = sk.dot(axis, v_rel)
-        elif kind == JOINT_BALL:
-            for k in range(4):
-                joint_q[qs + k] = r[k]
-            for k in range(3):
-                joint_qd[ds + k] = w_rel[k]
-        elif kind == JOINT_FREE:
-            for k in range(3):
-                joint_q[qs + k] = t[k]
-                joint_qd[ds + k] = v_rel[k]
-                joint_qd[ds + 3 + k] = w_rel[k]
-            for k in range(4):
-                joint_q[qs + 3 + k] = r[k]
-        elif kind == JOINT_UNIVERSAL:
-            # r = R(a1, q0) R(a2, q1), a3 = a1 x a2: r a2 = cos(q0) a2 + sin(q0) a3 and
-            # r^T a1 = cos(q1) a1 + sin(q1) a3
-            a2 = joints.axis2[j]
-            a3 = sk.cross(axis, a2)
-            b2 = sk.quat_rotate(r, a2)
-            b1 = sk.quat_rotate_inv(r, axis)
-            q0 = sk.atan2(sk.dot(b2, a3), sk.dot(b2, a2))
-            joint_q[qs] = q0
-            joint_q[qs + 1] = sk.atan2(sk.dot(b1, a3), sk.dot(b1, axis))
-            joint_qd[ds] = sk.dot(axis, w_rel)
-            joint_qd[ds + 1] = sk.dot(sk.quat_rotate(sk.quat_from_axis_angle(axis, q0), a2), w_rel)
+            j = body_joint[p]
+    body_q[b] = X
+    body_qd[b] = make_spatial(w, v)
 
-    return SimpleNamespace(joint_motion=joint_motion, eval_fk=eval_fk, eval_ik=eval_ik)
+
+@sk.kernel
+def eval_ik(body_q: AnyArray, body_qd: AnyArray, bodies: Any, joints: Any, q_start: sk.array(dtype=sk.int32),
+            qd_start: sk.array(dtype=sk.int32), joint_q: AnyArray, joint_qd: AnyArray):
+    j = sk.tid()
+    kind = joints.kind[j]
+    p = joints.parent[j]
+    c = joints.child[j]
+    X_wc = body_q[c]
+    qd_c = body_qd[c]
+    X_p = joints.parent_xform[j]
+    w_p = top(qd_c) * 0.0
+    v_p = w_p
+    com_p = w_p
+    if p >= 0:
+        X_wp = body_q[p]
+        X_p = sk.transform_multiply(X_wp, X_p)
+        w_p = top(body_qd[p])
+        v_p = bottom(body_qd[p])
+        com_p = sk.transform_point(X_wp, bodies.com[p])
+    X_c = sk.transform_multiply(X_wc, joints.child_xform[j])
+    rel = sk.transform_multiply(sk.transform_inverse(X_p), X_c)
+    t = rel.p
+    r = rel.q
+    if r[3] < 0.0:
+        r = -r
+    # velocities of the child's joint origin on the child and on the parent
+    x = X_c.p
+    v_c = bottom(qd_c) + sk.cross(top(qd_c), x - sk.transform_point(X_wc, bodies.com[c]))
+    v_rel = sk.quat_rotate_inv(X_p.q, v_c - (v_p + sk.cross(w_p, x - com_p)))
+    w_rel = sk.quat_rotate_inv(X_p.q, top(qd_c) - w_p)
+    axis = joints.axis[j]
+    qs = q_start[j]
+    ds = qd_start[j]
+    if kind == JOINT_REVOLUTE:
+        joint_q[qs] = 2.0 * sk.atan2(sk.dot(type(t)(r[0], r[1], r[2]), axis), r[3])
+        joint_qd[ds] = sk.dot(axis, w_rel)
+    elif kind == JOINT_PRISMATIC:
+        joint_q[qs] = sk.dot(axis, t)
+        joint_qd[ds] = sk.dot(axis, v_rel)
+    elif kind == JOINT_BALL:
+        for k in range(4):
+            joint_q[qs + k] = r[k]
+        for k in range(3):
+            joint_qd[ds + k] = w_rel[k]
+    elif kind == JOINT_FREE:
+        for k in range(3):
+            joint_q[qs + k] = t[k]
+            joint_qd[ds + k] = v_rel[k]
+            joint_qd[ds + 3 + k] = w_rel[k]
+        for k in range(4):
+            joint_q[qs + 3 + k] = r[k]
+    elif kind == JOINT_UNIVERSAL:
+        # r = R(a1, q0) R(a2, q1), a3 = a1 x a2: r a2 = cos(q0) a2 + sin(q0) a3 and
+        # r^T a1 = cos(q1) a1 + sin(q1) a3
+        a2 = joints.axis2[j]
+        a3 = sk.cross(axis, a2)
+        b2 = sk.quat_rotate(r, a2)
+        b1 = sk.quat_rotate_inv(r, axis)
+        q0 = sk.atan2(sk.dot(b2, a3), sk.dot(b2, a2))
+        joint_q[qs] = q0
+        joint_q[qs + 1] = sk.atan2(sk.dot(b1, a3), sk.dot(b1, axis))
+        joint_qd[ds] = sk.dot(axis, w_rel)
+        joint_qd[ds + 1] = sk.dot(sk.quat_rotate(sk.quat_from_axis_angle(axis, q0), a2), w_rel)
+
+
+@sk.overload_types
+def _param_types(real) -> dict:
+    """The types of the kernels' generic parameters for float type ``real``."""
+    S = model_structs(real)
+    reals = sk.array(dtype=real)
+    return {"joints": S.Joints, "joint_q": reals, "joint_qd": reals, "bodies": S.Bodies,
+            "body_q": sk.array(dtype=S.transform), "body_qd": sk.array(dtype=S.spatial)}
+
+
+@functools.cache  # asked for on every launch: a lookup
+def articulation_kernels(real) -> SimpleNamespace:
+    """The overloads of this module's kernels for float type ``real`` (they compile together),
+    and its function ``joint_motion`` (generic: it takes the caller's types)."""
+    return SimpleNamespace(**vars(sk.instantiate(real, __name__)), joint_motion=joint_motion)

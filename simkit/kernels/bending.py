@@ -24,10 +24,13 @@ Example::
 
 import functools
 from types import SimpleNamespace
+from typing import Any
 
 import simkit as sk
 from ..core.launch import launch
 from .structs import model_structs
+
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
 
 
 @sk.func
@@ -58,34 +61,34 @@ def hinge_angle_gradient(o0, o1, v0, v1):
     return theta, g0, g1, gv0, gv1
 
 
-@functools.cache
-def bending_kernels(real) -> SimpleNamespace:
-    """The bending kernels for float type ``real``.
+@sk.kernel
+def eval_bending(q: AnyArray, qd: AnyArray, edges: Any, f: AnyArray):
+    h = sk.tid()
+    i0 = edges.indices[h, 0]
+    i1 = edges.indices[h, 1]
+    j0 = edges.indices[h, 2]
+    j1 = edges.indices[h, 3]
+    theta, g0, g1, gv0, gv1 = hinge_angle_gradient(q[i0], q[i1], q[j0], q[j1])
+    rate = sk.dot(g0, qd[i0]) + sk.dot(g1, qd[i1]) + sk.dot(gv0, qd[j0]) + sk.dot(gv1, qd[j1])
+    torque = edges.ke[h] * (theta - edges.rest_angle[h]) + edges.kd[h] * rate
+    f[i0] += g0 * (-torque)
+    f[i1] += g1 * (-torque)
+    f[j0] += gv0 * (-torque)
+    f[j1] += gv1 * (-torque)
 
-    Example::
 
-        k = bending_kernels(sk.float32)
-        sk.launch(k.eval_bending, model.edge_count, inputs=[q, qd, model.edges, f])
-    """
+@sk.overload_types
+def _param_types(real) -> dict:
+    """The types of the kernels' generic parameters for float type ``real``."""
     S = model_structs(real)
     vec3s = sk.array(dtype=S.vec3)
+    return {"q": vec3s, "qd": vec3s, "f": vec3s, "edges": S.Edges}
 
-    @sk.kernel(module=f"simkit.kernels.bending.{real.__name__}")
-    def eval_bending(q: vec3s, qd: vec3s, edges: S.Edges, f: vec3s):
-        h = sk.tid()
-        i0 = edges.indices[h, 0]
-        i1 = edges.indices[h, 1]
-        j0 = edges.indices[h, 2]
-        j1 = edges.indices[h, 3]
-        theta, g0, g1, gv0, gv1 = hinge_angle_gradient(q[i0], q[i1], q[j0], q[j1])
-        rate = sk.dot(g0, qd[i0]) + sk.dot(g1, qd[i1]) + sk.dot(gv0, qd[j0]) + sk.dot(gv1, qd[j1])
-        torque = edges.ke[h] * (theta - edges.rest_angle[h]) + edges.kd[h] * rate
-        f[i0] += g0 * (-torque)
-        f[i1] += g1 * (-torque)
-        f[j0] += gv0 * (-torque)
-        f[j1] += gv1 * (-torque)
 
-    return SimpleNamespace(eval_bending=eval_bending)
+@functools.cache  # asked for on every launch: a lookup
+def bending_kernels(real) -> SimpleNamespace:
+    """The overloads of this module's kernels for float type ``real`` (they compile together)."""
+    return sk.instantiate(real, __name__)
 
 
 def eval_bending_forces(model, state) -> None:

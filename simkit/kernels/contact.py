@@ -21,11 +21,14 @@ Example::
 
 import functools
 from types import SimpleNamespace
+from typing import Any
 
 import simkit as sk
-from .bodies import body_kernels
+from .bodies import point_inverse_mass, point_velocity, wrench_at
 from .shapes import shape_distance, shape_transform
 from .structs import model_structs
+
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
 
 
 @sk.func
@@ -60,54 +63,58 @@ def scaled_penalty_force(n, depth, v, inv_mass, ke, kd, kf, time_constant, dampi
     return penalty_force(n, depth, v, k, c, f, mu)
 
 
-@functools.cache
-def contact_kernels(real) -> SimpleNamespace:
-    """The contact kernels for float type ``real``."""
+@sk.kernel
+def ground_contact(q: AnyArray, qd: AnyArray, particles: Any, contact: Any, f: AnyArray):
+    i = sk.tid()
+    n = contact.ground_normal
+    depth = sk.dot(n, q[i]) - particles.radius[i]
+    if depth < 0.0:
+        fc = scaled_penalty_force(n, depth, qd[i], particles.inv_mass[i], contact.ke[0], contact.kd[0],
+                                  contact.kf[0], contact.time_constant[0], contact.damping_ratio[0],
+                                  contact.mu[0])
+        f[i] += fc
+
+
+@sk.kernel
+def shape_contact(q: AnyArray, qd: AnyArray, particles: Any, shapes: Any, rows: Any, contact: Any, body_q: AnyArray,
+                  body_qd: AnyArray, bodies: Any, f: AnyArray, body_f: AnyArray):
+    # One thread per (particle, slot k of its row of shapes): no loop, so the adjoint needs
+    # no replay stack. A shape on a body moves with it and receives the reaction.
+    i, k = sk.tid()
+    r = rows.world[i] + 1
+    slot = rows.start[r] + k
+    if slot >= rows.start[r + 1]:
+        return
+    s = rows.shape[slot]
+    X = shape_transform(shapes, body_q, s)
+    dist, n = shape_distance(shapes.kind[s], sk.transform_point(sk.transform_inverse(X), q[i]), shapes.params[s])
+    depth = dist - particles.radius[i]
+    if depth < 0.0:
+        nw = sk.quat_rotate(X.q, n)
+        b = shapes.body[s]
+        v_rel = qd[i]
+        inv_mass = particles.inv_mass[i]
+        if b >= 0:
+            v_rel = v_rel - point_velocity(body_q[b], body_qd[b], bodies.com[b], q[i])
+            inv_mass = inv_mass + point_inverse_mass(body_q[b], bodies, b, q[i] - nw * particles.radius[i], nw)
+        fc = scaled_penalty_force(nw, depth, v_rel, inv_mass, contact.ke[0], contact.kd[0], contact.kf[0],
+                                  contact.time_constant[0], contact.damping_ratio[0], contact.mu[0])
+        f[i] += fc
+        if b >= 0:
+            body_f[b] += wrench_at(body_q[b], bodies.com[b], q[i] - nw * particles.radius[i], -fc)
+
+
+@sk.overload_types
+def _param_types(real) -> dict:
+    """The types of the kernels' generic parameters for float type ``real``."""
     S = model_structs(real)
-    vec3 = S.vec3
-    vec3s = sk.array(dtype=vec3)
-    transforms = sk.array(dtype=S.transform)
-    spatials = sk.array(dtype=S.spatial)
-    B = body_kernels(real)
+    vec3s, spatials = sk.array(dtype=S.vec3), sk.array(dtype=S.spatial)
+    return {"q": vec3s, "qd": vec3s, "f": vec3s, "particles": S.Particles, "contact": S.Contact, "shapes": S.Shapes,
+            "rows": S.ParticleShapes, "body_q": sk.array(dtype=S.transform), "body_qd": spatials, "bodies": S.Bodies,
+            "body_f": spatials}
 
-    @sk.kernel(module=f"simkit.kernels.contact.{real.__name__}")
-    def ground_contact(q: vec3s, qd: vec3s, particles: S.Particles, contact: S.Contact, f: vec3s):
-        i = sk.tid()
-        n = contact.ground_normal
-        depth = sk.dot(n, q[i]) - particles.radius[i]
-        if depth < 0.0:
-            fc = scaled_penalty_force(n, depth, qd[i], particles.inv_mass[i], contact.ke[0], contact.kd[0],
-                                      contact.kf[0], contact.time_constant[0], contact.damping_ratio[0],
-                                      contact.mu[0])
-            f[i] += fc
 
-    @sk.kernel(module=f"simkit.kernels.contact.{real.__name__}")
-    def shape_contact(q: vec3s, qd: vec3s, particles: S.Particles, shapes: S.Shapes, rows: S.ParticleShapes,
-                      contact: S.Contact, body_q: transforms, body_qd: spatials, bodies: S.Bodies, f: vec3s,
-                      body_f: spatials):
-        # One thread per (particle, slot k of its row of shapes): no loop, so the adjoint needs
-        # no replay stack. A shape on a body moves with it and receives the reaction.
-        i, k = sk.tid()
-        r = rows.world[i] + 1
-        slot = rows.start[r] + k
-        if slot >= rows.start[r + 1]:
-            return
-        s = rows.shape[slot]
-        X = shape_transform(shapes, body_q, s)
-        dist, n = shape_distance(shapes.kind[s], sk.transform_point(sk.transform_inverse(X), q[i]), shapes.params[s])
-        depth = dist - particles.radius[i]
-        if depth < 0.0:
-            nw = sk.quat_rotate(X.q, n)
-            b = shapes.body[s]
-            v_rel = qd[i]
-            inv_mass = particles.inv_mass[i]
-            if b >= 0:
-                v_rel = v_rel - B.point_velocity(body_q[b], body_qd[b], bodies.com[b], q[i])
-                inv_mass = inv_mass + B.point_inverse_mass(body_q[b], bodies, b, q[i] - nw * particles.radius[i], nw)
-            fc = scaled_penalty_force(nw, depth, v_rel, inv_mass, contact.ke[0], contact.kd[0], contact.kf[0],
-                                      contact.time_constant[0], contact.damping_ratio[0], contact.mu[0])
-            f[i] += fc
-            if b >= 0:
-                body_f[b] += B.wrench_at(body_q[b], bodies.com[b], q[i] - nw * particles.radius[i], -fc)
-
-    return SimpleNamespace(ground_contact=ground_contact, shape_contact=shape_contact)
+@functools.cache  # asked for on every launch: a lookup
+def contact_kernels(real) -> SimpleNamespace:
+    """The overloads of this module's kernels for float type ``real`` (they compile together)."""
+    return sk.instantiate(real, __name__)

@@ -56,112 +56,112 @@ Example::
 
 import functools
 from types import SimpleNamespace
+from typing import Any
 
 import simkit as sk
 from ..core.launch import launch
-from .bodies import body_kernels
+from .bodies import make_spatial, point_velocity, top, wrench_at
 from .structs import JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_UNIVERSAL, model_structs
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
 
-@functools.cache
-def joint_kernels(real) -> SimpleNamespace:
-    """The joint kernels for float type ``real``.
 
-    Example::
+@sk.kernel
+def eval_joints(body_q: AnyArray, body_qd: AnyArray, bodies: Any, joints: Any, target: AnyArray, act: AnyArray,
+                body_f: AnyArray):
+    j = sk.tid()
+    kind = joints.kind[j]
+    if kind == JOINT_FREE:
+        return
+    p = joints.parent[j]
+    c = joints.child[j]
+    X_wc = body_q[c]
+    qd_c = body_qd[c]
+    com_c = bodies.com[c]
+    X_c = sk.transform_multiply(X_wc, joints.child_xform[j])
+    # The world is a parent at rest whose frame is the identity.
+    X_p = joints.parent_xform[j]
+    X_wp = X_p
+    qd_p = qd_c * 0.0
+    com_p = com_c * 0.0
+    if p >= 0:
+        X_wp = body_q[p]
+        qd_p = body_qd[p]
+        com_p = bodies.com[p]
+        X_p = sk.transform_multiply(X_wp, X_p)
+    x_c = X_c.p
+    local_axis = joints.axis[j]
+    a = sk.quat_rotate(X_p.q, local_axis)
 
-        k = joint_kernels(sk.float64)
-        k.eval_joints        # one thread per joint, adds into body_f
-    """
-    S = model_structs(real)
-    vec3 = S.vec3
-    transforms = sk.array(dtype=S.transform)
-    spatials = sk.array(dtype=S.spatial)
-    reals = sk.array(dtype=real)
-    B = body_kernels(real)
+    # relative motion of the child at its anchor
+    e = x_c - X_p.p
+    v_rel = point_velocity(X_wc, qd_c, com_c, x_c) - point_velocity(X_wp, qd_p, com_p, x_c)
+    w_rel = top(qd_c) - top(qd_p)
+    q_rel = sk.quat_inverse(X_p.q) * X_c.q
+    if q_rel[3] < 0.0:
+        q_rel = -q_rel
+    rel = type(e)(q_rel[0], q_rel[1], q_rel[2])
 
-    @sk.kernel(module=f"simkit.kernels.joints.{real.__name__}")
-    def eval_joints(body_q: transforms, body_qd: spatials, bodies: S.Bodies, joints: S.Joints, target: reals,
-                    act: reals, body_f: spatials):
-        j = sk.tid()
-        kind = joints.kind[j]
-        if kind == JOINT_FREE:
-            return
-        p = joints.parent[j]
-        c = joints.child[j]
-        X_wc = body_q[c]
-        qd_c = body_qd[c]
-        com_c = bodies.com[c]
-        X_c = sk.transform_multiply(X_wc, joints.child_xform[j])
-        # The world is a parent at rest whose frame is the identity.
-        X_p = joints.parent_xform[j]
-        X_wp = X_p
-        qd_p = qd_c * 0.0
-        com_p = com_c * 0.0
-        if p >= 0:
-            X_wp = body_q[p]
-            qd_p = body_qd[p]
-            com_p = bodies.com[p]
-            X_p = sk.transform_multiply(X_wp, X_p)
-        x_c = X_c.p
-        local_axis = joints.axis[j]
-        a = sk.quat_rotate(X_p.q, local_axis)
+    zero = w_rel * 0.0
+    theta = zero
+    w_err = zero
+    coord = target.dtype(0.0)
+    rate = target.dtype(0.0)
+    if kind == JOINT_REVOLUTE:
+        theta = sk.cross(a, sk.quat_rotate(X_c.q, local_axis))
+        w_err = w_rel - a * sk.dot(a, w_rel)
+        coord = 2.0 * sk.atan2(sk.dot(local_axis, rel), q_rel[3])
+        rate = sk.dot(a, w_rel)
+    elif kind == JOINT_PRISMATIC:
+        theta = sk.quat_rotate(X_p.q, rel) * 2.0
+        w_err = w_rel
+        coord = sk.dot(a, e)
+        rate = sk.dot(a, v_rel)
+        e = e - a * coord
+        v_rel = v_rel - a * rate
+    elif kind == JOINT_FIXED:
+        theta = sk.quat_rotate(X_p.q, rel) * 2.0
+        w_err = w_rel
+    elif kind == JOINT_UNIVERSAL:
+        a2 = sk.quat_rotate(X_c.q, joints.axis2[j])
+        n = sk.cross(a, a2)
+        theta = n * -sk.dot(a, a2)
+        w_err = n * sk.dot(n, w_rel)
 
-        # relative motion of the child at its anchor
-        e = x_c - X_p.p
-        v_rel = B.point_velocity(X_wc, qd_c, com_c, x_c) - B.point_velocity(X_wp, qd_p, com_p, x_c)
-        w_rel = B.top(qd_c) - B.top(qd_p)
-        q_rel = sk.quat_inverse(X_p.q) * X_c.q
-        if q_rel[3] < 0.0:
-            q_rel = -q_rel
-        rel = vec3(q_rel[0], q_rel[1], q_rel[2])
-
-        zero = w_rel * 0.0
-        theta = zero
-        w_err = zero
-        coord = real(0.0)
-        rate = real(0.0)
+    f = -(e * joints.linear_ke[j] + v_rel * joints.linear_kd[j])
+    tau = -(theta * joints.angular_ke[j] + w_err * joints.angular_kd[j])
+    if kind == JOINT_REVOLUTE or kind == JOINT_PRISMATIC:
+        u = joints.target_ke[j] * (target[j] - coord) - joints.target_kd[j] * rate + act[j]
+        lower = joints.limit_lower[j]
+        upper = joints.limit_upper[j]
+        if coord < lower:
+            u = u + joints.limit_ke[j] * (lower - coord) - joints.limit_kd[j] * rate
+        elif coord > upper:
+            u = u + joints.limit_ke[j] * (upper - coord) - joints.limit_kd[j] * rate
         if kind == JOINT_REVOLUTE:
-            theta = sk.cross(a, sk.quat_rotate(X_c.q, local_axis))
-            w_err = w_rel - a * sk.dot(a, w_rel)
-            coord = 2.0 * sk.atan2(sk.dot(local_axis, rel), q_rel[3])
-            rate = sk.dot(a, w_rel)
-        elif kind == JOINT_PRISMATIC:
-            theta = sk.quat_rotate(X_p.q, rel) * 2.0
-            w_err = w_rel
-            coord = sk.dot(a, e)
-            rate = sk.dot(a, v_rel)
-            e = e - a * coord
-            v_rel = v_rel - a * rate
-        elif kind == JOINT_FIXED:
-            theta = sk.quat_rotate(X_p.q, rel) * 2.0
-            w_err = w_rel
-        elif kind == JOINT_UNIVERSAL:
-            a2 = sk.quat_rotate(X_c.q, joints.axis2[j])
-            n = sk.cross(a, a2)
-            theta = n * -sk.dot(a, a2)
-            w_err = n * sk.dot(n, w_rel)
+            tau = tau + a * u
+        else:
+            f = f + a * u
 
-        f = -(e * joints.linear_ke[j] + v_rel * joints.linear_kd[j])
-        tau = -(theta * joints.angular_ke[j] + w_err * joints.angular_kd[j])
-        if kind == JOINT_REVOLUTE or kind == JOINT_PRISMATIC:
-            u = joints.target_ke[j] * (target[j] - coord) - joints.target_kd[j] * rate + act[j]
-            lower = joints.limit_lower[j]
-            upper = joints.limit_upper[j]
-            if coord < lower:
-                u = u + joints.limit_ke[j] * (lower - coord) - joints.limit_kd[j] * rate
-            elif coord > upper:
-                u = u + joints.limit_ke[j] * (upper - coord) - joints.limit_kd[j] * rate
-            if kind == JOINT_REVOLUTE:
-                tau = tau + a * u
-            else:
-                f = f + a * u
+    couple = make_spatial(tau, zero)
+    sk.atomic_add(body_f, c, wrench_at(X_wc, com_c, x_c, f) + couple)
+    if p >= 0:
+        sk.atomic_sub(body_f, p, wrench_at(X_wp, com_p, x_c, f) + couple)
 
-        couple = B.make_spatial(tau, zero)
-        sk.atomic_add(body_f, c, B.wrench_at(X_wc, com_c, x_c, f) + couple)
-        if p >= 0:
-            sk.atomic_sub(body_f, p, B.wrench_at(X_wp, com_p, x_c, f) + couple)
 
-    return SimpleNamespace(eval_joints=eval_joints)
+@sk.overload_types
+def _param_types(real) -> dict:
+    """The types of the kernels' generic parameters for float type ``real``."""
+    S = model_structs(real)
+    spatials, reals = sk.array(dtype=S.spatial), sk.array(dtype=real)
+    return {"body_q": sk.array(dtype=S.transform), "body_qd": spatials, "body_f": spatials, "bodies": S.Bodies,
+            "joints": S.Joints, "target": reals, "act": reals}
+
+
+@functools.cache  # asked for on every launch: a lookup
+def joint_kernels(real) -> SimpleNamespace:
+    """The overloads of this module's kernels for float type ``real`` (they compile together)."""
+    return sk.instantiate(real, __name__)
 
 
 def eval_joint_forces(model, state, control) -> None:

@@ -38,6 +38,7 @@ Example::
 # No ``from __future__ import annotations``: kernel annotations name closure types.
 import functools
 from types import SimpleNamespace
+from typing import Any
 
 import simkit as sk
 from .contact import scaled_penalty_force
@@ -45,52 +46,60 @@ from .hash_grid import (HashGrid, grid_bucket, grid_cell, grid_group_key, grid_g
                         grid_neighbor_cell, grid_point_group, grid_searched_group, grid_struct)
 from .structs import model_structs
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
 
-@functools.cache
-def particle_contact_kernels(real) -> SimpleNamespace:
-    """The particle-particle contact kernel for float type ``real``."""
+
+@sk.kernel
+def particle_contact(q: AnyArray, qd: AnyArray, particles: Any, contact: Any, grid: Any, f: AnyArray):
+    i = sk.tid()
+    xi = q[i]
+    vi = qd[i]
+    ri = particles.radius[i]
+    # read once per thread: the adjoint then adds into the parameters' grads once, not per pair
+    ke = contact.ke[0]
+    kd = contact.kd[0]
+    kf = contact.kf[0]
+    mu = contact.mu[0]
+    tc = contact.time_constant[0]
+    zeta = contact.damping_ratio[0]
+    wi = particles.inv_mass[i]
+    g = grid_point_group(grid, i)
+    c = grid_cell(grid, xi)
+    fi = xi * 0.0
+    for t in range(grid_group_searches(grid, g)):
+        searched = grid_searched_group(g, t)
+        key = grid_group_key(searched)
+        for n in range(27):
+            h = grid_hash(grid_neighbor_cell(c, n)) + key
+            b = grid_bucket(grid, h)
+            for k in range(grid.cell_start[b], grid.cell_start[b + 1]):
+                j = grid.sorted_index[k]
+                # only the slots of this cell (a bucket shared with another of the 27 is not
+                # counted twice) and of the searched world
+                if grid.cell_hash[k] == h and j != i and grid_point_group(grid, j) == searched:
+                    d = xi - q[j]
+                    dist = sk.length(d)
+                    depth = dist - (ri + particles.radius[j])
+                    # coincident centres have no contact normal; both sides skip the pair alike
+                    if depth < 0.0 and dist > 0.0:
+                        fi = fi + scaled_penalty_force(d / dist, depth, vi - qd[j],
+                                                       wi + particles.inv_mass[j], ke, kd, kf, tc, zeta, mu)
+    f[i] += fi
+
+
+@sk.overload_types
+def _param_types(real) -> dict:
+    """The types of the kernels' generic parameters for float type ``real``."""
     S = model_structs(real)
-    Grid = grid_struct(real)
     vec3s = sk.array(dtype=S.vec3)
+    return {"q": vec3s, "qd": vec3s, "f": vec3s, "particles": S.Particles, "contact": S.Contact,
+            "grid": grid_struct(real)}
 
-    @sk.kernel(module=f"simkit.kernels.particle_contact.{real.__name__}")
-    def particle_contact(q: vec3s, qd: vec3s, particles: S.Particles, contact: S.Contact, grid: Grid, f: vec3s):
-        i = sk.tid()
-        xi = q[i]
-        vi = qd[i]
-        ri = particles.radius[i]
-        # read once per thread: the adjoint then adds into the parameters' grads once, not per pair
-        ke = contact.ke[0]
-        kd = contact.kd[0]
-        kf = contact.kf[0]
-        mu = contact.mu[0]
-        tc = contact.time_constant[0]
-        zeta = contact.damping_ratio[0]
-        wi = particles.inv_mass[i]
-        g = grid_point_group(grid, i)
-        c = grid_cell(grid, xi)
-        fi = xi * 0.0
-        for t in range(grid_group_searches(grid, g)):
-            searched = grid_searched_group(g, t)
-            key = grid_group_key(searched)
-            for n in range(27):
-                h = grid_hash(grid_neighbor_cell(c, n)) + key
-                b = grid_bucket(grid, h)
-                for k in range(grid.cell_start[b], grid.cell_start[b + 1]):
-                    j = grid.sorted_index[k]
-                    # only the slots of this cell (a bucket shared with another of the 27 is not
-                    # counted twice) and of the searched world
-                    if grid.cell_hash[k] == h and j != i and grid_point_group(grid, j) == searched:
-                        d = xi - q[j]
-                        dist = sk.length(d)
-                        depth = dist - (ri + particles.radius[j])
-                        # coincident centres have no contact normal; both sides skip the pair alike
-                        if depth < 0.0 and dist > 0.0:
-                            fi = fi + scaled_penalty_force(d / dist, depth, vi - qd[j],
-                                                           wi + particles.inv_mass[j], ke, kd, kf, tc, zeta, mu)
-        f[i] += fi
 
-    return SimpleNamespace(particle_contact=particle_contact)
+@functools.cache  # asked for on every launch: a lookup
+def particle_contact_kernels(real) -> SimpleNamespace:
+    """The overloads of this module's kernels for float type ``real`` (they compile together)."""
+    return sk.instantiate(real, __name__)
 
 
 def _cell_size(model) -> float:

@@ -1,5 +1,8 @@
 """Particle kernels: clearing the force accumulator, semi-implicit Euler integration with gravity.
 
+The kernels are generic over the float type; :func:`particle_kernels` gives their overloads
+for one (all of them compile together on the first launch).
+
 Example::
 
     k = particle_kernels(sk.float32)
@@ -8,34 +11,45 @@ Example::
 
 import functools
 from types import SimpleNamespace
+from typing import Any
 
 import simkit as sk
 from .structs import model_structs
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
 
-@functools.cache
-def particle_kernels(real) -> SimpleNamespace:
-    """The particle kernels for float type ``real``."""
+
+@sk.kernel
+def integrate_particles(q: AnyArray, qd: AnyArray, f: AnyArray, particles: Any, gravity: Any, dt: Any, q_out: AnyArray,
+                        qd_out: AnyArray):
+    # Velocity first, then position with the new velocity: symplectic, so an
+    # undamped oscillator keeps its energy bounded over long runs.
+    i = sk.tid()
+    w = particles.inv_mass[i]
+    a = f[i] * w
+    if w > 0.0:
+        a = a + gravity
+    v1 = qd[i] + a * dt
+    qd_out[i] = v1
+    q_out[i] = q[i] + v1 * dt
+
+
+@sk.kernel
+def clear_forces(f: AnyArray):
+    # A launch rather than Array.zero_(): it can be recorded by sk.capture and by a Tape.
+    f[sk.tid()] = f.dtype(0.0, 0.0, 0.0)
+
+
+@sk.overload_types
+def _param_types(real) -> dict:
+    """The types of the kernels' parameters for float type ``real``."""
     S = model_structs(real)
     vec3s = sk.array(dtype=S.vec3)
+    return {"q": vec3s, "qd": vec3s, "f": vec3s, "q_out": vec3s, "qd_out": vec3s, "particles": S.Particles,
+            "gravity": S.vec3, "dt": real}
 
-    @sk.kernel(module=f"simkit.kernels.particles.{real.__name__}")
-    def integrate_particles(q: vec3s, qd: vec3s, f: vec3s, particles: S.Particles, gravity: S.vec3, dt: real,
-                            q_out: vec3s, qd_out: vec3s):
-        # Velocity first, then position with the new velocity: symplectic, so an
-        # undamped oscillator keeps its energy bounded over long runs.
-        i = sk.tid()
-        w = particles.inv_mass[i]
-        a = f[i] * w
-        if w > 0.0:
-            a = a + gravity
-        v1 = qd[i] + a * dt
-        qd_out[i] = v1
-        q_out[i] = q[i] + v1 * dt
 
-    @sk.kernel(module=f"simkit.kernels.particles.{real.__name__}")
-    def clear_forces(f: vec3s):
-        # A launch rather than Array.zero_(): it can be recorded by sk.capture and by a Tape.
-        f[sk.tid()] = S.vec3(0.0, 0.0, 0.0)
-
-    return SimpleNamespace(integrate_particles=integrate_particles, clear_forces=clear_forces)
+@functools.cache  # asked for on every launch: a lookup
+def particle_kernels(real) -> SimpleNamespace:
+    """The particle kernels' overloads for float type ``real``."""
+    return sk.instantiate(real, __name__)

@@ -30,55 +30,64 @@ Example::
 
 import functools
 from types import SimpleNamespace
+from typing import Any
 
 import simkit as sk
 from .structs import model_structs
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
 
-@functools.cache
-def tet_kernels(real) -> SimpleNamespace:
-    """The tetrahedron kernels for float type ``real``."""
+
+@sk.kernel
+def eval_tets(q: AnyArray, qd: AnyArray, tets: Any, f: AnyArray):
+    # Work with transposed matrices throughout: a matrix built from three vectors takes
+    # them as rows, so rows of F^T are the columns of F and rows of the result are the
+    # forces on x1, x2, x3.
+    t = sk.tid()
+    i = tets.indices[t, 0]
+    j = tets.indices[t, 1]
+    k = tets.indices[t, 2]
+    l = tets.indices[t, 3]
+    x0 = q[i]
+    v0 = qd[i]
+    pose = tets.pose[t]
+    pose_t = sk.transpose(pose)
+    M = type(pose)  # the instance's mat33
+    FT = pose_t @ M(q[j] - x0, q[k] - x0, q[l] - x0)
+    dFT = pose_t @ M(qd[j] - v0, qd[k] - v0, qd[l] - v0)
+    c0 = FT[0]
+    c1 = FT[1]
+    c2 = FT[2]
+    # cof(F) = dJ/dF, columns from cross products so that it exists for singular F
+    cofT = M(sk.cross(c1, c2), sk.cross(c2, c0), sk.cross(c0, c1))
+    J = sk.dot(c0, cofT[0])
+    mu = tets.k_mu[t]
+    lam = tets.k_lambda[t] + mu
+    A = FT @ sk.transpose(dFT)
+    strain_rate = 0.5 * (A + sk.transpose(A))
+    PT = mu * FT + (lam * (J - 1.0) - mu) * cofT + tets.k_damp[t] * (strain_rate @ FT)
+    HT = (-tets.volume[t]) * (pose @ PT)
+    f1 = HT[0]
+    f2 = HT[1]
+    f3 = HT[2]
+    f[i] -= f1 + f2 + f3
+    f[j] += f1
+    f[k] += f2
+    f[l] += f3
+
+
+@sk.overload_types
+def _param_types(real) -> dict:
+    """The types of the kernels' generic parameters for float type ``real``."""
     S = model_structs(real)
-    mat33 = S.mat33
     vec3s = sk.array(dtype=S.vec3)
+    return {"q": vec3s, "qd": vec3s, "f": vec3s, "tets": S.Tets}
 
-    @sk.kernel(module=f"simkit.kernels.tets.{real.__name__}")
-    def eval_tets(q: vec3s, qd: vec3s, tets: S.Tets, f: vec3s):
-        # Work with transposed matrices throughout: a matrix built from three vectors takes
-        # them as rows, so rows of F^T are the columns of F and rows of the result are the
-        # forces on x1, x2, x3.
-        t = sk.tid()
-        i = tets.indices[t, 0]
-        j = tets.indices[t, 1]
-        k = tets.indices[t, 2]
-        l = tets.indices[t, 3]
-        x0 = q[i]
-        v0 = qd[i]
-        pose = tets.pose[t]
-        pose_t = sk.transpose(pose)
-        FT = pose_t @ mat33(q[j] - x0, q[k] - x0, q[l] - x0)
-        dFT = pose_t @ mat33(qd[j] - v0, qd[k] - v0, qd[l] - v0)
-        c0 = FT[0]
-        c1 = FT[1]
-        c2 = FT[2]
-        # cof(F) = dJ/dF, columns from cross products so that it exists for singular F
-        cofT = mat33(sk.cross(c1, c2), sk.cross(c2, c0), sk.cross(c0, c1))
-        J = sk.dot(c0, cofT[0])
-        mu = tets.k_mu[t]
-        lam = tets.k_lambda[t] + mu
-        A = FT @ sk.transpose(dFT)
-        strain_rate = 0.5 * (A + sk.transpose(A))
-        PT = mu * FT + (lam * (J - 1.0) - mu) * cofT + tets.k_damp[t] * (strain_rate @ FT)
-        HT = (-tets.volume[t]) * (pose @ PT)
-        f1 = HT[0]
-        f2 = HT[1]
-        f3 = HT[2]
-        f[i] -= f1 + f2 + f3
-        f[j] += f1
-        f[k] += f2
-        f[l] += f3
 
-    return SimpleNamespace(eval_tets=eval_tets)
+@functools.cache  # asked for on every launch: a lookup
+def tet_kernels(real) -> SimpleNamespace:
+    """The overloads of this module's kernels for float type ``real`` (they compile together)."""
+    return sk.instantiate(real, __name__)
 
 
 def eval_tet_forces(model, state) -> None:

@@ -31,64 +31,67 @@ Example::
 
 import functools
 from types import SimpleNamespace
+from typing import Any
 
 import simkit as sk
 from ..core.launch import launch
 from .structs import model_structs
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
 
-@functools.cache
-def triangle_kernels(real) -> SimpleNamespace:
-    """The membrane kernels for float type ``real``.
 
-    Example::
+@sk.kernel
+def eval_triangles(q: AnyArray, qd: AnyArray, tris: Any, f: AnyArray):
+    t = sk.tid()
+    i = tris.indices[t, 0]
+    j = tris.indices[t, 1]
+    k = tris.indices[t, 2]
+    X = tris.pose[t]
+    x1 = q[j] - q[i]
+    x2 = q[k] - q[i]
+    v1 = qd[j] - qd[i]
+    v2 = qd[k] - qd[i]
+    # Columns of F = [x1 x2] @ pose and of its time derivative, kept as vectors:
+    # the 2 x 2 strain tensors below then need only dot products.
+    c0 = x1 * X[0, 0] + x2 * X[1, 0]
+    c1 = x1 * X[0, 1] + x2 * X[1, 1]
+    d0 = v1 * X[0, 0] + v2 * X[1, 0]
+    d1 = v1 * X[0, 1] + v2 * X[1, 1]
+    e00 = 0.5 * (sk.dot(c0, c0) - 1.0)
+    e11 = 0.5 * (sk.dot(c1, c1) - 1.0)
+    e01 = 0.5 * sk.dot(c0, c1)
+    r00 = sk.dot(c0, d0)
+    r11 = sk.dot(c1, d1)
+    r01 = 0.5 * (sk.dot(c0, d1) + sk.dot(c1, d0))
+    mu = tris.k_mu[t]
+    lam = tris.k_lambda[t] * (e00 + e11)
+    damp = tris.k_damp[t]
+    s00 = 2.0 * mu * e00 + lam + damp * r00
+    s11 = 2.0 * mu * e11 + lam + damp * r11
+    s01 = 2.0 * mu * e01 + damp * r01
+    # Columns of the first Piola-Kirchhoff stress P = F S (S symmetric).
+    p0 = c0 * s00 + c1 * s01
+    p1 = c0 * s01 + c1 * s11
+    a = tris.area[t]
+    fj = (p0 * X[0, 0] + p1 * X[0, 1]) * (-a)
+    fk = (p0 * X[1, 0] + p1 * X[1, 1]) * (-a)
+    f[i] += -(fj + fk)
+    f[j] += fj
+    f[k] += fk
 
-        k = triangle_kernels(sk.float32)
-        sk.launch(k.eval_triangles, model.tri_count, inputs=[q, qd, model.triangles, f])
-    """
+
+@sk.overload_types
+def _param_types(real) -> dict:
+    """The types of the kernels' generic parameters for float type ``real``."""
     S = model_structs(real)
     vec3s = sk.array(dtype=S.vec3)
+    return {"q": vec3s, "qd": vec3s, "f": vec3s, "tris": S.Triangles}
 
-    @sk.kernel(module=f"simkit.kernels.triangles.{real.__name__}")
-    def eval_triangles(q: vec3s, qd: vec3s, tris: S.Triangles, f: vec3s):
-        t = sk.tid()
-        i = tris.indices[t, 0]
-        j = tris.indices[t, 1]
-        k = tris.indices[t, 2]
-        X = tris.pose[t]
-        x1 = q[j] - q[i]
-        x2 = q[k] - q[i]
-        v1 = qd[j] - qd[i]
-        v2 = qd[k] - qd[i]
-        # Columns of F = [x1 x2] @ pose and of its time derivative, kept as vectors:
-        # the 2 x 2 strain tensors below then need only dot products.
-        c0 = x1 * X[0, 0] + x2 * X[1, 0]
-        c1 = x1 * X[0, 1] + x2 * X[1, 1]
-        d0 = v1 * X[0, 0] + v2 * X[1, 0]
-        d1 = v1 * X[0, 1] + v2 * X[1, 1]
-        e00 = 0.5 * (sk.dot(c0, c0) - 1.0)
-        e11 = 0.5 * (sk.dot(c1, c1) - 1.0)
-        e01 = 0.5 * sk.dot(c0, c1)
-        r00 = sk.dot(c0, d0)
-        r11 = sk.dot(c1, d1)
-        r01 = 0.5 * (sk.dot(c0, d1) + sk.dot(c1, d0))
-        mu = tris.k_mu[t]
-        lam = tris.k_lambda[t] * (e00 + e11)
-        damp = tris.k_damp[t]
-        s00 = 2.0 * mu * e00 + lam + damp * r00
-        s11 = 2.0 * mu * e11 + lam + damp * r11
-        s01 = 2.0 * mu * e01 + damp * r01
-        # Columns of the first Piola-Kirchhoff stress P = F S (S symmetric).
-        p0 = c0 * s00 + c1 * s01
-        p1 = c0 * s01 + c1 * s11
-        a = tris.area[t]
-        fj = (p0 * X[0, 0] + p1 * X[0, 1]) * (-a)
-        fk = (p0 * X[1, 0] + p1 * X[1, 1]) * (-a)
-        f[i] += -(fj + fk)
-        f[j] += fj
-        f[k] += fk
 
-    return SimpleNamespace(eval_triangles=eval_triangles)
+@functools.cache  # asked for on every launch: a lookup
+def triangle_kernels(real) -> SimpleNamespace:
+    """The overloads of this module's kernels for float type ``real`` (they compile together)."""
+    return sk.instantiate(real, __name__)
 
 
 def eval_triangle_forces(model, state) -> None:

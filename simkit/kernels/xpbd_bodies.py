@@ -25,11 +25,14 @@ Example::
 
 import functools
 from types import SimpleNamespace
+from typing import Any
 
 import simkit as sk
-from .bodies import body_kernels, quat_normalize
+from .bodies import bottom, make_spatial, quat_normalize, top, world_inverse_inertia
 from .structs import JOINT_BALL, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_UNIVERSAL, model_structs
 from .xpbd import multiplier_step, skew
+
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
 
 # Fixed-point passes of the implicit rotation update in ``predict_bodies``: the world inertia
 # changes by O(|w| dt) over a step, and each pass gains that factor in accuracy.
@@ -98,274 +101,277 @@ def rotation_step(q, w, dt):
     return quat_normalize(dq * q)
 
 
-@functools.cache
-def xpbd_body_kernels(real) -> SimpleNamespace:
-    """The rigid-body XPBD kernels and the functions the contact kernels share, for ``real``.
+@sk.func
+def rotation_vector(dq: Any):
+    """``2 vec(dq)``, sign-corrected to the short way round: the small rotation of ``dq``."""
+    s = type(dq[0])(2.0)
+    if dq[3] < 0.0:
+        s = type(dq[0])(-2.0)
+    return sk.vector(3, type(dq[0]))(dq[0], dq[1], dq[2]) * s
 
-    Example::
 
-        k = xpbd_body_kernels(sk.float32)
-        sk.launch(k.apply_body_corrections, n, inputs=[poses, dx, dtheta, corr, model.bodies, poses_next, corr_next])
-    """
-    S = model_structs(real)
-    B = body_kernels(real)
-    vec3, spatial = S.vec3, S.spatial
-    quat = sk.quat_of(real)
-    transforms = sk.array(dtype=S.transform)
-    spatials = sk.array(dtype=spatial)
-    vec3s = sk.array(dtype=vec3)
-    reals = sk.array(dtype=real)
-    ints = sk.array(dtype=sk.int32)
-    module = f"simkit.kernels.xpbd_bodies.{real.__name__}"
+@sk.func
+def split_of(joint_split: sk.array(dtype=sk.int32), contact_split: sk.array(dtype=sk.int32), bodies: Any, b: int):
+    """How many constraints touch body ``b`` this step (at least 1; 1 for the world), as a
+    float of the precision of ``bodies``."""
+    count = 1
+    if b >= 0:
+        count = sk.max(joint_split[b] + contact_split[b], 1)
+    return bodies.inv_mass.dtype(count)
 
-    @sk.func
-    def rotation_vector(dq: quat) -> vec3:
-        """``2 vec(dq)``, sign-corrected to the short way round: the small rotation of ``dq``."""
-        s = real(2.0)
-        if dq[3] < 0.0:
-            s = real(-2.0)
-        return vec3(dq[0], dq[1], dq[2]) * s
 
-    @sk.func
-    def split_of(joint_split: ints, contact_split: ints, b: int) -> real:
-        """How many constraints touch body ``b`` this step (at least 1; 1 for the world)."""
-        count = 1
-        if b >= 0:
-            count = sk.max(joint_split[b] + contact_split[b], 1)
-        return real(count)
-
-    @sk.func
-    def load_body(poses: transforms, bodies: S.Bodies, b: int):
-        """Center of mass (world), rotation, inverse mass, world inverse inertia and center of
-        mass (body frame) of body ``b`` at ``poses``; the world (``b = -1``) does not move."""
-        x = vec3(0.0, 0.0, 0.0)
-        q = quat(0.0, 0.0, 0.0, 1.0)
-        inv_m = real(0.0)
-        inv_I = sk.diag(x)
-        com = x
-        if b >= 0:
-            X = poses[b]
-            com = bodies.com[b]
-            x = sk.transform_point(X, com)
-            q = X.q
-            inv_m = bodies.inv_mass[b]
-            inv_I = B.world_inverse_inertia(X, bodies, b)
-        return x, q, inv_m, inv_I, com
-
-    @sk.func
-    def joint_coordinate(kind: int, axis: vec3, ap: vec3, qjp: quat, ac: vec3, qjc: quat) -> real:
-        """Angle (revolute) or displacement (prismatic) of the child joint frame (origin ``ac``,
-        rotation ``qjc``) relative to the parent's (``ap``, ``qjp``) about/along ``axis``."""
-        value = real(0.0)
-        if kind == JOINT_REVOLUTE:
-            rel = sk.quat_inverse(qjp) * qjc
-            if rel[3] < 0.0:
-                rel = -rel
-            value = 2.0 * sk.atan2(sk.dot(vec3(rel[0], rel[1], rel[2]), axis), rel[3])
-        else:
-            value = sk.dot(ac - ap, sk.quat_rotate(qjp, axis))
-        return value
-
-    @sk.func
-    def coordinate_response(kind: int, n: vec3, rp: vec3, rc: vec3, mp: real, mc: real, Ip: S.mat33,
-                            Ic: S.mat33):
-        """Corrections of parent and child (dx_p, dtheta_p, dx_c, dtheta_c) per unit multiplier of
-        the joint coordinate along/about the world axis ``n``, and the coordinate's change per
-        unit multiplier on each side (parent, child). ``rp``, ``rc``: the child anchor's offset
-        from each center of mass."""
-        zero = n * 0.0
-        dxp = zero
-        dxc = zero
-        dtp = -(Ip @ n)
-        dtc = Ic @ n
-        gp = -sk.dot(n, dtp)
-        gc = sk.dot(n, dtc)
-        if kind == JOINT_PRISMATIC:
-            dxp = n * -mp
-            dxc = n * mc
-            dtp = -(Ip @ sk.cross(rp, n))
-            dtc = Ic @ sk.cross(rc, n)
-            gp = -sk.dot(n, dxp + sk.cross(dtp, rp))
-            gc = sk.dot(n, dxc + sk.cross(dtc, rc))
-        return dxp, dtp, dxc, dtc, gp, gc
-
-    @sk.kernel(module=module)
-    def apply_joint_actuation(body_q: transforms, joints: S.Joints, joint_act: reals, act: spatials):
-        # joint_act: a torque about (revolute) or a force along (prismatic) the joint axis on the
-        # child, and its reaction on the parent.
-        j = sk.tid()
-        kind = joints.kind[j]
-        p = joints.parent[j]
-        c = joints.child[j]
-        qjp = joints.parent_xform[j].q
-        if p >= 0:
-            qjp = body_q[p].q * qjp
-        n = sk.quat_rotate(qjp, joints.axis[j]) * joint_act[j]
-        zero = n * 0.0
-        w = B.make_spatial(zero, zero)
-        if kind == JOINT_REVOLUTE:
-            w = B.make_spatial(n, zero)
-        elif kind == JOINT_PRISMATIC:
-            w = B.make_spatial(zero, n)
-        act[c] += w
-        if p >= 0:
-            act[p] += -w
-
-    @sk.kernel(module=module)
-    def predict_bodies(body_q: transforms, body_qd: spatials, act: spatials, bodies: S.Bodies, gravity: vec3,
-                       dt: real, q_out: transforms, qd_out: spatials):
-        # The center of mass moves with v + dt (g + F / m). The rotation is implicit in the
-        # angular momentum: L = I_w w + dt tau, and the step turns by the w that has momentum L
-        # through the inertia at the new orientation (a fixed point), so a free body conserves L.
-        # A body without mass is kinematic: it keeps its velocity. The predicted velocities are
-        # kept: the step's velocities are them plus the corrections over dt.
-        i = sk.tid()
-        X = body_q[i]
-        qd = body_qd[i]
-        com = bodies.com[i]
-        w = B.top(qd)
-        v = B.bottom(qd)
+@sk.func
+def load_body(poses: AnyArray, bodies: Any, b: int):
+    """Center of mass (world), rotation, inverse mass, world inverse inertia and center of
+    mass (body frame) of body ``b`` at ``poses``; the world (``b = -1``) does not move."""
+    x = bodies.com.dtype(0.0, 0.0, 0.0)
+    q = sk.quat_of(bodies.inv_mass.dtype)(0.0, 0.0, 0.0, 1.0)
+    inv_m = bodies.inv_mass.dtype(0.0)
+    inv_I = sk.diag(x)
+    com = x
+    if b >= 0:
+        X = poses[b]
+        com = bodies.com[b]
         x = sk.transform_point(X, com)
-        if bodies.inv_mass[i] > 0.0:
-            f = act[i]
-            v = v + (gravity + B.bottom(f) * bodies.inv_mass[i]) * dt
-            R = sk.quat_to_matrix(X.q)
-            L = R @ (bodies.inertia[i] @ (sk.transpose(R) @ w)) + B.top(f) * dt
-            for _pass in range(ROTATION_PASSES):
-                Rn = sk.quat_to_matrix(rotation_step(X.q, w, dt))
-                w = Rn @ (bodies.inv_inertia[i] @ (sk.transpose(Rn) @ L))
-        q = rotation_step(X.q, w, dt)
-        q_out[i] = S.transform(x + v * dt - sk.quat_rotate(q, com), q)
-        qd_out[i] = B.make_spatial(w, v)
+        q = X.q
+        inv_m = bodies.inv_mass[b]
+        inv_I = world_inverse_inertia(X, bodies, b)
+    return x, q, inv_m, inv_I, com
 
-    @sk.kernel(module=module)
-    def solve_joints(poses: transforms, poses_prev: transforms, joints: S.Joints, target: reals, bodies: S.Bodies,
-                     joint_split: ints, contact_split: ints, lam: reals, dt: real, dx: vec3s, dtheta: vec3s,
-                     lam_out: reals):
-        # Rigid (compliance 0) orientation and anchor constraints, then for revolute and prismatic
-        # joints a compliant drive (compliance 1 / target_ke, damping target_kd) and rigid limits.
-        j = sk.tid()
-        kind = joints.kind[j]
-        p = joints.parent[j]
-        c = joints.child[j]
-        xp, qp, mp, Ip, comp = load_body(poses, bodies, p)
-        xc, qc, mc, Ic, comc = load_body(poses, bodies, c)
-        sp = split_of(joint_split, contact_split, p)
-        sc = split_of(joint_split, contact_split, c)
-        Xjp = joints.parent_xform[j]
-        Xjc = joints.child_xform[j]
-        op = Xjp.p - comp
-        oc = Xjc.p - comc
-        axis = joints.axis[j]
-        zero = xp * 0.0
-        dxp = zero
-        dxc = zero
-        dtp = zero
-        dtc = zero
-        dl = real(0.0)
-        # a free joint constrains nothing
-        if kind != JOINT_FREE and mp * sp + mc * sc > 0.0:
-            # orientation: fixed and prismatic joints lock it, a revolute joint aligns the axes,
-            # a universal joint keeps its two axes perpendicular
-            Kr = Ic * sc + Ip * sp
+
+@sk.func
+def joint_coordinate(kind: int, axis: Any, ap: Any, qjp: Any, ac: Any, qjc: Any):
+    """Angle (revolute) or displacement (prismatic) of the child joint frame (origin ``ac``,
+    rotation ``qjc``) relative to the parent's (``ap``, ``qjp``) about/along ``axis``."""
+    value = type(axis[0])(0.0)
+    if kind == JOINT_REVOLUTE:
+        rel = sk.quat_inverse(qjp) * qjc
+        if rel[3] < 0.0:
+            rel = -rel
+        value = 2.0 * sk.atan2(sk.dot(type(axis)(rel[0], rel[1], rel[2]), axis), rel[3])
+    else:
+        value = sk.dot(ac - ap, sk.quat_rotate(qjp, axis))
+    return value
+
+
+@sk.func
+def coordinate_response(kind: int, n: Any, rp: Any, rc: Any, mp: Any, mc: Any, Ip: Any, Ic: Any):
+    """Corrections of parent and child (dx_p, dtheta_p, dx_c, dtheta_c) per unit multiplier of
+    the joint coordinate along/about the world axis ``n``, and the coordinate's change per
+    unit multiplier on each side (parent, child). ``rp``, ``rc``: the child anchor's offset
+    from each center of mass."""
+    zero = n * 0.0
+    dxp = zero
+    dxc = zero
+    dtp = -(Ip @ n)
+    dtc = Ic @ n
+    gp = -sk.dot(n, dtp)
+    gc = sk.dot(n, dtc)
+    if kind == JOINT_PRISMATIC:
+        dxp = n * -mp
+        dxc = n * mc
+        dtp = -(Ip @ sk.cross(rp, n))
+        dtc = Ic @ sk.cross(rc, n)
+        gp = -sk.dot(n, dxp + sk.cross(dtp, rp))
+        gc = sk.dot(n, dxc + sk.cross(dtc, rc))
+    return dxp, dtp, dxc, dtc, gp, gc
+
+
+@sk.kernel
+def apply_joint_actuation(body_q: AnyArray, joints: Any, joint_act: AnyArray, act: AnyArray):
+    # joint_act: a torque about (revolute) or a force along (prismatic) the joint axis on the
+    # child, and its reaction on the parent.
+    j = sk.tid()
+    kind = joints.kind[j]
+    p = joints.parent[j]
+    c = joints.child[j]
+    qjp = joints.parent_xform[j].q
+    if p >= 0:
+        qjp = body_q[p].q * qjp
+    n = sk.quat_rotate(qjp, joints.axis[j]) * joint_act[j]
+    zero = n * 0.0
+    w = make_spatial(zero, zero)
+    if kind == JOINT_REVOLUTE:
+        w = make_spatial(n, zero)
+    elif kind == JOINT_PRISMATIC:
+        w = make_spatial(zero, n)
+    act[c] += w
+    if p >= 0:
+        act[p] += -w
+
+
+@sk.kernel
+def predict_bodies(body_q: AnyArray, body_qd: AnyArray, act: AnyArray, bodies: Any, gravity: Any, dt: Any,
+                   q_out: AnyArray, qd_out: AnyArray):
+    # The center of mass moves with v + dt (g + F / m). The rotation is implicit in the
+    # angular momentum: L = I_w w + dt tau, and the step turns by the w that has momentum L
+    # through the inertia at the new orientation (a fixed point), so a free body conserves L.
+    # A body without mass is kinematic: it keeps its velocity. The predicted velocities are
+    # kept: the step's velocities are them plus the corrections over dt.
+    i = sk.tid()
+    X = body_q[i]
+    qd = body_qd[i]
+    com = bodies.com[i]
+    w = top(qd)
+    v = bottom(qd)
+    x = sk.transform_point(X, com)
+    if bodies.inv_mass[i] > 0.0:
+        f = act[i]
+        v = v + (gravity + bottom(f) * bodies.inv_mass[i]) * dt
+        R = sk.quat_to_matrix(X.q)
+        L = R @ (bodies.inertia[i] @ (sk.transpose(R) @ w)) + top(f) * dt
+        for _pass in range(ROTATION_PASSES):
+            Rn = sk.quat_to_matrix(rotation_step(X.q, w, dt))
+            w = Rn @ (bodies.inv_inertia[i] @ (sk.transpose(Rn) @ L))
+    q = rotation_step(X.q, w, dt)
+    q_out[i] = q_out.dtype(x + v * dt - sk.quat_rotate(q, com), q)
+    qd_out[i] = make_spatial(w, v)
+
+
+@sk.kernel
+def solve_joints(poses: AnyArray, poses_prev: AnyArray, joints: Any, target: AnyArray, bodies: Any,
+                 joint_split: sk.array(dtype=sk.int32), contact_split: sk.array(dtype=sk.int32), lam: AnyArray, dt: Any,
+                 dx: AnyArray, dtheta: AnyArray, lam_out: AnyArray):
+    # Rigid (compliance 0) orientation and anchor constraints, then for revolute and prismatic
+    # joints a compliant drive (compliance 1 / target_ke, damping target_kd) and rigid limits.
+    j = sk.tid()
+    kind = joints.kind[j]
+    p = joints.parent[j]
+    c = joints.child[j]
+    xp, qp, mp, Ip, comp = load_body(poses, bodies, p)
+    xc, qc, mc, Ic, comc = load_body(poses, bodies, c)
+    sp = split_of(joint_split, contact_split, bodies, p)
+    sc = split_of(joint_split, contact_split, bodies, c)
+    Xjp = joints.parent_xform[j]
+    Xjc = joints.child_xform[j]
+    op = Xjp.p - comp
+    oc = Xjc.p - comc
+    axis = joints.axis[j]
+    zero = xp * 0.0
+    dxp = zero
+    dxc = zero
+    dtp = zero
+    dtc = zero
+    dl = type(dt)(0.0)
+    # a free joint constrains nothing
+    if kind != JOINT_FREE and mp * sp + mc * sc > 0.0:
+        # orientation: fixed and prismatic joints lock it, a revolute joint aligns the axes,
+        # a universal joint keeps its two axes perpendicular
+        Kr = Ic * sc + Ip * sp
+        qjp = qp * Xjp.q
+        qjc = qc * Xjc.q
+        L = zero
+        if kind == JOINT_REVOLUTE:
+            ap = sk.quat_rotate(qjp, axis)
+            L = solve_in_plane(Kr, ap, sk.cross(sk.quat_rotate(qjc, axis), ap))
+        elif kind == JOINT_UNIVERSAL:
+            # turn the child about n = a1 x a2 until the parent's axis and the child's axis2
+            # are perpendicular again: by pi/2 - angle(a1, a2) = atan2(a1 . a2, |a1 x a2|)
+            a1 = sk.quat_rotate(qjp, axis)
+            a2 = sk.quat_rotate(qjc, joints.axis2[j])
+            n = sk.cross(a1, a2)
+            s = sk.length(n)
+            if s > 1.0e-12:
+                n = n / s
+                L = n * (sk.atan2(sk.dot(a1, a2), s) / sk.dot(n, Kr @ n))
+        elif kind != JOINT_BALL:
+            L = sk.inverse(Kr) @ rotation_vector(qjp * sk.quat_inverse(qjc))
+        dtc = Ic @ L
+        dtp = -(Ip @ L)
+        qc = rotate_by(qc, dtc)
+        qp = rotate_by(qp, dtp)
+        # position: the anchors coincide (prismatic: off the axis only)
+        rp = sk.quat_rotate(qp, op)
+        rc = sk.quat_rotate(qc, oc)
+        K = point_matrix(mc, Ic, rc) * sc + point_matrix(mp, Ip, rp) * sp
+        err = (xp + rp) - (xc + rc)
+        P = zero
+        if kind == JOINT_PRISMATIC:
+            P = solve_in_plane(K, sk.quat_rotate(qp * Xjp.q, axis), err)
+        else:
+            P = sk.inverse(K) @ err
+        tc = Ic @ sk.cross(rc, P)
+        tp = -(Ip @ sk.cross(rp, P))
+        xc = xc + P * mc
+        xp = xp - P * mp
+        qc = rotate_by(qc, tc)
+        qp = rotate_by(qp, tp)
+        dxc = dxc + P * mc
+        dxp = dxp - P * mp
+        dtc = dtc + tc
+        dtp = dtp + tp
+        if kind <= JOINT_PRISMATIC:
+            # the joint coordinate (revolute 0, prismatic 1): a drive towards the target, then
+            # the limits; with target_ke = target_kd = 0 the drive's multiplier stays zero. A
+            # revolute angle is in (-pi, pi]: targets and limits must stay inside it.
             qjp = qp * Xjp.q
             qjc = qc * Xjc.q
-            L = zero
-            if kind == JOINT_REVOLUTE:
-                ap = sk.quat_rotate(qjp, axis)
-                L = solve_in_plane(Kr, ap, sk.cross(sk.quat_rotate(qjc, axis), ap))
-            elif kind == JOINT_UNIVERSAL:
-                # turn the child about n = a1 x a2 until the parent's axis and the child's axis2
-                # are perpendicular again: by pi/2 - angle(a1, a2) = atan2(a1 . a2, |a1 x a2|)
-                a1 = sk.quat_rotate(qjp, axis)
-                a2 = sk.quat_rotate(qjc, joints.axis2[j])
-                n = sk.cross(a1, a2)
-                s = sk.length(n)
-                if s > 1.0e-12:
-                    n = n / s
-                    L = n * (sk.atan2(sk.dot(a1, a2), s) / sk.dot(n, Kr @ n))
-            elif kind != JOINT_BALL:
-                L = sk.inverse(Kr) @ rotation_vector(qjp * sk.quat_inverse(qjc))
-            dtc = Ic @ L
-            dtp = -(Ip @ L)
-            qc = rotate_by(qc, dtc)
-            qp = rotate_by(qp, dtp)
-            # position: the anchors coincide (prismatic: off the axis only)
-            rp = sk.quat_rotate(qp, op)
-            rc = sk.quat_rotate(qc, oc)
-            K = point_matrix(mc, Ic, rc) * sc + point_matrix(mp, Ip, rp) * sp
-            err = (xp + rp) - (xc + rc)
-            P = zero
-            if kind == JOINT_PRISMATIC:
-                P = solve_in_plane(K, sk.quat_rotate(qp * Xjp.q, axis), err)
-            else:
-                P = sk.inverse(K) @ err
-            tc = Ic @ sk.cross(rc, P)
-            tp = -(Ip @ sk.cross(rp, P))
-            xc = xc + P * mc
-            xp = xp - P * mp
-            qc = rotate_by(qc, tc)
-            qp = rotate_by(qp, tp)
-            dxc = dxc + P * mc
-            dxp = dxp - P * mp
-            dtc = dtc + tc
-            dtp = dtp + tp
-            if kind <= JOINT_PRISMATIC:
-                # the joint coordinate (revolute 0, prismatic 1): a drive towards the target, then
-                # the limits; with target_ke = target_kd = 0 the drive's multiplier stays zero. A
-                # revolute angle is in (-pi, pi]: targets and limits must stay inside it.
-                qjp = qp * Xjp.q
-                qjc = qc * Xjc.q
-                ap = xp + sk.quat_rotate(qp, op)
-                ac = xc + sk.quat_rotate(qc, oc)
-                n = sk.quat_rotate(qjp, axis)
-                ux_p, ut_p, ux_c, ut_c, gp, gc = coordinate_response(kind, n, ac - xp, ac - xc, mp, mc, Ip, Ic)
-                value = joint_coordinate(kind, axis, ap, qjp, ac, qjc)
-                yp, rq_p, _mp0, _Ip0, _c0 = load_body(poses_prev, bodies, p)
-                yc, rq_c, _mc0, _Ic0, _c1 = load_body(poses_prev, bodies, c)
-                prev = joint_coordinate(kind, axis, yp + sk.quat_rotate(rq_p, op), rq_p * Xjp.q,
-                                        yc + sk.quat_rotate(rq_c, oc), rq_c * Xjc.q)
-                g = gp * sp + gc * sc
-                dl = multiplier_step(lam[j], value - target[j], value - prev, g, joints.target_ke[j],
-                                     joints.target_kd[j], dt)
-                value = value + dl * (gp + gc)
-                beyond = value - sk.clamp(value, joints.limit_lower[j], joints.limit_upper[j])
-                dlim = -beyond / g
-                total = dl + dlim
-                dxp = dxp + ux_p * total
-                dtp = dtp + ut_p * total
-                dxc = dxc + ux_c * total
-                dtc = dtc + ut_c * total
-        lam_out[j] = lam[j] + dl
-        dx[c] += dxc
-        dtheta[c] += dtc
-        if p >= 0:
-            dx[p] += dxp
-            dtheta[p] += dtp
+            ap = xp + sk.quat_rotate(qp, op)
+            ac = xc + sk.quat_rotate(qc, oc)
+            n = sk.quat_rotate(qjp, axis)
+            ux_p, ut_p, ux_c, ut_c, gp, gc = coordinate_response(kind, n, ac - xp, ac - xc, mp, mc, Ip, Ic)
+            value = joint_coordinate(kind, axis, ap, qjp, ac, qjc)
+            yp, rq_p, _mp0, _Ip0, _c0 = load_body(poses_prev, bodies, p)
+            yc, rq_c, _mc0, _Ic0, _c1 = load_body(poses_prev, bodies, c)
+            prev = joint_coordinate(kind, axis, yp + sk.quat_rotate(rq_p, op), rq_p * Xjp.q,
+                                    yc + sk.quat_rotate(rq_c, oc), rq_c * Xjc.q)
+            g = gp * sp + gc * sc
+            dl = multiplier_step(lam[j], value - target[j], value - prev, g, joints.target_ke[j],
+                                 joints.target_kd[j], dt)
+            value = value + dl * (gp + gc)
+            beyond = value - sk.clamp(value, joints.limit_lower[j], joints.limit_upper[j])
+            dlim = -beyond / g
+            total = dl + dlim
+            dxp = dxp + ux_p * total
+            dtp = dtp + ut_p * total
+            dxc = dxc + ux_c * total
+            dtc = dtc + ut_c * total
+    lam_out[j] = lam[j] + dl
+    dx[c] += dxc
+    dtheta[c] += dtc
+    if p >= 0:
+        dx[p] += dxp
+        dtheta[p] += dtp
 
-    @sk.kernel(module=module)
-    def apply_body_corrections(poses: transforms, dx: vec3s, dtheta: vec3s, corr: spatials, bodies: S.Bodies,
-                               q_out: transforms, corr_out: spatials):
-        # The summed corrections of one iteration: the center of mass moves by dx, the rotation
-        # turns by dtheta about it. corr sums (dtheta, dx) since the prediction.
-        i = sk.tid()
-        X = poses[i]
-        com = bodies.com[i]
-        x = sk.transform_point(X, com) + dx[i]
-        q = rotate_by(X.q, dtheta[i])
-        q_out[i] = S.transform(x - sk.quat_rotate(q, com), q)
-        corr_out[i] = corr[i] + B.make_spatial(dtheta[i], dx[i])
 
-    @sk.kernel(module=module)
-    def update_body_velocities(qd_pred: spatials, corr: spatials, dt: real, qd_out: spatials):
-        # (w, v) = (w*, v*) + (summed rotation corrections, summed displacements of the center of
-        # mass) / dt: to first order in the corrections what the difference of the poses gives,
-        # without subtracting two nearby poses (which cancels dt g and dt w in float32)
-        i = sk.tid()
-        qd_out[i] = qd_pred[i] + corr[i] / dt
+@sk.kernel
+def apply_body_corrections(poses: AnyArray, dx: AnyArray, dtheta: AnyArray, corr: AnyArray, bodies: Any,
+                           q_out: AnyArray, corr_out: AnyArray):
+    # The summed corrections of one iteration: the center of mass moves by dx, the rotation
+    # turns by dtheta about it. corr sums (dtheta, dx) since the prediction.
+    i = sk.tid()
+    X = poses[i]
+    com = bodies.com[i]
+    x = sk.transform_point(X, com) + dx[i]
+    q = rotate_by(X.q, dtheta[i])
+    q_out[i] = q_out.dtype(x - sk.quat_rotate(q, com), q)
+    corr_out[i] = corr[i] + make_spatial(dtheta[i], dx[i])
 
-    return SimpleNamespace(rotation_vector=rotation_vector, split_of=split_of, load_body=load_body,
-                           joint_coordinate=joint_coordinate, apply_joint_actuation=apply_joint_actuation,
-                           predict_bodies=predict_bodies, solve_joints=solve_joints,
-                           apply_body_corrections=apply_body_corrections,
-                           update_body_velocities=update_body_velocities)
+
+@sk.kernel
+def update_body_velocities(qd_pred: AnyArray, corr: AnyArray, dt: Any, qd_out: AnyArray):
+    # (w, v) = (w*, v*) + (summed rotation corrections, summed displacements of the center of
+    # mass) / dt: to first order in the corrections what the difference of the poses gives,
+    # without subtracting two nearby poses (which cancels dt g and dt w in float32)
+    i = sk.tid()
+    qd_out[i] = qd_pred[i] + corr[i] / dt
+
+
+@sk.overload_types
+def _param_types(real) -> dict:
+    """The types of the kernels' generic parameters for float type ``real``."""
+    S = model_structs(real)
+    transforms, spatials = sk.array(dtype=S.transform), sk.array(dtype=S.spatial)
+    vec3s, reals = sk.array(dtype=S.vec3), sk.array(dtype=real)
+    return {"body_q": transforms, "body_qd": spatials, "q_out": transforms, "qd_out": spatials, "poses": transforms,
+            "poses_prev": transforms, "act": spatials, "corr": spatials, "corr_out": spatials, "qd_pred": spatials,
+            "dx": vec3s, "dtheta": vec3s, "joints": S.Joints, "bodies": S.Bodies, "joint_act": reals, "target": reals,
+            "lam": reals, "lam_out": reals, "gravity": S.vec3, "dt": real}
+
+
+@functools.cache  # asked for on every launch: a lookup
+def xpbd_body_kernels(real) -> SimpleNamespace:
+    """The overloads of this module's kernels for float type ``real`` (they compile together),
+    and the functions the contact kernels share (generic: they take the caller's types)."""
+    return SimpleNamespace(**vars(sk.instantiate(real, __name__)), rotation_vector=rotation_vector, split_of=split_of,
+                           load_body=load_body, joint_coordinate=joint_coordinate)

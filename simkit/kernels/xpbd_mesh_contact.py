@@ -127,8 +127,8 @@ def xpbd_mesh_contact_kernels(real) -> SimpleNamespace:
             xb, _qb, mb, Ib, _cb = BK.load_body(poses, bodies, bb)
             ra = c - xa
             rb = c - xb
-            K = (point_matrix(ma, Ia, ra) * BK.split_of(joint_split, contact_split, ba)
-                 + point_matrix(mb, Ib, rb) * BK.split_of(joint_split, contact_split, bb))
+            K = (point_matrix(ma, Ia, ra) * BK.split_of(joint_split, contact_split, bodies, ba)
+                 + point_matrix(mb, Ib, rb) * BK.split_of(joint_split, contact_split, bodies, bb))
             kn = sk.dot(n, K @ n)
             if kn > 0.0:
                 D = moved_since(poses, poses_prev, ba, c) - moved_since(poses, poses_prev, bb, c)
@@ -166,7 +166,7 @@ def xpbd_mesh_contact_kernels(real) -> SimpleNamespace:
                 xb, _qb, mb, Ib, _cb = BK.load_body(poses, bodies, b)
                 rb = pb - xb
                 K = (sk.identity(3, real) * (wp * particle_split[i])
-                     + point_matrix(mb, Ib, rb) * BK.split_of(joint_split, contact_split, b))
+                     + point_matrix(mb, Ib, rb) * BK.split_of(joint_split, contact_split, bodies, b))
                 D = (x - q_prev[i]) - moved_since(poses, poses_prev, b, pb)
                 dln = -depth / sk.dot(n, K @ n)
                 ln = ln + dln

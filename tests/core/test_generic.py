@@ -1,5 +1,6 @@
 """Generic kernels and functions over ``typing.Any``: one overload per argument types."""
 
+import re
 from typing import Any
 
 import numpy as np
@@ -175,3 +176,39 @@ def test_type_factory_needs_compile_time_arguments():
 
     with pytest.raises(sk.CompileError, match="compile-time arguments"):
         bad.build_ir()
+
+
+@sk.kernel
+def shapes_of_the_instance(m: sk.array(dtype=Any), dt: Any):
+    F = type(dt)
+    a = sk.matrix((2, 2), F)(1.0, 2.0, 3.0, 4.0)
+    m[0] = sk.matrix((2, 2), F)(a[0, 0], 0.0, 0.0, a[1, 1]) + sk.identity(2, F) * dt
+
+
+def test_matrix_shape_and_identity_take_the_instance_type_in_a_kernel():
+    for M, R in ((sk.mat22, np.float32), (sk.mat22d, np.float64)):
+        m = sk.zeros(1, dtype=M)
+        sk.launch(shapes_of_the_instance, 1, inputs=[m, 0.5])
+        assert m.numpy().dtype == R
+        np.testing.assert_array_equal(m.numpy()[0], [[1.5, 0.0], [0.0, 4.5]])
+
+
+@sk.struct
+class _Volumes:
+    volume: sk.array(dtype=sk.float64)
+
+
+@sk.kernel
+def types_without_loads(v: sk.array(dtype=Any), p: Any, out: sk.array(dtype=Any)):
+    x = v[0]
+    out[0] = sk.vector(3, type(x[0]))(1.0, 2.0, 3.0) * p.volume.dtype(2.0)
+
+
+def test_type_of_a_component_and_dtype_of_a_struct_field_are_known_without_code():
+    out = sk.zeros(1, dtype=sk.vec3d)
+    vols = _Volumes(volume=sk.zeros(1, dtype=sk.float64))
+    sk.launch(types_without_loads, 1, inputs=[sk.zeros(1, dtype=sk.vec3d), vols, out])
+    np.testing.assert_array_equal(out.numpy()[0], [2.0, 4.0, 6.0])
+    src = types_without_loads.overload([sk.array(dtype=sk.vec3d), _Volumes, sk.array(dtype=sk.vec3d)]).source()
+    assert "p.volume;" not in src  # no load of the field for its dtype
+    assert not re.search(r"= x_\d+\[0\]", src)  # no read of the component for its type

@@ -1,0 +1,116 @@
+"""The ``sim_compile`` section of the bench: how long the physics kernels take to compile
+from nothing, the first time a cloth step, a soft-body step, a rigid-body step and an XPBD
+step run.
+
+Each measurement is a fresh Python process with an empty ``SIMKIT_CACHE_DIR``: it builds
+four small float32 models (the step cost is negligible next to compiling), then times the
+first ``step`` of each (semi-implicit cloth, semi-implicit soft grid, semi-implicit rigid
+bodies with shapes and a joint, XPBD over cloth and jointed bodies with shapes). Imports and
+model building are outside the timed part. The figure is the sum of the four first steps,
+with the number of C++ compiler runs they took; a regression guard for the generic kernels
+of issue 22 (cold compile of the sim kernels must not grow).
+
+Example::
+
+    python tools/bench.py --only sim_compile
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+REPS = 2  # cold runs per figure; the minimum is reported (a 2-core machine shared with others)
+
+_MAIN = r"""
+import json, resource, time
+import simkit as sk
+from simkit.core import compiler
+
+def cloth():
+    b = sk.sim.ModelBuilder(gravity=-9.81, ground=True)
+    b.add_cloth_grid((0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0), 4, 4, 0.1, 0.1,
+                     mass=1e-3, fix_left=True, k_mu=1e3, k_lambda=1e3, k_damp=0.1, edge_ke=1e-3)
+    i = b.add_particle((0.0, 0.5, 0.0), (0.0, 0.0, 0.0), 1e-3)
+    b.add_spring(0, i, ke=10.0, kd=0.1)
+    return b.finalize()
+
+def soft():
+    b = sk.sim.ModelBuilder(gravity=-9.81, ground=True)
+    b.add_soft_grid((0.0, 0.01, 0.0), (0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0), 2, 2, 2, 0.02, 0.02, 0.02,
+                    density=1000.0, k_mu=2e4, k_lambda=2e4, k_damp=0.0)
+    return b.finalize()
+
+def rigid(cloth_too=False):
+    b = sk.sim.ModelBuilder(gravity=-9.81, ground=True)
+    if cloth_too:
+        b.add_cloth_grid((0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0), 4, 4, 0.1, 0.1,
+                         mass=1e-3, fix_left=True, k_mu=1e3, k_lambda=1e3, k_damp=0.1, edge_ke=1e-3)
+    a = b.add_body(sk.transform((0.0, 0.5, 0.0), (0.0, 0.0, 0.0, 1.0)))
+    b.add_shape_box((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (0.1, 0.1, 0.1), body=a)
+    c = b.add_body(sk.transform((0.3, 0.5, 0.0), (0.0, 0.0, 0.0, 1.0)))
+    b.add_shape_capsule((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), 0.05, 0.1, body=c)
+    b.add_shape_sphere((1.0, 0.2, 0.0), 0.2)
+    b.add_joint_revolute(a, c, sk.transform((0.15, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)),
+                         sk.transform((-0.15, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)))
+    return b.finalize()
+
+runs = [("cloth", cloth(), sk.sim.SemiImplicitEuler()), ("soft", soft(), sk.sim.SemiImplicitEuler()),
+        ("rigid", rigid(), sk.sim.SemiImplicitEuler()), ("xpbd", rigid(cloth_too=True), sk.sim.XPBD(iterations=2))]
+out = {}
+for name, model, integ in runs:
+    s0, s1 = model.state(), model.state()
+    before = compiler.stats["compiles"]
+    c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    integ.step(model, s0, s1, None, 1e-4)
+    t1 = time.perf_counter()
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)
+    out[name] = (t1 - t0, cpu, compiler.stats["compiles"] - before)
+print(json.dumps(out))
+"""
+
+
+def measure_once() -> dict:
+    """{scene: (wall seconds, compiler CPU seconds, compiler runs)} of one cold process (raises if it fails)."""
+    with tempfile.TemporaryDirectory(prefix="simkit-bench-simcompile-") as tmp:
+        env = dict(os.environ, SIMKIT_CACHE_DIR=os.path.join(tmp, "cache"))
+        run = subprocess.run([sys.executable, "-c", _MAIN], capture_output=True, text=True, env=env, timeout=900)
+        if run.returncode != 0:
+            raise RuntimeError(run.stderr.strip().splitlines()[-1] if run.stderr.strip() else str(run.returncode))
+        return {k: tuple(v) for k, v in json.loads(run.stdout.strip().splitlines()[-1]).items()}
+
+
+def measure(reps: int = REPS) -> dict:
+    """{scene: (wall seconds, compiler CPU seconds, compiler runs)}, plus ``total``: the minimum
+    over ``reps`` cold processes of each time."""
+    runs = [measure_once() for _ in range(reps)]
+    for r in runs:
+        r["total"] = tuple(sum(v[i] for v in r.values()) for i in range(3))
+    return {k: (min(r[k][0] for r in runs), min(r[k][1] for r in runs), runs[0][k][2]) for k in runs[0]}
+
+
+def add_sections(section, Result, Row, fmt) -> None:
+    """Register the ``sim_compile`` section with bench.py's registry."""
+
+    @section("sim_compile", "(f) cold compile of the sim kernels: first cloth, soft, rigid and XPBD steps")
+    def bench_sim_compile(ctx) -> Result:
+        res = Result()
+        try:
+            m = measure(1 if ctx.quick else REPS)
+        except Exception as e:  # noqa: BLE001 - reported as a skip, the other sections still run
+            res.skipped = f"cold process failed: {e}"
+            return res
+        for name, (sec, cpu, runs) in m.items():
+            res.rows.append(Row(f"{name} first step [s]", f"{fmt(sec)} s", f"{fmt(cpu)} s g++ CPU, {runs} run(s)"))
+        res.notes.append("sim_compile: each scene's first step in a fresh process over an empty cache (imports and "
+                         "model building excluded), float32; the minimum over the cold runs of the wall time and of the "
+                         "CPU time of the compiler processes (steadier than the wall time on a shared machine); later scenes reuse "
+                         "the kernels earlier ones compiled (XPBD reuses the semi-implicit particle kernels).")
+        return res
+
+
+if __name__ == "__main__":
+    print(measure())
