@@ -29,9 +29,9 @@ Example::
     dist, n = G.mesh_distance(meshes, m, p)       # p in the mesh shape's frame
 """
 
-# No ``from __future__ import annotations``: kernel annotations name closure types.
 import functools
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
@@ -47,6 +47,10 @@ from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, model_structs
 # Two triangles whose squared distances to a point differ by less than this fraction are
 # equally close (the same edge or vertex reached through either, up to rounding), by float type.
 TIE_TOLERANCE = {"float32": 1.0e-5, "float64": 1.0e-10}
+
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
+ints = sk.array(dtype=sk.int32)
+ints2d = sk.array(dtype=sk.int32, ndim=2)
 
 
 @functools.cache
@@ -70,6 +74,8 @@ def mesh_struct(real):
         node_count: ArrayType(T.int32, 1)
         node_start: ArrayType(T.int32, 1)
 
+    # not a field: the generic distance functions read it from the struct's type at compile time
+    Meshes.tie_tolerance = real.np_dtype.type(TIE_TOLERANCE[real.__name__])
     return Meshes
 
 
@@ -158,159 +164,162 @@ def closest_point_on_triangle(p, a, b, c):
     return x
 
 
+@sk.func
+def box_distance2(node_lo: AnyArray, node_hi: AnyArray, i: int, p: Any):
+    """Squared distance from ``p`` to the box of tree node ``i`` (0 inside)."""
+    outside = sk.max(sk.max(node_lo[i] - p, p - node_hi[i]), p * 0.0)
+    return sk.dot(outside, outside)
+
+
+@sk.func
+def scan_leaf(vertices: AnyArray, triangles: ints2d, first: int, count: int, p: Any, best: int, best_d2: Any,
+              best_align: Any, tie: Any):
+    """The best of ``best`` (squared distance ``best_d2``, -1: none yet) and the ``count``
+    triangles from ``first``: the closest, and among equally close ones (squared distances within
+    the fraction ``tie``) the one whose plane is most nearly perpendicular to the offset."""
+    for t in range(first, first + count):
+        a = vertices[triangles[t, 0]]
+        b = vertices[triangles[t, 1]]
+        c = vertices[triangles[t, 2]]
+        d = p - closest_point_on_triangle(p, a, b, c)
+        d2 = sk.dot(d, d)
+        n = sk.cross(b - a, c - a)
+        align = type(best_d2)(1.0)
+        if d2 > 0.0:
+            align = sk.abs(sk.dot(d, n)) / sk.sqrt(d2 * sk.dot(n, n))
+        tol = tie * best_d2
+        if best_d2 < 0.0 or d2 < best_d2 - tol or (d2 <= best_d2 + tol and align > best_align):
+            best = t
+            best_d2 = d2
+            best_align = align
+    return best, best_d2, best_align
+
+
+@sk.func
+def closest_triangle(vertices: AnyArray, triangles: ints2d, node_lo: AnyArray, node_hi: AnyArray, node_skip: ints,
+                     node_first: ints, node_count: ints, start: int, end: int, p: Any, tie: Any) -> int:
+    """The triangle closest to ``p`` among the leaves of the tree nodes ``start`` to ``end - 1``.
+    A first descent into the nearer child down to a leaf gives a close candidate; the walk
+    over the tree then skips every box farther than the best so far, with its subtree."""
+    j = start
+    while node_count[j] == 0:
+        left = j + 1
+        right = node_skip[left]
+        j = left
+        if box_distance2(node_lo, node_hi, right, p) < box_distance2(node_lo, node_hi, left, p):
+            j = right
+    best, best_d2, best_align = scan_leaf(vertices, triangles, node_first[j], node_count[j], p, node_first[j],
+                                          type(tie)(-1.0), type(tie)(-1.0), tie)
+    i = start
+    while i < end:
+        if i != j and box_distance2(node_lo, node_hi, i, p) > best_d2 * (1.0 + tie):
+            i = node_skip[i]
+            continue
+        if i != j:
+            best, best_d2, best_align = scan_leaf(vertices, triangles, node_first[i], node_count[i], p, best,
+                                                  best_d2, best_align, tie)
+        i = i + 1
+    return best
+
+
+@sk.func_grad(closest_triangle)
+def closest_triangle_grad(vertices: AnyArray, triangles: ints2d, node_lo: AnyArray, node_hi: AnyArray,
+                          node_skip: ints, node_first: ints, node_count: ints, start: int, end: int, p: Any, tie: Any,
+                          adj_ret: int):
+    # an index has no derivative; the distance to the chosen triangle carries the gradient
+    return 0, 0, p * 0.0, tie * 0.0
+
+
+@sk.func
+def triangle_distance(vertices: AnyArray, triangles: ints2d, t: int, p: Any):
+    """Signed distance of ``p`` to triangle ``t`` (negative behind its face) and the outward
+    normal there."""
+    a = vertices[triangles[t, 0]]
+    b = vertices[triangles[t, 1]]
+    c = vertices[triangles[t, 2]]
+    d = p - closest_point_on_triangle(p, a, b, c)
+    face = sk.normalize(sk.cross(b - a, c - a))
+    side = sk.dot(d, face)
+    dist = side
+    n = face
+    d2 = sk.dot(d, d)
+    if d2 > 1.0e-24:
+        length = sk.sqrt(d2)
+        n = d / length
+        dist = length
+        if side < 0.0:
+            n = -n
+            dist = -length
+    return dist, n
+
+
+@sk.func
+def mesh_distance(meshes: Any, m: int, p: Any):
+    """Signed distance of ``p`` (in the mesh shape's frame) to mesh ``m`` and the outward normal."""
+    t = closest_triangle(meshes.vertices, meshes.triangles, meshes.node_lo, meshes.node_hi, meshes.node_skip,
+                         meshes.node_first, meshes.node_count, meshes.node_start[m], meshes.node_start[m + 1], p,
+                         type(meshes).tie_tolerance)
+    dist, n = triangle_distance(meshes.vertices, meshes.triangles, t, p)
+    return dist, n
+
+
+@sk.func
+def surface_distance(shapes: Any, meshes: Any, s: int, p: Any):
+    """Signed distance of ``p`` (in shape ``s``'s frame) to shape ``s`` of any kind, and the
+    outward normal (shape frame)."""
+    kind = shapes.kind[s]
+    dist = type(p[0])(0.0)
+    n = p * 0.0
+    if kind == SHAPE_MESH:
+        dist, n = mesh_distance(meshes, meshes.shape_mesh[s], p)
+    else:
+        dist, n = shape_distance(kind, p, shapes.params[s])
+    return dist, n
+
+
+@sk.func
+def reach(shapes: Any, meshes: Any, s: int):
+    """Radius of a sphere about shape ``s``'s origin containing it."""
+    kind = shapes.kind[s]
+    size = shapes.params[s]
+    r = size[0]
+    if kind == SHAPE_MESH:
+        r = meshes.radius[meshes.shape_mesh[s]]
+    elif kind == SHAPE_BOX:
+        r = sk.length(size)
+    elif kind == SHAPE_CAPSULE:
+        r = size[0] + size[1]
+    return r
+
+
+@sk.func
+def source_point(shapes: Any, meshes: Any, s: int, k: int, toward: Any):
+    """Contact point ``k`` of shape ``s`` in its frame and its radius: a mesh's vertex ``k``
+    (radius 0), or the primitive's ``shape_point``."""
+    p = toward * 0.0
+    radius = type(toward[0])(0.0)
+    if shapes.kind[s] == SHAPE_MESH:
+        p = meshes.vertices[meshes.vertex_start[meshes.shape_mesh[s]] + k]
+    else:
+        p, radius = shape_point(shapes.kind[s], shapes.params[s], k, toward)
+    return p, radius
+
+
 @functools.cache
 def mesh_geometry(real) -> SimpleNamespace:
-    """The mesh distance functions for float type ``real``.
+    """The mesh distance functions (generic: they take the caller's types) and the ``Meshes``
+    struct of float type ``real``.
 
     Example::
 
         G = mesh_geometry(sk.float32)
         dist, n = G.surface_distance(shapes, meshes, s, p_local)
     """
-    S = model_structs(real)
-    vec3 = S.vec3
-    vec3s = sk.array(dtype=vec3)
-    ints = sk.array(dtype=sk.int32)
-    ints2d = sk.array(dtype=sk.int32, ndim=2)
-    Meshes = mesh_struct(real)
-    tie = TIE_TOLERANCE[real.__name__]
-
-    @sk.func
-    def box_distance2(node_lo: vec3s, node_hi: vec3s, i: int, p: vec3) -> real:
-        """Squared distance from ``p`` to the box of tree node ``i`` (0 inside)."""
-        outside = sk.max(sk.max(node_lo[i] - p, p - node_hi[i]), p * 0.0)
-        return sk.dot(outside, outside)
-
-    @sk.func
-    def scan_leaf(vertices: vec3s, triangles: ints2d, first: int, count: int, p: vec3, best: int, best_d2: real,
-                  best_align: real):
-        """The best of ``best`` (squared distance ``best_d2``, -1: none yet) and the ``count``
-        triangles from ``first``: the closest, and among equally close ones the one whose plane
-        is most nearly perpendicular to the offset."""
-        for t in range(first, first + count):
-            a = vertices[triangles[t, 0]]
-            b = vertices[triangles[t, 1]]
-            c = vertices[triangles[t, 2]]
-            d = p - closest_point_on_triangle(p, a, b, c)
-            d2 = sk.dot(d, d)
-            n = sk.cross(b - a, c - a)
-            align = real(1.0)
-            if d2 > 0.0:
-                align = sk.abs(sk.dot(d, n)) / sk.sqrt(d2 * sk.dot(n, n))
-            tol = tie * best_d2
-            if best_d2 < 0.0 or d2 < best_d2 - tol or (d2 <= best_d2 + tol and align > best_align):
-                best = t
-                best_d2 = d2
-                best_align = align
-        return best, best_d2, best_align
-
-    @sk.func
-    def closest_triangle(vertices: vec3s, triangles: ints2d, node_lo: vec3s, node_hi: vec3s, node_skip: ints,
-                         node_first: ints, node_count: ints, start: int, end: int, p: vec3) -> int:
-        """The triangle closest to ``p`` among the leaves of the tree nodes ``start`` to ``end - 1``.
-        A first descent into the nearer child down to a leaf gives a close candidate; the walk
-        over the tree then skips every box farther than the best so far, with its subtree."""
-        j = start
-        while node_count[j] == 0:
-            left = j + 1
-            right = node_skip[left]
-            j = left
-            if box_distance2(node_lo, node_hi, right, p) < box_distance2(node_lo, node_hi, left, p):
-                j = right
-        best, best_d2, best_align = scan_leaf(vertices, triangles, node_first[j], node_count[j], p, node_first[j],
-                                              real(-1.0), real(-1.0))
-        i = start
-        while i < end:
-            if i != j and box_distance2(node_lo, node_hi, i, p) > best_d2 * (1.0 + tie):
-                i = node_skip[i]
-                continue
-            if i != j:
-                best, best_d2, best_align = scan_leaf(vertices, triangles, node_first[i], node_count[i], p, best,
-                                                      best_d2, best_align)
-            i = i + 1
-        return best
-
-    @sk.func_grad(closest_triangle)
-    def closest_triangle_grad(vertices: vec3s, triangles: ints2d, node_lo: vec3s, node_hi: vec3s, node_skip: ints,
-                              node_first: ints, node_count: ints, start: int, end: int, p: vec3, adj_ret: int):
-        # an index has no derivative; the distance to the chosen triangle carries the gradient
-        return 0, 0, p * 0.0
-
-    @sk.func
-    def triangle_distance(vertices: vec3s, triangles: ints2d, t: int, p: vec3):
-        """Signed distance of ``p`` to triangle ``t`` (negative behind its face) and the outward
-        normal there."""
-        a = vertices[triangles[t, 0]]
-        b = vertices[triangles[t, 1]]
-        c = vertices[triangles[t, 2]]
-        d = p - closest_point_on_triangle(p, a, b, c)
-        face = sk.normalize(sk.cross(b - a, c - a))
-        side = sk.dot(d, face)
-        dist = side
-        n = face
-        d2 = sk.dot(d, d)
-        if d2 > 1.0e-24:
-            length = sk.sqrt(d2)
-            n = d / length
-            dist = length
-            if side < 0.0:
-                n = -n
-                dist = -length
-        return dist, n
-
-    @sk.func
-    def mesh_distance(meshes: Meshes, m: int, p: vec3):
-        """Signed distance of ``p`` (in the mesh shape's frame) to mesh ``m`` and the outward normal."""
-        t = closest_triangle(meshes.vertices, meshes.triangles, meshes.node_lo, meshes.node_hi, meshes.node_skip,
-                             meshes.node_first, meshes.node_count, meshes.node_start[m], meshes.node_start[m + 1], p)
-        dist, n = triangle_distance(meshes.vertices, meshes.triangles, t, p)
-        return dist, n
-
-    @sk.func
-    def surface_distance(shapes: S.Shapes, meshes: Meshes, s: int, p: vec3):
-        """Signed distance of ``p`` (in shape ``s``'s frame) to shape ``s`` of any kind, and the
-        outward normal (shape frame)."""
-        kind = shapes.kind[s]
-        dist = real(0.0)
-        n = p * 0.0
-        if kind == SHAPE_MESH:
-            dist, n = mesh_distance(meshes, meshes.shape_mesh[s], p)
-        else:
-            dist, n = shape_distance(kind, p, shapes.params[s])
-        return dist, n
-
-    @sk.func
-    def reach(shapes: S.Shapes, meshes: Meshes, s: int) -> real:
-        """Radius of a sphere about shape ``s``'s origin containing it."""
-        kind = shapes.kind[s]
-        size = shapes.params[s]
-        r = size[0]
-        if kind == SHAPE_MESH:
-            r = meshes.radius[meshes.shape_mesh[s]]
-        elif kind == SHAPE_BOX:
-            r = sk.length(size)
-        elif kind == SHAPE_CAPSULE:
-            r = size[0] + size[1]
-        return r
-
-    @sk.func
-    def source_point(shapes: S.Shapes, meshes: Meshes, s: int, k: int, toward: vec3):
-        """Contact point ``k`` of shape ``s`` in its frame and its radius: a mesh's vertex ``k``
-        (radius 0), or the primitive's ``shape_point``."""
-        p = toward * 0.0
-        radius = real(0.0)
-        if shapes.kind[s] == SHAPE_MESH:
-            p = meshes.vertices[meshes.vertex_start[meshes.shape_mesh[s]] + k]
-        else:
-            p, radius = shape_point(shapes.kind[s], shapes.params[s], k, toward)
-        return p, radius
-
     return SimpleNamespace(closest_triangle=closest_triangle, triangle_distance=triangle_distance,
                            mesh_distance=mesh_distance, surface_distance=surface_distance, reach=reach,
-                           source_point=source_point, Meshes=Meshes)
+                           source_point=source_point, Meshes=mesh_struct(real))
 
 
-# -- contact rows (numpy, once per model) ------------------------------------------------------
 def mesh_contact_rows(model) -> A.Array:
     """The body contacts that involve a mesh shape, as an int32 array ``(R, 3)`` of rows
     ``(a, k, b)``: point ``k`` of shape ``a`` against the surface of shape ``b`` (-1: the
