@@ -32,17 +32,17 @@ Example::
     eval_body_mesh_forces(model, state)       # into state.body_f
 """
 
-# No ``from __future__ import annotations``: kernel annotations name closure types.
 import functools
 from types import SimpleNamespace
+from typing import Any
 
 import simkit as sk
 from ..core import array as A
 from ..core import types as T
 from ..core.launch import launch
-from .bodies import body_kernels
+from .bodies import point_inverse_mass, point_velocity, wrench_at
 from .contact import scaled_penalty_force
-from .meshes import mesh_contact_rows, mesh_geometry
+from .meshes import mesh_contact_rows, mesh_distance, mesh_struct, reach, source_point, surface_distance
 from .shapes import particle_shape_rows, shape_transform
 from .structs import model_structs
 
@@ -50,10 +50,150 @@ from .structs import model_structs
 # many touch it (a mesh box flat on the ground touches with 4 corners, like the primitive box).
 SHARED_POINTS = 4
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
+ints = sk.array(dtype=sk.int32)
+ints2d = sk.array(dtype=sk.int32, ndim=2)
 
-@functools.cache
+
+@sk.kernel
+def particle_mesh_contact(q: AnyArray, qd: AnyArray, particles: Any, shapes: Any, meshes: Any, rows: Any, contact: Any,
+                          body_q: AnyArray, body_qd: AnyArray, bodies: Any, f: AnyArray, body_f: AnyArray):
+    # One thread per (particle, slot k of its row of mesh shapes); a mesh on a body moves
+    # with it and receives the reaction.
+    i, k = sk.tid()
+    r = rows.world[i] + 1
+    slot = rows.start[r] + k
+    if slot >= rows.start[r + 1]:
+        return
+    s = rows.shape[slot]
+    X = shape_transform(shapes, body_q, s)
+    x = q[i]
+    p = sk.transform_point(sk.transform_inverse(X), x)
+    radius = particles.radius[i]
+    if sk.length(p) > reach(shapes, meshes, s) + radius:
+        return
+    dist, n = mesh_distance(meshes, meshes.shape_mesh[s], p)
+    depth = dist - radius
+    if depth < 0.0:
+        nw = sk.quat_rotate(X.q, n)
+        b = shapes.body[s]
+        c = x - nw * radius
+        v_rel = qd[i]
+        inv_mass = particles.inv_mass[i]
+        if b >= 0:
+            v_rel = v_rel - point_velocity(body_q[b], body_qd[b], bodies.com[b], c)
+            inv_mass = inv_mass + point_inverse_mass(body_q[b], bodies, b, c, nw)
+        fc = scaled_penalty_force(nw, depth, v_rel, inv_mass, contact.ke[0], contact.kd[0], contact.kf[0],
+                                  contact.time_constant[0], contact.damping_ratio[0], contact.mu[0])
+        f[i] += fc
+        if b >= 0:
+            body_f[b] += wrench_at(body_q[b], bodies.com[b], c, -fc)
+
+
+@sk.func
+def row_probe(rows: ints2d, i: int, body_q: AnyArray, shapes: Any, meshes: Any, up: Any):
+    """Row ``i``: its shapes, the depth of its point below the other surface (positive:
+    apart, or rejected by the bounding spheres), the contact point midway and the normal
+    (towards ``a``)."""
+    a = rows[i, 0]
+    k = rows[i, 1]
+    b = rows[i, 2]
+    Xa = shape_transform(shapes, body_q, a)
+    Xb = Xa
+    if b >= 0:
+        Xb = shape_transform(shapes, body_q, b)
+    p_local, radius = source_point(shapes, meshes, a, k, sk.transform_point(sk.transform_inverse(Xa), Xb.p))
+    p = sk.transform_point(Xa, p_local)
+    depth = type(up[0])(1.0)
+    n = up
+    if b < 0:
+        depth = sk.dot(up, p) - radius
+    elif sk.length(p - Xb.p) <= reach(shapes, meshes, b) + radius:
+        dist, n_local = surface_distance(shapes, meshes, b, sk.transform_point(sk.transform_inverse(Xb), p))
+        depth = dist - radius
+        n = sk.quat_rotate(Xb.q, n_local)
+    return a, b, depth, p - n * (radius + 0.5 * depth), n
+
+
+@sk.kernel
+def count_mesh_rows(rows: ints2d, body_q: AnyArray, shapes: Any, meshes: Any, contact: Any, counts: ints):
+    # how many mesh rows touch each body now: the share of the per-mass gains (no gradient)
+    i = sk.tid()
+    a, b, depth, _c, _n = row_probe(rows, i, body_q, shapes, meshes, contact.ground_normal)
+    if depth < 0.0:
+        if shapes.body[a] >= 0:
+            sk.atomic_add(counts, shapes.body[a], 1)
+        if b >= 0:
+            if shapes.body[b] >= 0:
+                sk.atomic_add(counts, shapes.body[b], 1)
+
+
+@sk.func
+def shared_inverse_mass(counts: ints, body_a: int, body_b: int, inv_mass: Any):
+    """``inv_mass`` times how many times ``SHARED_POINTS`` mesh points touch the busier of the
+    two bodies (at least 1): the per-mass gains of each point are divided by that."""
+    most = 0
+    if body_a >= 0:
+        most = counts[body_a]
+    if body_b >= 0:
+        most = sk.max(most, counts[body_b])
+    F = type(inv_mass)
+    return inv_mass * sk.max(F(most) / F(SHARED_POINTS), F(1.0))
+
+
+@sk.kernel
+def mesh_row_contact(rows: ints2d, body_q: AnyArray, body_qd: AnyArray, bodies: Any, shapes: Any, meshes: Any,
+                     contact: Any, counts: ints, body_f: AnyArray):
+    # One thread per row: point k of shape a against the surface of shape b (or the ground).
+    i = sk.tid()
+    a, b, depth, c, n = row_probe(rows, i, body_q, shapes, meshes, contact.ground_normal)
+    if depth < 0.0:
+        body_a = shapes.body[a]
+        body_b = -1
+        ke = shapes.ke[a]
+        kd = shapes.kd[a]
+        kf = shapes.kf[a]
+        tc = shapes.time_constant[a]
+        zeta = shapes.damping_ratio[a]
+        mu = shapes.mu[a]
+        if b >= 0:
+            body_b = shapes.body[b]
+            ke = 0.5 * (ke + shapes.ke[b])
+            kd = 0.5 * (kd + shapes.kd[b])
+            kf = 0.5 * (kf + shapes.kf[b])
+            tc = 0.5 * (tc + shapes.time_constant[b])
+            zeta = 0.5 * (zeta + shapes.damping_ratio[b])
+            mu = 0.5 * (mu + shapes.mu[b])
+        v = c * 0.0
+        inv_mass = bodies.inv_mass.dtype(0.0)
+        if body_a >= 0:
+            v = point_velocity(body_q[body_a], body_qd[body_a], bodies.com[body_a], c)
+            inv_mass = point_inverse_mass(body_q[body_a], bodies, body_a, c, n)
+        if body_b >= 0:
+            v = v - point_velocity(body_q[body_b], body_qd[body_b], bodies.com[body_b], c)
+            inv_mass = inv_mass + point_inverse_mass(body_q[body_b], bodies, body_b, c, n)
+        # the per-mass gains of many touching points are shared (see the module documentation)
+        inv_mass = shared_inverse_mass(counts, body_a, body_b, inv_mass)
+        fc = scaled_penalty_force(n, depth, v, inv_mass, ke, kd, kf, tc, zeta, mu)
+        if body_a >= 0:
+            body_f[body_a] += wrench_at(body_q[body_a], bodies.com[body_a], c, fc)
+        if body_b >= 0:
+            body_f[body_b] += wrench_at(body_q[body_b], bodies.com[body_b], c, -fc)
+
+
+@sk.overload_types
+def _param_types(real) -> dict:
+    """The types of the kernels' generic parameters for float type ``real``."""
+    S = model_structs(real)
+    vec3s, spatials = sk.array(dtype=S.vec3), sk.array(dtype=S.spatial)
+    return {"q": vec3s, "qd": vec3s, "f": vec3s, "particles": S.Particles, "shapes": S.Shapes,
+            "meshes": mesh_struct(real), "rows": S.ParticleShapes, "contact": S.Contact,
+            "body_q": sk.array(dtype=S.transform), "body_qd": spatials, "bodies": S.Bodies, "body_f": spatials}
+
+
+@functools.cache  # asked for on every launch: a lookup
 def mesh_contact_kernels(real) -> SimpleNamespace:
-    """The penalty mesh contact kernels for float type ``real``.
+    """The overloads of this module's kernels for float type ``real`` (they compile together).
 
     Example::
 
@@ -61,142 +201,7 @@ def mesh_contact_kernels(real) -> SimpleNamespace:
         k.particle_mesh_contact     # (particle, mesh slot) threads
         k.mesh_row_contact          # one thread per row of mesh_contact_rows
     """
-    S = model_structs(real)
-    B = body_kernels(real)
-    M = mesh_geometry(real)
-    vec3 = S.vec3
-    vec3s = sk.array(dtype=vec3)
-    transforms = sk.array(dtype=S.transform)
-    spatials = sk.array(dtype=S.spatial)
-    module = f"simkit.kernels.mesh_contact.{real.__name__}"
-
-    @sk.kernel(module=module)
-    def particle_mesh_contact(q: vec3s, qd: vec3s, particles: S.Particles, shapes: S.Shapes, meshes: M.Meshes,
-                              rows: S.ParticleShapes, contact: S.Contact, body_q: transforms, body_qd: spatials,
-                              bodies: S.Bodies, f: vec3s, body_f: spatials):
-        # One thread per (particle, slot k of its row of mesh shapes); a mesh on a body moves
-        # with it and receives the reaction.
-        i, k = sk.tid()
-        r = rows.world[i] + 1
-        slot = rows.start[r] + k
-        if slot >= rows.start[r + 1]:
-            return
-        s = rows.shape[slot]
-        X = shape_transform(shapes, body_q, s)
-        x = q[i]
-        p = sk.transform_point(sk.transform_inverse(X), x)
-        radius = particles.radius[i]
-        if sk.length(p) > M.reach(shapes, meshes, s) + radius:
-            return
-        dist, n = M.mesh_distance(meshes, meshes.shape_mesh[s], p)
-        depth = dist - radius
-        if depth < 0.0:
-            nw = sk.quat_rotate(X.q, n)
-            b = shapes.body[s]
-            c = x - nw * radius
-            v_rel = qd[i]
-            inv_mass = particles.inv_mass[i]
-            if b >= 0:
-                v_rel = v_rel - B.point_velocity(body_q[b], body_qd[b], bodies.com[b], c)
-                inv_mass = inv_mass + B.point_inverse_mass(body_q[b], bodies, b, c, nw)
-            fc = scaled_penalty_force(nw, depth, v_rel, inv_mass, contact.ke[0], contact.kd[0], contact.kf[0],
-                                      contact.time_constant[0], contact.damping_ratio[0], contact.mu[0])
-            f[i] += fc
-            if b >= 0:
-                body_f[b] += B.wrench_at(body_q[b], bodies.com[b], c, -fc)
-
-    @sk.func
-    def row_probe(rows: sk.array(dtype=sk.int32, ndim=2), i: int, body_q: transforms, shapes: S.Shapes,
-                  meshes: M.Meshes, up: vec3):
-        """Row ``i``: its shapes, the depth of its point below the other surface (positive:
-        apart, or rejected by the bounding spheres), the contact point midway and the normal
-        (towards ``a``)."""
-        a = rows[i, 0]
-        k = rows[i, 1]
-        b = rows[i, 2]
-        Xa = shape_transform(shapes, body_q, a)
-        Xb = Xa
-        if b >= 0:
-            Xb = shape_transform(shapes, body_q, b)
-        p_local, radius = M.source_point(shapes, meshes, a, k, sk.transform_point(sk.transform_inverse(Xa), Xb.p))
-        p = sk.transform_point(Xa, p_local)
-        depth = real(1.0)
-        n = up
-        if b < 0:
-            depth = sk.dot(up, p) - radius
-        elif sk.length(p - Xb.p) <= M.reach(shapes, meshes, b) + radius:
-            dist, n_local = M.surface_distance(shapes, meshes, b, sk.transform_point(sk.transform_inverse(Xb), p))
-            depth = dist - radius
-            n = sk.quat_rotate(Xb.q, n_local)
-        return a, b, depth, p - n * (radius + 0.5 * depth), n
-
-    @sk.kernel(module=module)
-    def count_mesh_rows(rows: sk.array(dtype=sk.int32, ndim=2), body_q: transforms, shapes: S.Shapes,
-                        meshes: M.Meshes, contact: S.Contact, counts: sk.array(dtype=sk.int32)):
-        # how many mesh rows touch each body now: the share of the per-mass gains (no gradient)
-        i = sk.tid()
-        a, b, depth, _c, _n = row_probe(rows, i, body_q, shapes, meshes, contact.ground_normal)
-        if depth < 0.0:
-            if shapes.body[a] >= 0:
-                sk.atomic_add(counts, shapes.body[a], 1)
-            if b >= 0:
-                if shapes.body[b] >= 0:
-                    sk.atomic_add(counts, shapes.body[b], 1)
-
-    @sk.func
-    def gain_share(counts: sk.array(dtype=sk.int32), body_a: int, body_b: int) -> real:
-        """How many times ``SHARED_POINTS`` mesh points touch the busier of the two bodies (at
-        least 1): the per-mass gains of each point are divided by it."""
-        most = 0
-        if body_a >= 0:
-            most = counts[body_a]
-        if body_b >= 0:
-            most = sk.max(most, counts[body_b])
-        return sk.max(real(most) / real(SHARED_POINTS), real(1.0))
-
-    @sk.kernel(module=module)
-    def mesh_row_contact(rows: sk.array(dtype=sk.int32, ndim=2), body_q: transforms, body_qd: spatials,
-                         bodies: S.Bodies, shapes: S.Shapes, meshes: M.Meshes, contact: S.Contact,
-                         counts: sk.array(dtype=sk.int32), body_f: spatials):
-        # One thread per row: point k of shape a against the surface of shape b (or the ground).
-        i = sk.tid()
-        a, b, depth, c, n = row_probe(rows, i, body_q, shapes, meshes, contact.ground_normal)
-        if depth < 0.0:
-            body_a = shapes.body[a]
-            body_b = -1
-            ke = shapes.ke[a]
-            kd = shapes.kd[a]
-            kf = shapes.kf[a]
-            tc = shapes.time_constant[a]
-            zeta = shapes.damping_ratio[a]
-            mu = shapes.mu[a]
-            if b >= 0:
-                body_b = shapes.body[b]
-                ke = 0.5 * (ke + shapes.ke[b])
-                kd = 0.5 * (kd + shapes.kd[b])
-                kf = 0.5 * (kf + shapes.kf[b])
-                tc = 0.5 * (tc + shapes.time_constant[b])
-                zeta = 0.5 * (zeta + shapes.damping_ratio[b])
-                mu = 0.5 * (mu + shapes.mu[b])
-            v = c * 0.0
-            inv_mass = real(0.0)
-            if body_a >= 0:
-                v = B.point_velocity(body_q[body_a], body_qd[body_a], bodies.com[body_a], c)
-                inv_mass = B.point_inverse_mass(body_q[body_a], bodies, body_a, c, n)
-            if body_b >= 0:
-                v = v - B.point_velocity(body_q[body_b], body_qd[body_b], bodies.com[body_b], c)
-                inv_mass = inv_mass + B.point_inverse_mass(body_q[body_b], bodies, body_b, c, n)
-            # the per-mass gains of many touching points are shared (see the module documentation)
-            inv_mass = inv_mass * gain_share(counts, body_a, body_b)
-            fc = scaled_penalty_force(n, depth, v, inv_mass, ke, kd, kf, tc, zeta, mu)
-            if body_a >= 0:
-                body_f[body_a] += B.wrench_at(body_q[body_a], bodies.com[body_a], c, fc)
-            if body_b >= 0:
-                body_f[body_b] += B.wrench_at(body_q[body_b], bodies.com[body_b], c, -fc)
-
-    return SimpleNamespace(particle_mesh_contact=particle_mesh_contact, count_mesh_rows=count_mesh_rows,
-                           mesh_row_contact=mesh_row_contact,
-                           row_probe=row_probe)
+    return sk.instantiate(real, __name__)
 
 
 def eval_particle_mesh_forces(model, state) -> None:
