@@ -1,6 +1,7 @@
-"""The optimizer kernels, one family per float type: they work on flat scalar views of
+"""The optimizer kernels, generic over the float type: they work on flat scalar views of
 parameters, gradients and moment buffers (a vec3 or mat33 array is viewed as its
-components), so one kernel serves every element type.
+components), so one kernel serves every element type. :func:`optim_kernels` gives their
+overloads for one float type (all of them compile together on the first launch).
 
 Example::
 
@@ -10,6 +11,7 @@ Example::
 
 import functools
 from types import SimpleNamespace
+from typing import Any
 
 import simkit as sk
 
@@ -17,53 +19,71 @@ import simkit as sk
 # accumulator, enough threads to fill the CPU pool and a GPU.
 NORM_CHUNK = 256
 
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
 
-@functools.cache
+
+@sk.kernel
+def sgd(p: AnyArray, g: AnyArray, lr: Any):
+    i = sk.tid()
+    p[i] = p[i] - lr * g[i]
+
+
+@sk.kernel
+def sgd_momentum(p: AnyArray, g: AnyArray, buf: AnyArray, lr: Any, momentum: Any):
+    # buf <- momentum buf + g, p <- p - lr buf (buf starts at zero, so the first step is plain SGD)
+    i = sk.tid()
+    b = momentum * buf[i] + g[i]
+    buf[i] = b
+    p[i] = p[i] - lr * b
+
+
+@sk.kernel
+def adam(p: AnyArray, g: AnyArray, m: AnyArray, v: AnyArray, lr: Any, beta1: Any, beta2: Any, eps: Any,
+         bias1: Any, bias2: Any):
+    # Kingma and Ba (2015), with the bias corrections 1 - beta^t passed in as bias1 and bias2.
+    i = sk.tid()
+    gi = g[i]
+    mi = beta1 * m[i] + (1.0 - beta1) * gi
+    vi = beta2 * v[i] + (1.0 - beta2) * gi * gi
+    m[i] = mi
+    v[i] = vi
+    p[i] = p[i] - lr * (mi / bias1) / (sk.sqrt(vi / bias2) + eps)
+
+
+@sk.kernel
+def scale(x: AnyArray, factor: Any):
+    i = sk.tid()
+    x[i] = x[i] * factor
+
+
+@sk.kernel
+def sum_squares(x: AnyArray, n: int, chunk: int, total: sk.array(dtype=sk.float64)):
+    # Each thread sums the squares of one chunk in float64, then adds it to the total.
+    c = sk.tid()
+    start = c * chunk
+    end = sk.min(start + chunk, n)
+    s = sk.float64(0.0)
+    for i in range(start, end):
+        xi = sk.float64(x[i])
+        s += xi * xi
+    sk.atomic_add(total, 0, s)
+
+
+@sk.overload_types
+def _param_types(real) -> dict:
+    """The types of the kernels' generic parameters for float type ``real``."""
+    types = dict.fromkeys(["p", "g", "buf", "m", "v", "x"], sk.array(dtype=real))
+    types.update(dict.fromkeys(["lr", "momentum", "beta1", "beta2", "eps", "bias1", "bias2", "factor"], real))
+    return types
+
+
+@functools.cache  # asked for on every launch: a lookup
 def optim_kernels(real) -> SimpleNamespace:
-    """The update, scaling and norm kernels for float type ``real`` (``sk.float32`` or ``sk.float64``)."""
-    reals = sk.array(dtype=real)
-    module = f"simkit.optim.kernels.{real.__name__}"
+    """The overloads of the update, scaling and norm kernels for float type ``real``
+    (``sk.float32`` or ``sk.float64``); they compile together.
 
-    @sk.kernel(module=module)
-    def sgd(p: reals, g: reals, lr: real):
-        i = sk.tid()
-        p[i] = p[i] - lr * g[i]
+    Example::
 
-    @sk.kernel(module=module)
-    def sgd_momentum(p: reals, g: reals, buf: reals, lr: real, momentum: real):
-        # buf <- momentum buf + g, p <- p - lr buf (buf starts at zero, so the first step is plain SGD)
-        i = sk.tid()
-        b = momentum * buf[i] + g[i]
-        buf[i] = b
-        p[i] = p[i] - lr * b
-
-    @sk.kernel(module=module)
-    def adam(p: reals, g: reals, m: reals, v: reals, lr: real, beta1: real, beta2: real, eps: real,
-             bias1: real, bias2: real):
-        # Kingma and Ba (2015), with the bias corrections 1 - beta^t passed in as bias1 and bias2.
-        i = sk.tid()
-        gi = g[i]
-        mi = beta1 * m[i] + (1.0 - beta1) * gi
-        vi = beta2 * v[i] + (1.0 - beta2) * gi * gi
-        m[i] = mi
-        v[i] = vi
-        p[i] = p[i] - lr * (mi / bias1) / (sk.sqrt(vi / bias2) + eps)
-
-    @sk.kernel(module=module)
-    def scale(x: reals, factor: real):
-        i = sk.tid()
-        x[i] = x[i] * factor
-
-    @sk.kernel(module=module)
-    def sum_squares(x: reals, n: int, chunk: int, total: sk.array(dtype=sk.float64)):
-        # Each thread sums the squares of one chunk in float64, then adds it to the total.
-        c = sk.tid()
-        start = c * chunk
-        end = sk.min(start + chunk, n)
-        s = sk.float64(0.0)
-        for i in range(start, end):
-            xi = sk.float64(x[i])
-            s += xi * xi
-        sk.atomic_add(total, 0, s)
-
-    return SimpleNamespace(sgd=sgd, sgd_momentum=sgd_momentum, adam=adam, scale=scale, sum_squares=sum_squares)
+        optim_kernels(sk.float32).adam
+    """
+    return sk.instantiate(real, __name__)
