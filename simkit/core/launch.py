@@ -123,31 +123,35 @@ def _scalar_packer(args, field, name, t, kname):
     return pack
 
 
-def _composite_packer(base, off, name, t, kname):
+def _composite_packer(view, off, name, t, kname):
     size = T.type_size(t)
+    end = off + size
     dt = t._sk_scalar.np_dtype
     shape = tuple(t._sk_shape)
 
     def pack(v, device="cpu"):
-        data = v._v if isinstance(v, t) else np.asarray(v, dtype=dt)
+        if type(v) is t:  # the common case: bytes straight into the args (no ctypes call)
+            view[off:end] = v._v.tobytes()
+            return v
+        data = np.asarray(v, dtype=dt)
         if data.shape != shape:
             if data.size != int(np.prod(shape)):
                 raise TypeError(f"{kname}(): argument '{name}' expects {T.type_name(t)}, got {type(v).__name__} "
                                 f"with {data.size} component(s)")
-        data = np.ascontiguousarray(data, dtype=dt)
-        ctypes.memmove(base + off, data.ctypes.data, size)
+        view[off:end] = data.tobytes()
         return v
     return pack
 
 
-def _struct_packer(base, off, name, t, kname):
-    size = ctypes.sizeof(t._sk_ctypes)
+def _struct_packer(view, off, name, t, kname):
+    end = off + ctypes.sizeof(t._sk_ctypes)
     prefix = name + "."
 
     def pack(v, device="cpu"):
         if type(v) is not t:
             raise TypeError(f"{kname}(): argument '{name}' expects struct {t.__name__}, got {type(v).__name__}")
-        ctypes.memmove(base + off, ctypes.addressof(v._sk_pack(device, prefix)), size)
+        v._sk_pack(device, prefix)
+        view[off:end] = v._view
         return v
     return pack
 
@@ -198,9 +202,9 @@ class Plan:
                 self.packers.append(_scalar_packer(self.args, v.cname, pname, t, kname))
             elif kind == "struct":
                 has_struct = True
-                self.packers.append(_struct_packer(base, off, pname, t, kname))
+                self.packers.append(_struct_packer(self.view, off, pname, t, kname))
             else:
-                self.packers.append(_composite_packer(base, off, pname, t, kname))
+                self.packers.append(_composite_packer(self.view, off, pname, t, kname))
         self.others = [(k, p) for k, p in enumerate(self.packers) if k not in {a[0] for a in self.fast_arrays}]
         if not self.fast_arrays and not has_struct:
             self.pack = self._pack_on_default_device
