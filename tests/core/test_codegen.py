@@ -62,3 +62,19 @@ def test_the_adjoint_of_a_value_living_in_one_branch_is_declared_in_that_branch(
     top, reverse = backward.split("// reverse sweep")
     assert "float adj_y_" not in top.split("// forward replay")[0]
     assert "float adj_y_" in reverse.split("if (")[1]
+
+
+@sk.kernel
+def push_below(q: sk.array(dtype=sk.vec3), r: sk.array(dtype=float), f: sk.array(dtype=sk.vec3)):
+    i = sk.tid()
+    n = sk.vec3(0.0, 1.0, 0.0)
+    if sk.dot(n, q[i]) < r[i]:
+        f[i] += n * (r[i] - sk.dot(n, q[i]))
+
+
+def test_the_reverse_sweep_skips_the_adjoint_of_a_value_that_only_feeds_a_comparison():
+    # Off the ground, a contact thread then adds nothing into q's and r's gradients.
+    reverse = push_below.source().split("_backward(")[1].split("// reverse sweep")[1].split("\n}")[0]
+    after_branch = reverse.rsplit("\n    }", 1)[1]
+    assert "accum_grad" not in after_branch and "adj_dot" not in after_branch
+    assert reverse.count("accum_grad_owned(sk::grad_ptr<Dense>(q") == 1
