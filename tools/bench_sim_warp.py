@@ -158,8 +158,8 @@ def _kernels():
     def ground_contact(q: vec3s, qd: vec3s, particles: Particles, contact: Contact, f: vec3s):
         i = wp.tid()
         n = contact.ground_normal
-        depth = wp.dot(n, q[i]) - particles.radius[i]
-        if depth < 0.0:
+        if wp.dot(n, q[i]) < particles.radius[i]:
+            depth = wp.dot(n, q[i]) - particles.radius[i]
             fc = scaled_penalty_force(n, depth, qd[i], particles.inv_mass[i], contact.ke[0], contact.kd[0],
                                       contact.kf[0], contact.time_constant[0], contact.damping_ratio[0],
                                       contact.mu[0])
