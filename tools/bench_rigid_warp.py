@@ -355,7 +355,7 @@ def warp_rigid_kernels() -> dict:
         w_step = w
         w_new = w
         v_new = v
-        L = w * 0.0
+        L = wp.vec3()
         if bodies.inv_mass[i] > 0.0:
             f = body_f[i]
             v_new = v + (bottom(f) * bodies.inv_mass[i] + gravity) * dt

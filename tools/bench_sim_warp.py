@@ -135,7 +135,7 @@ def _kernels():
         fn = wp.max(-ke * depth - kd * vn, 0.0)
         vt = v - n * vn
         speed = wp.length(vt)
-        ft = vt * 0.0
+        ft = wp.vec3()
         if speed > 0.0:
             ft = vt * (-wp.min(kf * speed, mu * fn) / speed)
         return n * fn + ft
@@ -209,11 +209,11 @@ def _kernels():
         ee = wp.dot(e, e)
         a0 = wp.dot(n0, n0)
         a1 = wp.dot(n1, n1)
-        theta = ee * 0.0
-        g0 = e * 0.0
-        g1 = e * 0.0
-        gv0 = e * 0.0
-        gv1 = e * 0.0
+        theta = float(0.0)
+        g0 = wp.vec3()
+        g1 = wp.vec3()
+        gv0 = wp.vec3()
+        gv1 = wp.vec3()
         if ee > 0.0 and a0 > 0.0 and a1 > 0.0:
             el = wp.sqrt(ee)
             theta = wp.atan2(wp.dot(wp.cross(n0, n1), e), el * wp.dot(n0, n1))

@@ -43,11 +43,12 @@ def hinge_angle_gradient(o0, o1, v0, v1):
     ee = sk.dot(e, e)
     a0 = sk.dot(n0, n0)
     a1 = sk.dot(n1, n1)
-    theta = ee * 0.0
-    g0 = e * 0.0
-    g1 = e * 0.0
-    gv0 = e * 0.0
-    gv1 = e * 0.0
+    # zeros by construction, not e * 0.0: no multiply, and no adjoint to sweep
+    theta = type(ee)(0.0)
+    g0 = type(e)()
+    g1 = type(e)()
+    gv0 = type(e)()
+    gv1 = type(e)()
     if ee > 0.0 and a0 > 0.0 and a1 > 0.0:
         el = sk.sqrt(ee)
         theta = sk.atan2(sk.dot(sk.cross(n0, n1), e), el * sk.dot(n0, n1))

@@ -102,7 +102,7 @@ def integrate_bodies(body_q: AnyArray, body_qd: AnyArray, body_f: AnyArray, bodi
     w_step = w
     w_new = w
     v_new = v
-    L = w * 0.0
+    L = type(w)()
     # A body without mass is kinematic: it keeps its velocity.
     if bodies.inv_mass[i] > 0.0:
         f = body_f[i]

@@ -39,7 +39,7 @@ def penalty_force(n, depth, v, ke, kd, kf, mu):
     fn = sk.max(-ke * depth - kd * vn, 0.0)
     vt = v - n * vn
     speed = sk.length(vt)
-    ft = vt * 0.0
+    ft = type(vt)()
     if speed > 0.0:
         ft = vt * (-sk.min(kf * speed, mu * fn) / speed)
     return n * fn + ft
