@@ -406,6 +406,20 @@ def test_joint_dof_act_pushes_a_free_body_and_adds_to_joint_act():
     assert qd[6] == pytest.approx(0.75 / inertia[1][2, 2] * dt, rel=1e-12)
 
 
+def test_add_builder_keeps_friction_and_second_limits():
+    inner = sk.sim.ModelBuilder(ground=False)
+    inner.add_articulation()
+    body = inner.add_body()
+    inner.add_joint_universal(-1, body, limit2_lower=-0.3, limit2_upper=0.4, friction=0.7)
+    b = sk.sim.ModelBuilder(ground=False)
+    b.add_builder(inner)
+    b.add_builder(inner, xform=((1.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)))
+    joints = b.finalize().joints
+    np.testing.assert_allclose(joints.friction.numpy(), [0.7, 0.7])
+    np.testing.assert_allclose(joints.limit2_lower.numpy(), [-0.3, -0.3])
+    np.testing.assert_allclose(joints.limit2_upper.numpy(), [0.4, 0.4])
+
+
 class warnings_caught:
     """Collect the messages of the warnings raised inside the block."""
 
