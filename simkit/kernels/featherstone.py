@@ -426,9 +426,10 @@ def _param_types(real) -> dict:
     types.update(dict.fromkeys(spatial_names, spatials))
     types.update(dict.fromkeys(["h_out", "h_body", "h_joint"], vec3s))
     types.update(dict.fromkeys(["J_out", "J_body", "J_joint"], mat33s))
-    types.update(dict.fromkeys(["joint_q", "joint_qd", "joint_target", "joint_act", "joint_dof_target", "joint_dof_act", "m_out", "m_body", "m_joint",
-                                "rhs_out", "diag_out", "diag", "M_out", "M", "b", "L", "y", "x", "b_grad", "M_grad",
-                                "src", "dst", "qdd", "q_out", "qd_out"], reals))
+    types.update(dict.fromkeys(["joint_q", "joint_qd", "joint_target", "joint_act", "joint_dof_target",
+                                "joint_dof_act", "m_out", "m_body", "m_joint", "rhs_out", "diag_out", "diag", "M_out",
+                                "M", "b", "L", "y", "x", "b_grad", "M_grad", "src", "dst", "qdd", "q_out", "qd_out"],
+                               reals))
     return types
 
 

@@ -444,7 +444,8 @@ class RigidBuilder:
         if limit_angle is not None and not 0.0 <= V.number(limit_angle, "add_joint_ball: limit_angle") <= np.pi:
             raise ValueError(f"add_joint_ball: limit_angle must be in [0, pi] radians, got {limit_angle}")
         return self._add_joint(JOINT_BALL, "add_joint_ball", parent, child, parent_xform, child_xform, (1.0, 0.0, 0.0),
-                               (None, limit_angle, limit_ke, limit_kd), (0.0, target_kd, linear_ke, linear_kd, 0.0, 0.0),
+                               (None, limit_angle, limit_ke, limit_kd),
+                               (0.0, target_kd, linear_ke, linear_kd, 0.0, 0.0),
                                dynamics=(armature, None, friction))
 
     def add_joint_fixed(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None, *,

@@ -152,8 +152,8 @@ class Model:
                                axis2=vectors(data["joint_axis2"], vec3, grad=False),
                                **{name: reals(data[f"joint_{name}"]) for name in (
                                    "limit_lower", "limit_upper", "limit_ke", "limit_kd", "target_ke", "target_kd",
-                                   "linear_ke", "linear_kd", "angular_ke", "angular_kd", "armature", "effort_limit", "friction",
-                                   "limit2_lower", "limit2_upper")})
+                                   "linear_ke", "linear_kd", "angular_ke", "angular_kd", "armature", "effort_limit",
+                                   "friction", "limit2_lower", "limit2_upper")})
 
         # articulations: generalized coordinates of every joint, and which joints form trees
         q_start, qd_start = coordinate_starts(data["joint_kind"])

@@ -167,9 +167,10 @@ class ImportRecord:
     ``joint_ref`` (the file's coordinate at simkit's 0), ``joint_armature`` (simkit's joint
     ``armature``), ``joint_damping`` (simkit applies it as the drive's ``target_kd``; free
     joints: not simulated), ``joint_stiffness`` (not simulated) and ``joint_frictionloss``
-    (simkit's joint ``friction``, simulated by :class:`~simkit.sim.Featherstone`). ``actuators`` lists the file's actuators as
-    dicts; ``warnings`` what was not imported. ``q_offsets`` / ``qd_offsets`` give each
-    joint of ``joint_order`` its offset in the articulation's coordinates / velocities.
+    (simkit's joint ``friction``, simulated by :class:`~simkit.sim.Featherstone`).
+    ``actuators`` lists the file's actuators as dicts; ``warnings`` what was not imported.
+    ``q_offsets`` / ``qd_offsets`` give each joint of ``joint_order`` its offset in the
+    articulation's coordinates / velocities.
     """
 
     path: str
