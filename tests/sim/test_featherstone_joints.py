@@ -401,6 +401,39 @@ def test_joint_dof_act_pushes_a_free_body_and_adds_to_joint_act():
     assert qd[6] == pytest.approx(0.75 / inertia[1][2, 2] * dt, rel=1e-12)
 
 
+def test_forward_mode_jvp_through_limits_and_friction_matches_finite_differences():
+    # a ball joint past its range carrying a universal joint past its second limit, both
+    # sliding against friction
+    b = sk.sim.ModelBuilder(gravity=-G, up_axis="y", ground=False)
+    b.add_articulation()
+    arm = b.add_body(((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)))
+    b.add_shape_sphere((1.0, 0.0, 0.0), 0.1, body=arm)
+    b.add_joint_ball(-1, arm, limit_angle=0.3, limit_ke=2e3, limit_kd=5.0, friction=0.4)
+    tip = b.add_body(((1.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)))
+    b.add_shape_sphere((0.0, -0.5, 0.0), 0.05, body=tip)
+    b.add_joint_universal(arm, tip, axis=(1.0, 0.0, 0.0), axis2=(0.0, 0.0, 1.0), target_ke=20.0, target_kd=1.0,
+                          limit2_lower=-0.1, limit_ke=1e3, limit_kd=2.0, friction=0.1)
+    model = b.finalize(dtype=F64)
+    q = np.concatenate([np.array([0.1, 0.2, -1.0]) / np.linalg.norm([0.1, 0.2, -1.0]) * math.sin(0.2),
+                        [math.cos(0.2), 0.2, -0.15]])
+    qd = np.array([0.3, -0.5, -1.0, 0.8, -1.2])
+    v = np.random.default_rng(2).normal(size=qd.shape)
+
+    def final_coordinates(velocities):
+        states = [model.state() for _ in range(6)]
+        sk.copy(states[0].joint_q, sk.array(q, dtype=F64))
+        sk.copy(states[0].joint_qd, velocities)
+        for k in range(5):
+            sk.sim.Featherstone().step(model, states[k], states[k + 1], None, 5e-3)
+        return states[-1].joint_q
+
+    _out, tangent = sk.autograd.jvp(final_coordinates, [sk.array(qd, dtype=F64)], [v])
+    eps = 1e-6
+    expected = (final_coordinates(sk.array(qd + eps * v, dtype=F64)).numpy()
+                - final_coordinates(sk.array(qd - eps * v, dtype=F64)).numpy()) / (2.0 * eps)
+    np.testing.assert_allclose(tangent.numpy(), expected, rtol=1e-6, atol=1e-9)
+
+
 def test_add_builder_keeps_friction_and_second_limits():
     inner = sk.sim.ModelBuilder(ground=False)
     inner.add_articulation()
