@@ -206,3 +206,9 @@ def test_articulations_example_prints_the_elbow_and_the_gradient_of_its_height(r
     assert [float(x) for x in printed[0].strip("[]").split()] == [0.5, 1.134, 0.0]
     assert [float(x) for x in printed[1].strip("[]").split()] == [0.5, 0.0]
     assert printed[2] == "(2, 2)"
+
+
+def test_articulations_joint_limits_example_rests_at_the_ball_range_and_the_wrist_limit(run_block):
+    # ball: 0.5 rad plus gravity's torque over limit_ke; the wrist's second angle at its -0.2 limit
+    printed = stdout_of(run_block, the_block("limit_angle=0.5, target_kd=20.0", ROOT / "docs" / "articulations.md"))
+    assert printed[-1] == "0.504 [ 0.292 -0.201]"

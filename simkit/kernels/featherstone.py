@@ -160,9 +160,10 @@ def body_terms(body_q: AnyArray, body_qd: AnyArray, body_f: AnyArray, bodies: An
 
 
 @sk.func
-def applied_force(joints: Any, j: int, q: Any, qd: Any, target: Any, act: Any, dt: Any):
-    """The generalized force of drive, ``joint_act`` and limit on a 1-dof joint, and what its
-    implicit part adds to the joint's diagonal of the mass matrix."""
+def coordinate_force(joints: Any, j: int, q: Any, qd: Any, lower: Any, upper: Any, target: Any, act: Any, dt: Any):
+    """The generalized force of drive, act and limit ``[lower, upper]`` on one coordinate
+    (revolute, prismatic, a universal angle), and what its implicit part adds to the
+    coordinate's diagonal of the mass matrix."""
     ke = joints.target_ke[j]
     kd = joints.target_kd[j]
     # the drive is linearly implicit: its force at q + dt qd', qd' = qd + dt qdd, moves
@@ -178,20 +179,61 @@ def applied_force(joints: Any, j: int, q: Any, qd: Any, target: Any, act: Any, d
         diag = type(q)(0.0)
     lke = joints.limit_ke[j]
     lkd = joints.limit_kd[j]
-    if q < joints.limit_lower[j]:
-        tau = tau + lke * (joints.limit_lower[j] - q - dt * qd) - lkd * qd
+    if q < lower:
+        tau = tau + lke * (lower - q - dt * qd) - lkd * qd
         diag = diag + dt * lkd + dt * dt * lke
-    if q > joints.limit_upper[j]:
-        tau = tau + lke * (joints.limit_upper[j] - q - dt * qd) - lkd * qd
+    if q > upper:
+        tau = tau + lke * (upper - q - dt * qd) - lkd * qd
         diag = diag + dt * lkd + dt * dt * lke
     return tau, diag
+
+
+@sk.func
+def friction_force(friction: Any, qd: Any, scale: Any):
+    """Dry friction on one rate: ``-c qd`` with ``c = friction / max(|qd|, scale)``, taken
+    at the step's end velocity (``c dt`` goes onto the diagonal). Sliding (``|qd| >
+    scale``), its magnitude is ``friction`` (to first order in ``dt``) and it cannot reverse
+    the motion on its own; slower, it is a stiff damper, so a joint held by less than
+    ``friction`` creeps at below ``scale``."""
+    c = friction / sk.max(sk.abs(qd), scale)
+    return -c * qd, c
+
+
+@sk.func
+def cone_limit(joints: Any, j: int, r: Any, w: Any, dt: Any):
+    """A ball joint's limit on its rotation angle: the torque along the rotation's unit axis
+    ``u`` (in the parent's joint frame) once the angle of the quaternion ``r`` passes
+    ``limit_upper``, ``u``, and the gain ``k`` of its implicit part ``k u u^T``."""
+    upper = joints.limit_upper[j]
+    zero = w * 0.0
+    tau = zero
+    u = zero
+    k = w[0] * 0.0
+    if upper < 3.14159:
+        if r[3] < 0.0:
+            r = -r
+        v = type(w)(r[0], r[1], r[2])
+        h = sk.sin(0.5 * upper)
+        # |v| = sin(angle / 2): compare squares, so nothing divides by |v| at the identity
+        if sk.dot(v, v) > h * h:
+            s = sk.sqrt(sk.dot(v, v))
+            u = v / s
+            angle = 2.0 * sk.atan2(s, r[3])
+            rate = sk.dot(u, w)
+            lke = joints.limit_ke[j]
+            lkd = joints.limit_kd[j]
+            tau = u * (lke * (upper - angle - dt * rate) - lkd * rate)
+            k = dt * lkd + dt * dt * lke
+    return tau, u, k
 
 
 @sk.kernel
 def joint_forces(subtree_start: ints, subtree_body: ints, f_body: AnyArray, m_body: AnyArray, h_body: AnyArray,
                  J_body: AnyArray, S_dof: AnyArray, joints: Any, joint_articulation: ints, q_start: ints,
                  qd_start: ints, joint_q: AnyArray, joint_qd: AnyArray, joint_target: AnyArray, joint_act: AnyArray,
-                 dt: Any, m_out: AnyArray, h_out: AnyArray, J_out: AnyArray, rhs_out: AnyArray, diag_out: AnyArray):
+                 joint_dof_target: AnyArray, joint_dof_act: AnyArray, dt: Any, friction_scale: Any,
+                 m_out: AnyArray, h_out: AnyArray, J_out: AnyArray, rhs_out: AnyArray, diag_out: AnyArray,
+                 block_out: AnyArray):
     j = sk.tid()
     if joint_articulation[j] < 0:
         return
@@ -209,21 +251,46 @@ def joint_forces(subtree_start: ints, subtree_body: ints, f_body: AnyArray, m_bo
     m_out[j] = m
     h_out[j] = h
     J_out[j] = J
-    tau = joint_q.dtype(0.0)
-    diag = joint_q.dtype(0.0)
     kind = joints.kind[j]
-    if kind == JOINT_REVOLUTE or kind == JOINT_PRISMATIC:
-        tau, diag = applied_force(joints, j, joint_q[q_start[j]], joint_qd[qd_start[j]], joint_target[j],
-                                  joint_act[j], dt)
-    for d in range(qd_start[j], qd_start[j + 1]):
+    qs = q_start[j]
+    ds = qd_start[j]
+    cone = h * 0.0
+    axis = cone
+    gain = m * 0.0
+    if kind == JOINT_BALL:
+        cone, axis, gain = cone_limit(joints, j, sk.quat_of(joint_q.dtype)(joint_q[qs], joint_q[qs + 1],
+                                      joint_q[qs + 2], joint_q[qs + 3]),
+                                      type(h)(joint_qd[ds], joint_qd[ds + 1], joint_qd[ds + 2]), dt)
+    for d in range(ds, qd_start[j + 1]):
+        k = d - ds
+        qd = joint_qd[d]
+        tau = joint_dof_act[d]
+        diag = joint_q.dtype(0.0)
+        if kind == JOINT_REVOLUTE or kind == JOINT_PRISMATIC:
+            tau, diag = coordinate_force(joints, j, joint_q[qs], qd, joints.limit_lower[j], joints.limit_upper[j],
+                                         joint_target[j] + joint_dof_target[d], joint_act[j] + tau, dt)
+        elif kind == JOINT_UNIVERSAL:
+            lower = joints.limit_lower[j]
+            upper = joints.limit_upper[j]
+            if k == 1:
+                lower = joints.limit2_lower[j]
+                upper = joints.limit2_upper[j]
+            tau, diag = coordinate_force(joints, j, joint_q[qs + k], qd, lower, upper, joint_dof_target[d], tau, dt)
+        elif kind == JOINT_BALL:
+            kd = joints.target_kd[j]
+            tau = tau + cone[k] - kd * qd
+            diag = dt * kd
+        block_out[d] = axis * (axis[k] * gain)
+        rub, c = friction_force(joints.friction[j], qd, friction_scale)
         s = S_dof[d]
-        rhs_out[d] = tau - (sk.dot(top(s), top(F)) + sk.dot(bottom(s), bottom(F)))
-        diag_out[d] = diag + joints.armature[j]
+        rhs_out[d] = tau + rub - (sk.dot(top(s), top(F)) + sk.dot(bottom(s), bottom(F)))
+        diag_out[d] = diag + dt * c + joints.armature[j]
 
 
 @sk.kernel
-def mass_entries(entry_row: ints, entry_col: ints, entry_joint: ints, S_dof: AnyArray, m_joint: AnyArray,
-                 h_joint: AnyArray, J_joint: AnyArray, diag: AnyArray, M_out: AnyArray):
+def mass_entries(entry_row: ints, entry_col: ints, entry_joint: ints, entry_local: ints, S_dof: AnyArray,
+                 m_joint: AnyArray, h_joint: AnyArray, J_joint: AnyArray, diag: AnyArray, block: AnyArray,
+                 M_out: AnyArray):
     e = sk.tid()
     r = entry_row[e]
     k = entry_joint[e]
@@ -235,6 +302,9 @@ def mass_entries(entry_row: ints, entry_col: ints, entry_joint: ints, S_dof: Any
         value = sk.dot(top(s), top(f)) + sk.dot(bottom(s), bottom(f))
     if r == entry_col[e]:
         value = value + diag[r]
+    if entry_local[e] >= 0:
+        # the implicit part of a ball joint's limit couples its three rates
+        value = value + block[r][entry_local[e]]
     M_out[e] = value
 
 
@@ -350,14 +420,16 @@ def _param_types(real) -> dict:
     S = model_structs(real)
     transforms, spatials = sk.array(dtype=S.transform), sk.array(dtype=S.spatial)
     vec3s, mat33s, reals = sk.array(dtype=S.vec3), sk.array(dtype=S.mat33), sk.array(dtype=real)
-    types = {"body_q": transforms, "bodies": S.Bodies, "joints": S.Joints, "gravity": S.vec3, "dt": real}
+    types = {"body_q": transforms, "bodies": S.Bodies, "joints": S.Joints, "gravity": S.vec3, "dt": real,
+             "friction_scale": real, "block_out": vec3s, "block": vec3s}
     spatial_names = ["body_qd", "body_f", "S_out", "c_out", "c_joint", "f_out", "f_body", "S_dof"]
     types.update(dict.fromkeys(spatial_names, spatials))
     types.update(dict.fromkeys(["h_out", "h_body", "h_joint"], vec3s))
     types.update(dict.fromkeys(["J_out", "J_body", "J_joint"], mat33s))
-    types.update(dict.fromkeys(["joint_q", "joint_qd", "joint_target", "joint_act", "m_out", "m_body", "m_joint",
-                                "rhs_out", "diag_out", "diag", "M_out", "M", "b", "L", "y", "x", "b_grad", "M_grad",
-                                "src", "dst", "qdd", "q_out", "qd_out"], reals))
+    types.update(dict.fromkeys(["joint_q", "joint_qd", "joint_target", "joint_act", "joint_dof_target",
+                                "joint_dof_act", "m_out", "m_body", "m_joint", "rhs_out", "diag_out", "diag", "M_out",
+                                "M", "b", "L", "y", "x", "b_grad", "M_grad", "src", "dst", "qdd", "q_out", "qd_out"],
+                               reals))
     return types
 
 

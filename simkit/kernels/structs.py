@@ -154,7 +154,14 @@ def model_structs(real) -> SimpleNamespace:
         stiffness and damping that hold the joint together in the semi-implicit integrator.
         ``armature`` (kg m^2 or kg) is a rotor inertia added to the joint's own diagonal entries
         of the joint-space mass matrix and ``effort_limit`` bounds the torque (force) of drive and
-        ``joint_act`` together (:class:`~simkit.sim.Featherstone` only; ``NO_LIMIT``: unbounded)."""
+        ``joint_act`` together (:class:`~simkit.sim.Featherstone` only; ``NO_LIMIT``: unbounded).
+
+        :class:`~simkit.sim.Featherstone` only: ``friction`` (N m or N) is the joint's dry
+        friction, a force of at most that magnitude opposing the rate of every degree of
+        freedom (MuJoCo's ``frictionloss``). A ball joint's ``limit_upper`` bounds its total
+        rotation angle (``limit_lower`` is unused) and ``target_kd`` damps its angular velocity.
+        A universal joint's first angle is bounded by ``limit_lower/upper``, its second by
+        ``limit2_lower/upper``; both angles share ``target_ke``/``target_kd``."""
         kind: ArrayType(T.int32, 1)
         parent: ArrayType(T.int32, 1)
         child: ArrayType(T.int32, 1)
@@ -174,6 +181,9 @@ def model_structs(real) -> SimpleNamespace:
         angular_kd: reals
         armature: reals
         effort_limit: reals
+        friction: reals
+        limit2_lower: reals
+        limit2_upper: reals
 
     @struct
     class ParticleShapes:

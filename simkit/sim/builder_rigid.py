@@ -75,7 +75,8 @@ class RigidBuilder:
         self.joint_axis2: list = []
         self.joint_limits: list = []
         self.joint_gains: list = []
-        self.joint_dynamics: list = []           # [armature, effort_limit] (generalized coordinates)
+        self.joint_dynamics: list = []           # [armature, effort_limit, friction] (generalized coordinates)
+        self.joint_limits2: list = []            # [lower, upper] of a universal joint's second angle
         self.joint_articulation: list = []       # -1: not in an articulation
         self.articulation_start: list = []       # the first joint of each articulation
         self._articulation_open = False
@@ -236,7 +237,7 @@ class RigidBuilder:
 
     # -- joints -------------------------------------------------------------------------
     def _add_joint(self, kind: int, where: str, parent, child, parent_xform, child_xform, axis, limits, gains,
-                   axis2=(0.0, 1.0, 0.0), dynamics=(0.0, None)) -> int:
+                   axis2=(0.0, 1.0, 0.0), dynamics=(0.0, None, 0.0), limits2=(None, None)) -> int:
         parent = V.index(parent, self.body_count, "parent", "bodies", where, allow_world=True)
         child = V.index(child, self.body_count, "child", "bodies", where)
         if parent == child:
@@ -262,11 +263,16 @@ class RigidBuilder:
         upper = NO_LIMIT if upper is None else V.number(upper, f"{where}: limit_upper")
         if not lower <= upper:
             raise ValueError(f"{where}: limit_lower must be <= limit_upper, got {lower} > {upper}")
+        lower2 = -NO_LIMIT if limits2[0] is None else V.number(limits2[0], f"{where}: limit2_lower")
+        upper2 = NO_LIMIT if limits2[1] is None else V.number(limits2[1], f"{where}: limit2_upper")
+        if not lower2 <= upper2:
+            raise ValueError(f"{where}: limit2_lower must be <= limit2_upper, got {lower2} > {upper2}")
         gains = [V.nonneg(g, f"{where}: {name}") for g, name in zip(gains, (
             "target_ke", "target_kd", "linear_ke", "linear_kd", "angular_ke", "angular_kd"))]
         limit_ke, limit_kd = V.nonneg(limit_ke, f"{where}: limit_ke"), V.nonneg(limit_kd, f"{where}: limit_kd")
         armature = V.nonneg(dynamics[0], f"{where}: armature")
         effort = NO_LIMIT if dynamics[1] is None else V.nonneg(dynamics[1], f"{where}: effort_limit")
+        friction = V.nonneg(dynamics[2], f"{where}: friction")
         articulation = self._joint_articulation(where, parent, child)
         self.joint_kind.append(kind)
         self.joint_parent.append(parent)
@@ -277,15 +283,30 @@ class RigidBuilder:
         self.joint_axis2.append(axis2 / np.linalg.norm(axis2))
         self.joint_limits.append([lower, upper, limit_ke, limit_kd])
         self.joint_gains.append(gains)
-        self.joint_dynamics.append([armature, effort])
+        self.joint_dynamics.append([armature, effort, friction])
+        self.joint_limits2.append([lower2, upper2])
         self.joint_articulation.append(articulation)
         return self.joint_count - 1
 
+    def set_joint_friction(self, joint: int, friction: float) -> None:
+        """Set the dry friction of ``joint`` (an imported robot's, say): in
+        :class:`~simkit.sim.Featherstone`, a torque (N m) or force (N) of at most ``friction``
+        opposing the rate of each of the joint's degrees of freedom (MuJoCo's ``frictionloss``).
+
+        Example::
+
+            b.set_joint_friction(b.imports[robot].joints["elbow"], 0.3)
+        """
+        where = "set_joint_friction"
+        joint = V.index(joint, self.joint_count, "joint", "joints", where)
+        self.joint_dynamics[joint][2] = V.nonneg(friction, f"{where}: friction")
+
     def set_joint_drive(self, joint: int, target_ke: float | None = None, target_kd: float | None = None) -> None:
-        """Change the drive gains of a revolute or prismatic ``joint`` already added (an
-        imported robot's, say); ``None`` keeps a gain as it is. The drive pulls the joint
-        coordinate towards ``control.joint_target`` with ``target_ke`` (N m/rad or N/m) and
-        damps its rate with ``target_kd``.
+        """Change the drive gains of a revolute, prismatic or universal ``joint`` already added
+        (an imported robot's, say); ``None`` keeps a gain as it is. The drive pulls the joint
+        coordinate towards ``control.joint_target`` (a universal joint's two angles towards
+        ``control.joint_dof_target``) with ``target_ke`` (N m/rad or N/m) and damps its rate
+        with ``target_kd``.
 
         Example::
 
@@ -294,8 +315,8 @@ class RigidBuilder:
         """
         where = "set_joint_drive"
         joint = V.index(joint, self.joint_count, "joint", "joints", where)
-        if self.joint_kind[joint] not in (JOINT_REVOLUTE, JOINT_PRISMATIC):
-            raise ValueError(f"{where}: joint {joint} is not revolute or prismatic, so it has no drive")
+        if self.joint_kind[joint] not in (JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_UNIVERSAL):
+            raise ValueError(f"{where}: joint {joint} is not revolute, prismatic or universal, so it has no drive")
         if target_ke is not None:
             self.joint_gains[joint][0] = V.nonneg(target_ke, f"{where}: target_ke")
         if target_kd is not None:
@@ -358,7 +379,7 @@ class RigidBuilder:
                            target_ke: float = 0.0, target_kd: float = 0.0, linear_ke: float = JOINT_LINEAR_KE,
                            linear_kd: float = JOINT_LINEAR_KD, angular_ke: float = JOINT_ANGULAR_KE,
                            angular_kd: float = JOINT_ANGULAR_KD, armature: float = 0.0,
-                           effort_limit: float | None = None) -> int:
+                           effort_limit: float | None = None, friction: float = 0.0) -> int:
         """A hinge: the child turns about ``axis`` (in the joint frame) relative to the parent.
 
         The joint frame is ``parent_xform`` in the parent's frame (``parent=-1``: the world)
@@ -369,8 +390,9 @@ class RigidBuilder:
         (N m/rad) and ``target_kd``; ``control.joint_act`` adds a torque about the axis.
         ``linear_*``/``angular_*`` hold the joint together in the semi-implicit integrator.
         In :class:`~simkit.sim.Featherstone`, ``armature`` (kg m^2) adds a rotor inertia to the
-        joint and ``effort_limit`` (N m, None: unbounded) clamps drive plus ``joint_act``.
-        Returns the joint's index.
+        joint, ``effort_limit`` (N m, None: unbounded) clamps drive plus ``joint_act`` and
+        ``friction`` (N m) is a dry friction torque opposing the joint's rate (MuJoCo's
+        ``frictionloss``; see docs/articulations.md). Returns the joint's index.
 
         Example::
 
@@ -379,7 +401,7 @@ class RigidBuilder:
         return self._add_joint(JOINT_REVOLUTE, "add_joint_revolute", parent, child, parent_xform, child_xform, axis,
                                (limit_lower, limit_upper, limit_ke, limit_kd),
                                (target_ke, target_kd, linear_ke, linear_kd, angular_ke, angular_kd),
-                               dynamics=(armature, effort_limit))
+                               dynamics=(armature, effort_limit, friction))
 
     def add_joint_prismatic(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None,
                             axis: Sequence[float] = (1.0, 0.0, 0.0), *, limit_lower: float | None = None,
@@ -387,10 +409,10 @@ class RigidBuilder:
                             target_ke: float = 0.0, target_kd: float = 0.0, linear_ke: float = JOINT_LINEAR_KE,
                             linear_kd: float = JOINT_LINEAR_KD, angular_ke: float = JOINT_ANGULAR_KE,
                             angular_kd: float = JOINT_ANGULAR_KD, armature: float = 0.0,
-                            effort_limit: float | None = None) -> int:
+                            effort_limit: float | None = None, friction: float = 0.0) -> int:
         """A slider: the child moves along ``axis`` (in the joint frame) relative to the parent,
-        without turning. Limits (meters), drive (``target_ke`` in N/m) and ``joint_act`` (a
-        force along the axis) as for :meth:`add_joint_revolute`.
+        without turning. Limits (meters), drive (``target_ke`` in N/m), ``joint_act`` (a
+        force along the axis) and ``friction`` (N) as for :meth:`add_joint_revolute`.
 
         Example::
 
@@ -399,22 +421,32 @@ class RigidBuilder:
         return self._add_joint(JOINT_PRISMATIC, "add_joint_prismatic", parent, child, parent_xform, child_xform, axis,
                                (limit_lower, limit_upper, limit_ke, limit_kd),
                                (target_ke, target_kd, linear_ke, linear_kd, angular_ke, angular_kd),
-                               dynamics=(armature, effort_limit))
+                               dynamics=(armature, effort_limit, friction))
 
     def add_joint_ball(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None, *,
-                       linear_ke: float = JOINT_LINEAR_KE, linear_kd: float = JOINT_LINEAR_KD,
-                       armature: float = 0.0) -> int:
-        """A ball-and-socket: the joint frames' origins coincide, rotation is free. ``armature``
-        (kg m^2) is added to each of its three diagonal entries of the joint-space mass matrix
-        (:class:`~simkit.sim.Featherstone`).
+                       limit_angle: float | None = None, limit_ke: float = 1.0e4, limit_kd: float = 1.0e1,
+                       target_kd: float = 0.0, linear_ke: float = JOINT_LINEAR_KE, linear_kd: float = JOINT_LINEAR_KD,
+                       armature: float = 0.0, friction: float = 0.0) -> int:
+        """A ball-and-socket: the joint frames' origins coincide, rotation is free.
+
+        In :class:`~simkit.sim.Featherstone` (the maximal-coordinate integrators ignore these):
+        ``limit_angle`` (radians, None: free) bounds the total angle of the child frame's
+        rotation from the parent's (MuJoCo's ball ``range``) by a penalty ``limit_ke`` /
+        ``limit_kd`` about the rotation's axis; ``target_kd`` damps the angular velocity,
+        ``friction`` (N m) opposes each of its three components, ``control.joint_dof_act``
+        adds a torque (in the parent's joint frame) and ``armature`` (kg m^2) is added to
+        each of the three diagonal entries of the joint-space mass matrix.
 
         Example::
 
-            b.add_joint_ball(torso, arm, child_xform=sk.transform((0, 0.3, 0), (0, 0, 0, 1)))
+            b.add_joint_ball(torso, arm, child_xform=sk.transform((0, 0.3, 0), (0, 0, 0, 1)), limit_angle=0.8)
         """
+        if limit_angle is not None and not 0.0 <= V.number(limit_angle, "add_joint_ball: limit_angle") <= np.pi:
+            raise ValueError(f"add_joint_ball: limit_angle must be in [0, pi] radians, got {limit_angle}")
         return self._add_joint(JOINT_BALL, "add_joint_ball", parent, child, parent_xform, child_xform, (1.0, 0.0, 0.0),
-                               (None, None, 0.0, 0.0), (0.0, 0.0, linear_ke, linear_kd, 0.0, 0.0),
-                               dynamics=(armature, None))
+                               (None, limit_angle, limit_ke, limit_kd),
+                               (0.0, target_kd, linear_ke, linear_kd, 0.0, 0.0),
+                               dynamics=(armature, None, friction))
 
     def add_joint_fixed(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None, *,
                         linear_ke: float = JOINT_LINEAR_KE, linear_kd: float = JOINT_LINEAR_KD,
@@ -431,28 +463,42 @@ class RigidBuilder:
 
     def add_joint_universal(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None,
                             axis: Sequence[float] = (1.0, 0.0, 0.0), axis2: Sequence[float] = (0.0, 1.0, 0.0), *,
-                            linear_ke: float = JOINT_LINEAR_KE, linear_kd: float = JOINT_LINEAR_KD,
-                            angular_ke: float = JOINT_ANGULAR_KE, angular_kd: float = JOINT_ANGULAR_KD,
-                            armature: float = 0.0) -> int:
+                            limit_lower: float | None = None, limit_upper: float | None = None,
+                            limit2_lower: float | None = None, limit2_upper: float | None = None,
+                            limit_ke: float = 1.0e4, limit_kd: float = 1.0e1, target_ke: float = 0.0,
+                            target_kd: float = 0.0, linear_ke: float = JOINT_LINEAR_KE,
+                            linear_kd: float = JOINT_LINEAR_KD, angular_ke: float = JOINT_ANGULAR_KE,
+                            angular_kd: float = JOINT_ANGULAR_KD, armature: float = 0.0,
+                            effort_limit: float | None = None, friction: float = 0.0) -> int:
         """A universal (Cardan) joint: the joint frames' origins coincide and the child turns
         about ``axis`` and about ``axis2`` (perpendicular to each other, in the joint frame),
         never about the third direction. Its coordinates are the two angles: the child's joint
         frame is the parent's turned by ``q0`` about ``axis``, then by ``q1`` about ``axis2``
         carried along by the first turn. The maximal-coordinate integrators keep the origins
         together and the angle between the parent's ``axis`` and the child's ``axis2`` (with
-        ``linear_*`` and ``angular_*`` in the semi-implicit one); it has no limits or drives.
+        ``linear_*`` and ``angular_*`` in the semi-implicit one) and ignore what follows.
         Frames as for :meth:`add_joint_revolute`; ``armature`` as for :meth:`add_joint_ball`.
+
+        In :class:`~simkit.sim.Featherstone` each angle has what a revolute joint has: the first
+        is bounded by ``[limit_lower, limit_upper]``, the second by ``[limit2_lower,
+        limit2_upper]`` (radians, None: free; penalty ``limit_ke``/``limit_kd``); a drive with
+        the shared gains ``target_ke``/``target_kd`` pulls them towards
+        ``control.joint_dof_target`` (two entries from ``model.joint_qd_start[joint]``),
+        ``control.joint_dof_act`` adds torques, ``effort_limit`` clamps drive plus act per
+        angle and ``friction`` (N m) opposes each angle's rate.
 
         Example::
 
-            b.add_joint_universal(torso, leg, axis=(1.0, 0.0, 0.0), axis2=(0.0, 0.0, 1.0))
+            b.add_joint_universal(torso, leg, axis=(1.0, 0.0, 0.0), axis2=(0.0, 0.0, 1.0), limit_lower=-0.5,
+                                  limit_upper=0.5, target_ke=50.0, target_kd=2.0)
         """
         return self._add_joint(JOINT_UNIVERSAL, "add_joint_universal", parent, child, parent_xform, child_xform,
-                               axis, (None, None, 0.0, 0.0), (0.0, 0.0, linear_ke, linear_kd, angular_ke, angular_kd),
-                               axis2, dynamics=(armature, None))
+                               axis, (limit_lower, limit_upper, limit_ke, limit_kd),
+                               (target_ke, target_kd, linear_ke, linear_kd, angular_ke, angular_kd),
+                               axis2, dynamics=(armature, effort_limit, friction), limits2=(limit2_lower, limit2_upper))
 
     def add_joint_free(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None, *,
-                       armature: float = 0.0) -> int:
+                       armature: float = 0.0, friction: float = 0.0) -> int:
         """A free joint: six degrees of freedom, no constraint (in the maximal-coordinate
         integrators it does nothing). In an articulation it makes ``child`` a floating base:
         its coordinates are the position and the quaternion (x, y, z, w) of the child's joint
@@ -464,7 +510,10 @@ class RigidBuilder:
         its pose: ``child_xform`` defaults to the child's origin. (``add_builder`` with an
         ``xform`` moves joint frames attached to the world with the rest, so every copy keeps
         the coordinates of the original, relative to its placement.) ``armature`` is added to
-        each of its six diagonal entries of the joint-space mass matrix.
+        each of its six diagonal entries of the joint-space mass matrix and ``friction`` opposes
+        each of its six rates (:class:`~simkit.sim.Featherstone`). A free joint has no drive
+        or limit (as in MuJoCo); ``control.joint_dof_act`` pushes it (see
+        :class:`~simkit.sim.Control`).
 
         Example::
 
@@ -474,7 +523,7 @@ class RigidBuilder:
         """
         return self._add_joint(JOINT_FREE, "add_joint_free", parent, child,
                                _IDENTITY.copy() if parent_xform is None else parent_xform, child_xform,
-                               (1.0, 0.0, 0.0), (None, None, 0.0, 0.0), (0.0,) * 6, dynamics=(armature, None))
+                               (1.0, 0.0, 0.0), (None, None, 0.0, 0.0), (0.0,) * 6, dynamics=(armature, None, friction))
 
     # -- worlds ---------------------------------------------------------------------------
     def _append_rigid(self, other: "RigidBuilder", X: np.ndarray | None, offset: int) -> None:
@@ -507,7 +556,8 @@ class RigidBuilder:
         self.joint_child.extend(body(c) for c in other.joint_child)
         self.joint_parent_xform.extend(place(t) if p < 0 else t
                                        for t, p in zip(other.joint_parent_xform, other.joint_parent))
-        for name in ("joint_child_xform", "joint_axis", "joint_axis2", "joint_limits", "joint_gains", "joint_dynamics"):
+        for name in ("joint_child_xform", "joint_axis", "joint_axis2", "joint_limits", "joint_gains", "joint_dynamics",
+                     "joint_limits2"):
             getattr(self, name).extend(getattr(other, name))
         # the joints of other's articulations are the next ones here; joints added after this
         # call join no articulation until add_articulation starts one
@@ -535,7 +585,8 @@ class RigidBuilder:
         collision = np.asarray(self.shape_collision, dtype=np.int64).reshape(-1, 2)
         limits = np.asarray(self.joint_limits, dtype=np.float64).reshape(-1, 4)
         gains = np.asarray(self.joint_gains, dtype=np.float64).reshape(-1, 6)
-        dynamics = np.asarray(self.joint_dynamics, dtype=np.float64).reshape(-1, 2)
+        dynamics = np.asarray(self.joint_dynamics, dtype=np.float64).reshape(-1, 3)
+        limits2 = np.asarray(self.joint_limits2, dtype=np.float64).reshape(-1, 2)
         return {
             "body_q": self.body_q, "body_qd": self.body_qd, "body_mass": mass, "body_com": com,
             "body_inertia": inertia,
@@ -549,6 +600,7 @@ class RigidBuilder:
             "joint_limit_ke": limits[:, 2], "joint_limit_kd": limits[:, 3],
             "joint_target_ke": gains[:, 0], "joint_target_kd": gains[:, 1], "joint_linear_ke": gains[:, 2],
             "joint_linear_kd": gains[:, 3], "joint_angular_ke": gains[:, 4], "joint_angular_kd": gains[:, 5],
-            "joint_armature": dynamics[:, 0], "joint_effort_limit": dynamics[:, 1],
+            "joint_armature": dynamics[:, 0], "joint_effort_limit": dynamics[:, 1], "joint_friction": dynamics[:, 2],
+            "joint_limit2_lower": limits2[:, 0], "joint_limit2_upper": limits2[:, 1],
             "joint_articulation": self.joint_articulation, "articulation_start": self.articulation_start,
         }

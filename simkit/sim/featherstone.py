@@ -10,7 +10,8 @@ Each step of an articulated model:
    body, then summed over each joint's subtree), with the contact wrenches as external
    forces;
 3. the joint-space mass matrix by the composite-rigid-body algorithm, one entry per thread,
-   plus joint armature and the implicit parts of drives, limits and damping on the diagonal;
+   plus joint armature and the implicit parts of drives, limits, damping and dry friction on
+   the diagonal (a ball joint's limit: a 3 x 3 block);
 4. ``M qdd = tau - C`` by a dense Cholesky factorization, one thread per articulation;
 5. semi-implicit Euler in generalized coordinates (``qd += qdd dt``, then ``q += qd dt``;
    quaternions of ball and free joints turned by the new angular velocity and renormalized);
@@ -43,6 +44,7 @@ from ..kernels.body_contact import eval_body_contact_forces
 from ..kernels.bodies import body_kernels
 from ..kernels.featherstone import featherstone_kernels
 from ..kernels.particles import particle_kernels
+from ..kernels.structs import JOINT_BALL
 from .articulation import eval_fk
 from .forces import eval_forces
 from .integrators import check_step
@@ -85,7 +87,8 @@ def _topology(model: Model) -> dict:
     dof_joint = np.full(model.joint_dof_count, -1, dtype=np.int32)
     for j in np.flatnonzero(art >= 0):
         dof_joint[ds[j]:ds[j + 1]] = j
-    dof_start, dof_count, entry_start, rows, cols, deeper = [], [], [], [], [], []
+    kind = model.joints.kind.numpy()
+    dof_start, dof_count, entry_start, rows, cols, deeper, local = [], [], [], [], [], [], []
     for a in range(model.articulation_count):
         d0, d1 = model.articulation_dofs(a)
         dof_start.append(d0)
@@ -100,6 +103,8 @@ def _topology(model: Model) -> dict:
                 rows.append(r)
                 cols.append(c)
                 deeper.append(k)
+                # a ball joint's three rates are coupled by the implicit part of its limit
+                local.append(c - ds[jr] if jr == jc and kind[jr] == JOINT_BALL else -1)
     anc_start, anc_joint = _csr(ancestors)
     sub_start, sub_body = _csr(subtrees)
 
@@ -109,7 +114,7 @@ def _topology(model: Model) -> dict:
     return dict(ancestor_start=ints(anc_start), ancestor_joint=ints(anc_joint), subtree_start=ints(sub_start),
                 subtree_body=ints(sub_body), dof_start=ints(dof_start),
                 dof_count=ints(dof_count), entry_start=ints(entry_start), entry_row=ints(rows),
-                entry_col=ints(cols), entry_joint=ints(deeper), entry_count=len(rows),
+                entry_col=ints(cols), entry_joint=ints(deeper), entry_local=ints(local), entry_count=len(rows),
                 free_bodies=bool(np.any((body_joint < 0) & (model.bodies.mass.numpy() > 0.0))))
 
 
@@ -192,10 +197,22 @@ class Featherstone:
     Jacobian transpose; on revolute and prismatic joints ``control.joint_act``, a drive
     ``target_ke (control.joint_target - q) - target_kd qd`` (``target_kd`` alone: joint
     damping), both clamped to ``effort_limit``, a limit penalty ``limit_ke``/``limit_kd``
-    outside ``[limit_lower, limit_upper]`` and the joint's ``armature``. Drives, damping and
-    limits are linearly implicit (their gains enter the mass matrix), so stiff gains are stable
-    at any ``dt``; contacts are explicit, with the stability bound of
-    :class:`~simkit.sim.SemiImplicitEuler`.
+    outside ``[limit_lower, limit_upper]`` and the joint's ``armature``; the same on each
+    angle of a universal joint (targets ``control.joint_dof_target``, second angle bounded by
+    ``[limit2_lower, limit2_upper]``); on a ball joint a penalty once its rotation angle
+    passes ``limit_upper`` (about the rotation's axis) and damping ``target_kd``;
+    ``control.joint_dof_act`` on every degree of freedom; and every joint's dry ``friction``.
+    Drives, damping, limits and friction are linearly implicit (their gains enter the mass
+    matrix), so stiff gains are stable at any ``dt``; contacts are explicit, with the
+    stability bound of :class:`~simkit.sim.SemiImplicitEuler`.
+
+    Dry friction is regularized: on each rate ``qd`` of a joint with ``friction`` F acts
+    ``-F qd' / max(|qd|, friction_scale)`` (``qd'`` the rate at the step's end). While the
+    joint slides faster than ``friction_scale`` (rad/s or m/s, default ``1e-4``) its
+    magnitude is F (to first order in ``dt``) and it never reverses the motion by itself;
+    slower, it is a stiff damper, so a joint held by less than F does not stick exactly but
+    creeps at ``friction_scale`` times (held force / F) at most. Smaller scales creep less;
+    the damper is implicit, so any scale is stable.
 
     Joints outside articulations are ignored (their coordinates are copied); bodies outside
     articulations, and particles, move as in :class:`~simkit.sim.SemiImplicitEuler`.
@@ -213,6 +230,13 @@ class Featherstone:
         for k in range(100):
             integrator.step(model, states[k], states[k + 1], control, dt=1e-3)
     """
+
+    def __init__(self, friction_scale: float = 1.0e-4):
+        if isinstance(friction_scale, bool) or not isinstance(friction_scale, (int, float)):
+            raise TypeError(f"Featherstone: friction_scale must be a number, got {type(friction_scale).__name__}")
+        if not friction_scale > 0.0 or not np.isfinite(friction_scale):
+            raise ValueError(f"Featherstone: friction_scale must be a positive velocity, got {friction_scale}")
+        self.friction_scale = float(friction_scale)
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         """Advance ``state_in`` by ``dt`` into ``state_out`` (its joint coordinates and their
@@ -260,16 +284,18 @@ class Featherstone:
                        topo["ancestor_start"], topo["ancestor_joint"], c_joint, model.gravity],
                outputs=[f_b, m_b, h_b, J_b])
         m_j, h_j, J_j = zeros("m_j", nj, real), zeros("h_j", nj, S.vec3), zeros("J_j", nj, S.mat33)
-        rhs, diag = zeros("rhs", nd, real), zeros("diag", nd, real)
+        rhs, diag, block = zeros("rhs", nd, real), zeros("diag", nd, real), zeros("block", nd, S.vec3)
         launch(k.joint_forces, nj,
                inputs=[topo["subtree_start"], topo["subtree_body"], f_b, m_b, h_b, J_b, S_dof, model.joints,
                        model.joint_articulation, model.joint_q_start, model.joint_qd_start, joint_q, joint_qd,
-                       control.joint_target, control.joint_act, dt],
-               outputs=[m_j, h_j, J_j, rhs, diag])
+                       control.joint_target, control.joint_act, control.joint_dof_target, control.joint_dof_act,
+                       dt, self.friction_scale],
+               outputs=[m_j, h_j, J_j, rhs, diag, block])
         ne = topo["entry_count"]
         M = zeros("M", ne, real)
         launch(k.mass_entries, ne,
-               inputs=[topo["entry_row"], topo["entry_col"], topo["entry_joint"], S_dof, m_j, h_j, J_j, diag],
+               inputs=[topo["entry_row"], topo["entry_col"], topo["entry_joint"], topo["entry_local"], S_dof, m_j,
+                       h_j, J_j, diag, block],
                outputs=[M])
         qdd = _solve(model, topo, k, M, rhs, zeros)
         launch(k.integrate, nj,

@@ -152,7 +152,8 @@ class Model:
                                axis2=vectors(data["joint_axis2"], vec3, grad=False),
                                **{name: reals(data[f"joint_{name}"]) for name in (
                                    "limit_lower", "limit_upper", "limit_ke", "limit_kd", "target_ke", "target_kd",
-                                   "linear_ke", "linear_kd", "angular_ke", "angular_kd", "armature", "effort_limit")})
+                                   "linear_ke", "linear_kd", "angular_ke", "angular_kd", "armature", "effort_limit",
+                                   "friction", "limit2_lower", "limit2_upper")})
 
         # articulations: generalized coordinates of every joint, and which joints form trees
         q_start, qd_start = coordinate_starts(data["joint_kind"])
@@ -390,10 +391,21 @@ class Control:
     is the position (angle or displacement) its drive pulls towards and ``joint_act`` a
     torque (revolute) or force (prismatic) along its axis.
 
+    Per degree of freedom (``model.joint_dof_count`` entries, joint ``j``'s from
+    ``model.joint_qd_start[j]``), for :class:`~simkit.sim.Featherstone`: ``joint_dof_target``
+    holds the targets of a universal joint's two angles and ``joint_dof_act`` a generalized
+    force on every joint (universal: torques about its two axes; ball: a torque in the
+    parent's joint frame; free: a force and a torque on the body, in the parent's joint
+    frame). On revolute and prismatic joints they add to ``joint_target`` / ``joint_act``;
+    the maximal-coordinate integrators ignore them.
+
     Example::
 
         control.spring_activation.assign(np.sin(t) * 0.2 * np.ones(model.spring_count))
         control.joint_target.assign(np.full(model.joint_count, 0.5))
+        t, d = np.zeros(model.joint_dof_count), model.joint_qd_start.numpy()[universal]
+        t[d:d + 2] = (0.3, -0.2)
+        control.joint_dof_target.assign(t)                # a universal joint's two target angles
     """
 
     def __init__(self, model: Model):
@@ -401,6 +413,8 @@ class Control:
         self.spring_activation = A.zeros(model.spring_count, dtype=model.dtype, device=model.device)
         self.joint_target = A.zeros(model.joint_count, dtype=model.dtype, device=model.device)
         self.joint_act = A.zeros(model.joint_count, dtype=model.dtype, device=model.device)
+        self.joint_dof_target = A.zeros(model.joint_dof_count, dtype=model.dtype, device=model.device)
+        self.joint_dof_act = A.zeros(model.joint_dof_count, dtype=model.dtype, device=model.device)
 
     def world_view(self, name: str) -> np.ndarray:
         """The control array ``name`` (``spring_activation``, ``joint_target`` or ``joint_act``) per

@@ -351,3 +351,28 @@ def test_bad_file_leaves_the_builder_untouched(tmp_path):
     with pytest.raises(RobotFileError):
         b.add_mjcf(path)
     assert (b.body_count, b.joint_count, b.articulation_count) == (0, 0, 0)
+
+
+def test_frictionloss_and_ball_range_and_damping_are_imported_without_warnings(tmp_path):
+    path = write(tmp_path, """<mujoco><compiler angle="radian"/><worldbody>
+      <body name="a"><joint name="h" type="hinge" frictionloss="0.3"/><geom size="0.1" mass="1"/>
+        <body name="b" pos="0 0 -1"><joint name="s" type="ball" range="0 0.6" damping="0.2" frictionloss="0.1"/>
+          <geom size="0.1" mass="1"/></body></body></worldbody></mujoco>""")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RobotFileWarning)
+        b = sk.sim.ModelBuilder()
+        a = b.add_mjcf(path)
+    model = b.finalize(dtype=sk.float64)
+    joints = b.imports[a].joints
+    np.testing.assert_allclose(model.joints.friction.numpy()[[joints["h"], joints["s"]]], [0.3, 0.1])
+    assert model.joints.limit_upper.numpy()[joints["s"]] == pytest.approx(0.6)
+    assert model.joints.target_kd.numpy()[joints["s"]] == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize("rng, match", [("0.1 30", r"range\[0\] \(0.1\) is ignored"),
+                                        ("0 200", r"range\[1\] must be in \(0, 180\) degrees")])
+def test_ball_range_parts_that_bound_nothing_warn(tmp_path, rng, match):
+    path = write(tmp_path, f"""<mujoco><worldbody><body><joint name="s" type="ball" range="{rng}"/>
+      <geom size="0.1" mass="1"/></body></worldbody></mujoco>""")
+    with pytest.warns(RobotFileWarning, match=match):
+        sk.sim.ModelBuilder().add_mjcf(path)

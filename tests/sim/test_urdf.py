@@ -82,7 +82,8 @@ def test_limits_and_damping_are_imported():
     assert lower[rec.joints["j7"]] < -1e10 and upper[rec.joints["j7"]] > 1e10     # continuous: no limits
     assert model.joints.target_kd.numpy()[rec.joints["j1"]] == pytest.approx(0.5)
     assert rec.joint_frictionloss["j1"] == 0.1
-    assert any("joint friction is recorded" in w and "j1" in w for w in caught)
+    assert model.joints.friction.numpy()[rec.joints["j1"]] == pytest.approx(0.1)     # simulated now: no warning
+    assert not any("friction" in w for w in caught)
 
 
 def test_floating_base_coordinates_are_relative_to_xform():
@@ -118,7 +119,6 @@ def test_collision_geometries_become_massless_colliders():
     assert model.bodies.mass.numpy()[upper] == pytest.approx(1.0)
 
 
-@pytest.mark.filterwarnings("ignore:.*joint friction is recorded")
 def test_cylinder_collision_warns_naming_element_and_file():
     with pytest.warns(RobotFileWarning, match=r"<cylinder> of <collision> in .*arm7.urdf: simkit has no cylinder"):
         sk.sim.ModelBuilder(up_axis="z").add_urdf(ARM7)

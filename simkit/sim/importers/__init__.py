@@ -36,7 +36,8 @@ class ImporterMixin:
         ``<collision>`` boxes, spheres, capsules and meshes (their convex hulls) become
         colliders (cylinders are warned about: not colliders), joints become simkit joints (revolute,
         continuous, prismatic, fixed, floating; planar as two sliders and a hinge) with their
-        axes, limits and ``dynamics damping`` (as the drive's ``target_kd``). The root link is
+        axes, limits, ``dynamics damping`` (as the drive's ``target_kd``) and ``dynamics
+        friction`` (as the joint's dry ``friction``). The root link is
         welded to the world at ``xform`` (a transform, default identity), or free when
         ``floating=True``. Names map to indices in ``self.imports[index]``.
 
@@ -56,7 +57,8 @@ class ImporterMixin:
         Follows MuJoCo's compiler for default classes, angles (``compiler angle`` and
         ``eulerseq``), orientations, ``fromto`` and masses (``inertial``, or the geoms with
         density 1000 unless given); joints (hinge, slide, ball, free) keep their axes and
-        ranges, their ``damping`` becomes the drive's ``target_kd`` and ``position`` /
+        ranges (a ball joint's bounds its rotation angle), their ``damping`` becomes the drive's
+        ``target_kd``, their ``frictionloss`` the joint's dry ``friction``, and ``position`` /
         ``velocity`` actuators its ``target_ke`` / ``target_kd``. The simkit coordinate of a
         joint is MuJoCo's minus its ``ref``; ``self.imports[index].joint_q_from_mujoco(qpos)``
         converts. Worldbody geoms become static shapes.

@@ -130,7 +130,7 @@ class Joint:
     where: str
     pos: np.ndarray = field(default_factory=lambda: np.zeros(3))
     axis: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
-    limits: tuple | None = None   # in simkit coordinates (the file's reference subtracted)
+    limits: tuple | None = None   # in simkit coordinates (the file's reference subtracted); ball: (None, angle)
     ref: float = 0.0              # the file's coordinate where simkit's is 0
     damping: float = 0.0
     armature: float = 0.0
@@ -165,10 +165,12 @@ class ImportRecord:
     MJCF, MuJoCo's body order without the world); ``joint_order`` the joints in the file's
     order (MuJoCo's ``qpos`` order), each as ``(name, kind, simkit joint)``. Per joint name:
     ``joint_ref`` (the file's coordinate at simkit's 0), ``joint_armature`` (simkit's joint
-    ``armature``), ``joint_damping`` (simkit applies it as the drive's ``target_kd``), ``joint_stiffness``
-    and ``joint_frictionloss`` (not simulated). ``actuators`` lists the file's actuators as
-    dicts; ``warnings`` what was not imported. ``q_offsets`` / ``qd_offsets`` give each
-    joint of ``joint_order`` its offset in the articulation's coordinates / velocities.
+    ``armature``), ``joint_damping`` (simkit applies it as the drive's ``target_kd``; free
+    joints: not simulated), ``joint_stiffness`` (not simulated) and ``joint_frictionloss``
+    (simkit's joint ``friction``, simulated by :class:`~simkit.sim.Featherstone`).
+    ``actuators`` lists the file's actuators as dicts; ``warnings`` what was not imported.
+    ``q_offsets`` / ``qd_offsets`` give each joint of ``joint_order`` its offset in the
+    articulation's coordinates / velocities.
     """
 
     path: str
@@ -222,7 +224,7 @@ class ImportRecord:
 def _joint_args(j: Joint) -> dict:
     lo, hi = j.limits if j.limits is not None else (None, None)
     return dict(axis=j.axis, limit_lower=lo, limit_upper=hi, target_ke=j.target_ke, target_kd=j.target_kd,
-                armature=j.armature, effort_limit=j.effort)
+                armature=j.armature, effort_limit=j.effort, friction=j.frictionloss)
 
 
 def emit(builder, bodies: list, xform, record: ImportRecord, static_geoms: list) -> None:
@@ -266,7 +268,8 @@ def emit(builder, bodies: list, xform, record: ImportRecord, static_geoms: list)
                                      f"{len(b.joints)} joints")
             j = b.joints[0]
             # the joint frame is the parent's frame (None: the identity), so the coordinates are the pose in it
-            builder.add_joint_free(parent, sb, parent_xform=world if parent < 0 else None, armature=j.armature)
+            builder.add_joint_free(parent, sb, parent_xform=world if parent < 0 else None, armature=j.armature,
+                                   friction=j.frictionloss)
             _record_joint(record, j, builder.joint_count - 1)
             continue
         if len(b.joints) > 1:
@@ -277,7 +280,9 @@ def emit(builder, bodies: list, xform, record: ImportRecord, static_geoms: list)
             anchor = translation(j.pos)
             px = transform_multiply(frame, anchor)
             if j.kind == "ball":
-                builder.add_joint_ball(parent, child, parent_xform=px, child_xform=anchor, armature=j.armature)
+                builder.add_joint_ball(parent, child, parent_xform=px, child_xform=anchor, armature=j.armature,
+                                       limit_angle=j.limits[1] if j.limits is not None else None,
+                                       target_kd=j.target_kd, friction=j.frictionloss)
             elif j.kind in ("hinge", "slide"):
                 add = builder.add_joint_revolute if j.kind == "hinge" else builder.add_joint_prismatic
                 add(parent, child, parent_xform=px, child_xform=anchor, **_joint_args(j))

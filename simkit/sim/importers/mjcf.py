@@ -333,11 +333,19 @@ class _Reader:
             if kind in ("hinge", "slide"):
                 limits = (r[0] * unit - ref, r[1] * unit - ref)
             elif kind == "ball":
-                self.record.warn(f"{where}: the range of a ball joint is not simulated")
+                # MuJoCo bounds a ball joint's total rotation angle by range[1]; range[0] is unused
+                if r[0] != 0.0:
+                    self.record.warn(f"{where}: a ball joint's range[0] ({r[0]:g}) is ignored; its rotation "
+                                     f"angle is bounded by range[1] ({r[1]:g})")
+                if not 0.0 < r[1] * self.angle < np.pi:
+                    self.record.warn(f"{where}: a ball joint's range[1] must be in (0, 180) degrees to bound its "
+                                     f"rotation, got {r[1]:g}; the joint is left unbounded")
+                else:
+                    limits = (None, r[1] * self.angle)
         j = Joint(kind, name, where, pos, axis / np.linalg.norm(axis), limits, ref,
                   damping=float(a.get("damping", "0")), armature=float(a.get("armature", "0")),
                   stiffness=float(a.get("stiffness", "0")), frictionloss=float(a.get("frictionloss", "0")))
-        if j.kind in ("hinge", "slide"):
+        if j.kind in ("hinge", "slide", "ball"):
             j.target_kd = j.damping        # simkit's drive damping is a joint damping when there is no target
         if name in self.joints:
             raise RobotFileError(f"{where}: two joints are named {name!r}")
@@ -425,15 +433,13 @@ class _Reader:
         j.effort = (j.effort or 0.0) + abs(entry["gear"]) * max(abs(lo), abs(hi))
 
     def summarize_joints(self) -> None:
-        for attr, what in (("stiffness", "a spring"), ("frictionloss", "dry friction")):
-            names = [n for n, j in self.joints.items() if getattr(j, attr) != 0.0]
-            if names:
-                self.record.warn(f"{self.path}: joint {attr} ({what}) is recorded in the import record but not "
-                                 f"simulated: {', '.join(names)}")
-        free_damped = [n for n, j in self.joints.items() if j.kind in ("ball", "free") and j.damping != 0.0]
+        names = [n for n, j in self.joints.items() if j.stiffness != 0.0]
+        if names:
+            self.record.warn(f"{self.path}: joint stiffness (a spring) is recorded in the import record but not "
+                             f"simulated: {', '.join(names)}")
+        free_damped = [n for n, j in self.joints.items() if j.kind == "free" and j.damping != 0.0]
         if free_damped:
-            self.record.warn(f"{self.path}: the damping of ball and free joints is not simulated: "
-                             f"{', '.join(free_damped)}")
+            self.record.warn(f"{self.path}: the damping of free joints is not simulated: {', '.join(free_damped)}")
 
 
 def add_mjcf(builder, path, xform=None) -> int:

@@ -226,9 +226,6 @@ def add_urdf(builder, path, xform=None, floating: bool = False) -> int:
         elif floating:
             b.joints = [Joint("free", "floating_base", f"the root link {n!r} of {path}")]
         bodies.append(b)
-    rubbing = [j.name for b in bodies for j in b.joints if j.frictionloss != 0.0]
-    if rubbing:
-        record.warn(f"{path}: joint friction is recorded in the import record but not simulated: {', '.join(rubbing)}")
     record.articulation = builder.add_articulation()
     emit(builder, bodies, X, record, [])
     builder.end_articulation()
