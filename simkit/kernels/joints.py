@@ -51,7 +51,7 @@ Example::
 
     k = joint_kernels(sk.float32)
     sk.launch(k.eval_joints, model.joint_count, inputs=[state.body_q, state.body_qd, model.bodies,
-              model.joints, control.joint_target, control.joint_act, state.body_f])
+              model.joints, control.joint_target, control.joint_act, dt, state.body_f])
 """
 
 import functools
@@ -60,7 +60,7 @@ from typing import Any
 
 import simkit as sk
 from ..core.launch import launch
-from .bodies import make_spatial, point_velocity, top, wrench_at
+from .bodies import make_spatial, point_inverse_mass, point_velocity, top, world_inverse_inertia, wrench_at
 from .structs import JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_UNIVERSAL, model_structs
 
 AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
@@ -68,7 +68,7 @@ AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fi
 
 @sk.kernel
 def eval_joints(body_q: AnyArray, body_qd: AnyArray, bodies: Any, joints: Any, target: AnyArray, act: AnyArray,
-                body_f: AnyArray):
+                dt: Any, body_f: AnyArray):
     j = sk.tid()
     kind = joints.kind[j]
     if kind == JOINT_FREE:
@@ -131,13 +131,27 @@ def eval_joints(body_q: AnyArray, body_qd: AnyArray, bodies: Any, joints: Any, t
     f = -(e * joints.linear_ke[j] + v_rel * joints.linear_kd[j])
     tau = -(theta * joints.angular_ke[j] + w_err * joints.angular_kd[j])
     if kind == JOINT_REVOLUTE or kind == JOINT_PRISMATIC:
-        u = joints.target_ke[j] * (target[j] - coord) - joints.target_kd[j] * rate + act[j]
+        u = joints.target_ke[j] * (target[j] - coord) + act[j]
+        kd = joints.target_kd[j]
         lower = joints.limit_lower[j]
         upper = joints.limit_upper[j]
         if coord < lower:
-            u = u + joints.limit_ke[j] * (lower - coord) - joints.limit_kd[j] * rate
+            u = u + joints.limit_ke[j] * (lower - coord)
+            kd = kd + joints.limit_kd[j]
         elif coord > upper:
-            u = u + joints.limit_ke[j] * (upper - coord) - joints.limit_kd[j] * rate
+            u = u + joints.limit_ke[j] * (upper - coord)
+            kd = kd + joints.limit_kd[j]
+        # How fast the coordinate's rate changes per unit of u: the inverse of the joint's
+        # effective inertia (mass for a slider), both bodies included.
+        mobility = kd * 0.0
+        if kind == JOINT_REVOLUTE:
+            mobility = sk.dot(a, world_inverse_inertia(X_wc, bodies, c) @ a)
+            if p >= 0:
+                mobility = mobility + sk.dot(a, world_inverse_inertia(X_wp, bodies, p) @ a)
+        else:
+            mobility = point_inverse_mass(X_wc, bodies, c, x_c, a) + point_inverse_mass(X_wp, bodies, p, x_c, a)
+        # The damper acts on the rate at the end of the step: implicit, so it never reverses the rate.
+        u = u - kd * rate / (1.0 + kd * dt * mobility)
         if kind == JOINT_REVOLUTE:
             tau = tau + a * u
         else:
@@ -155,7 +169,7 @@ def _param_types(real) -> dict:
     S = model_structs(real)
     spatials, reals = sk.array(dtype=S.spatial), sk.array(dtype=real)
     return {"body_q": sk.array(dtype=S.transform), "body_qd": spatials, "body_f": spatials, "bodies": S.Bodies,
-            "joints": S.Joints, "target": reals, "act": reals}
+            "joints": S.Joints, "target": reals, "act": reals, "dt": real}
 
 
 @functools.cache  # asked for on every launch: a lookup
@@ -164,17 +178,18 @@ def joint_kernels(real) -> SimpleNamespace:
     return sk.instantiate(real, __name__)
 
 
-def eval_joint_forces(model, state, control) -> None:
+def eval_joint_forces(model, state, control, dt: float) -> None:
     """Add the penalty wrenches of every joint of ``model`` at ``state`` (limits, drives and
-    ``control.joint_act`` included) into ``state.body_f``.
+    ``control.joint_act`` included) into ``state.body_f``, for a step of ``dt`` (the dampers
+    of drives and limits are implicit in it).
 
     Example::
 
         state.clear_forces()
-        eval_joint_forces(model, state, control)
+        eval_joint_forces(model, state, control, 1e-4)
     """
     if not model.joint_count:
         return
     launch(joint_kernels(model.dtype).eval_joints, model.joint_count,
            inputs=[state.body_q, state.body_qd, model.bodies, model.joints, control.joint_target, control.joint_act,
-                   state.body_f])
+                   dt, state.body_f])

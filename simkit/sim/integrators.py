@@ -72,7 +72,7 @@ class SemiImplicitEuler:
         control = check_step(model, state_in, state_out, control, dt)
         state_in.clear_forces()
         eval_forces(model, state_in, control)
-        eval_body_forces(model, state_in, control)
+        eval_body_forces(model, state_in, control, dt)
         if model.particle_count:
             launch(particle_kernels(model.dtype).integrate_particles, model.particle_count,
                    inputs=[state_in.particle_q, state_in.particle_qd, state_in.particle_f, model.particles,
