@@ -383,7 +383,7 @@ def test_gradient_wrt_joint_target_matches_finite_differences(kind):
 
 
 @pytest.mark.parametrize("kind, field", [("revolute", "target_ke"), ("revolute-limit", "limit_ke"),
-                                         ("ball", "linear_ke"), ("fixed", "angular_ke")])
+                                         ("ball", "linear_ke"), ("fixed", "angular_ke"), ("prismatic", "target_kd")])
 def test_gradient_wrt_a_joint_gain_matches_finite_differences(kind, field):
     model = gradient_scene(kind)
     control = model.control()
@@ -400,7 +400,7 @@ def test_gradient_wrt_a_joint_gain_matches_finite_differences(kind, field):
     assert grad == pytest.approx(fd, rel=1e-5)
 
 
-def damped_spinner(kind, kd, where, rate):
+def damped_spinner(kind, kd, where, rate, requires_grad=False):
     """A 10 cm cube jointed to the world at its center (so the joint's penalties stay
     unloaded) and moving along its joint at ``rate``, damped by ``kd`` as a drive's
     ``target_kd`` or, beyond its limit, as ``limit_kd``. Returns the model and the cube's
@@ -415,7 +415,8 @@ def damped_spinner(kind, kd, where, rate):
     add = b.add_joint_revolute if kind == "revolute" else b.add_joint_prismatic
     add(-1, cube, axis=tuple(axis), **gains)
     mass = DENSITY * 0.1 ** 3
-    return b.finalize(dtype=sk.float64), (mass * 0.1 ** 2 / 6.0 if kind == "revolute" else mass)
+    return b.finalize(dtype=sk.float64, requires_grad=requires_grad), (mass * 0.1 ** 2 / 6.0 if kind == "revolute"
+                                                                       else mass)
 
 
 def along_axis_rate(kind, state):
@@ -442,3 +443,22 @@ def test_a_joint_damper_decays_the_rate_exponentially_at_kd_over_inertia(kind):
     state, _ = run(model, 2000, 5e-4)
     # backward Euler's error in the exponent is about (kd dt / inertia) / 2 per unit of kd t / inertia
     assert along_axis_rate(kind, state) == pytest.approx(0.5 * math.exp(-2.0), rel=2e-3)
+
+
+@pytest.mark.parametrize("where", ["drive", "limit"])
+@pytest.mark.parametrize("kind", ["revolute", "prismatic"])
+def test_gradient_of_the_rate_wrt_an_implicit_damper_matches_its_closed_form(kind, where):
+    # rate_n = rate_0 / (1 + kd dt / inertia)^n, so d rate_n / d kd = -n (dt / inertia) rate_n / (1 + kd dt / inertia)
+    dt, steps, rate = 1e-3, 4, 0.5
+    inertia = damped_spinner(kind, 1.0, where, rate)[1]
+    kd = 3.0 * inertia / dt
+    model, _ = damped_spinner(kind, kd, where, rate, requires_grad=True)
+    with sk.Tape() as tape:
+        states = sk.sim.simulate(model, sk.sim.SemiImplicitEuler(), model.state(requires_grad=True), steps, dt)
+    seed = np.zeros((1, 6))
+    seed[0, 2 if kind == "revolute" else 5] = 1.0
+    tape.backward(grads={states[-1].body_qd: seed})
+    gains = model.joints.target_kd if where == "drive" else model.joints.limit_kd
+    d = kd * dt / inertia
+    expected = -steps * (dt / inertia) * rate / (1.0 + d) ** (steps + 1)
+    assert gains.grad.numpy()[0] == pytest.approx(expected, rel=1e-10)
