@@ -62,7 +62,7 @@ class SemiImplicitEuler:
     drives, limits and joint damping (``target_kd``, ``limit_kd``) are implicit, stable for
     any gain: their springs need ``ke dt^2 < 2 I_a``, ``I_a`` the joint's effective inertia
     about its axis (see :mod:`simkit.kernels.joints`). gymnasium's ant (legs of 40 to 70 g)
-    runs at dt = 1e-4 s. Joint ``armature`` is not simulated here (it is in
+    drops and stands at dt = 1e-4 or 2e-4 s. Joint ``armature`` is not simulated here (it is in
     :class:`~simkit.sim.Featherstone`).
 
     Example::
