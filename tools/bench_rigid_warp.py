@@ -373,7 +373,8 @@ def warp_rigid_kernels() -> dict:
 
     return {"Bodies": Bodies, "Shapes": Shapes, "clear": clear, "ground_contact": ground_contact,
             "pair_contact": pair_contact, "integrate_bodies": integrate_bodies, "top": top,
-            "make_spatial": make_spatial, "point_velocity": point_velocity, "wrench_at": wrench_at}
+            "make_spatial": make_spatial, "point_velocity": point_velocity, "wrench_at": wrench_at,
+            "world_inverse_inertia": world_inverse_inertia, "point_inverse_mass": point_inverse_mass}
 
 
 @functools.cache
@@ -385,12 +386,13 @@ def warp_joint_kernels() -> dict:
     Example::
 
         J = warp_joint_kernels()
-        wp.launch(J["eval_joints"], joint_count, inputs=[q, qd, bodies, joints, target, act, f])
+        wp.launch(J["eval_joints"], joint_count, inputs=[q, qd, bodies, joints, target, act, dt, f])
     """
     wp = warp_module()
     R = warp_rigid_kernels()
     Bodies, top, make_spatial = R["Bodies"], R["top"], R["make_spatial"]
     point_velocity, wrench_at = R["point_velocity"], R["wrench_at"]
+    world_inverse_inertia, point_inverse_mass = R["world_inverse_inertia"], R["point_inverse_mass"]
     reals = wp.array(dtype=wp.float32)
     ints = wp.array(dtype=wp.int32)
     transforms = wp.array(dtype=wp.transform)
@@ -419,7 +421,7 @@ def warp_joint_kernels() -> dict:
 
     @wp.kernel
     def eval_joints(body_q: transforms, body_qd: spatials, bodies: Bodies, joints: Joints, target: reals,
-                    act: reals, body_f: spatials):
+                    act: reals, dt: wp.float32, body_f: spatials):
         j = wp.tid()
         kind = joints.kind[j]
         p = joints.parent[j]
@@ -475,13 +477,24 @@ def warp_joint_kernels() -> dict:
         f = -(e * joints.linear_ke[j] + v_rel * joints.linear_kd[j])
         tau = -(theta * joints.angular_ke[j] + w_err * joints.angular_kd[j])
         if kind == REVOLUTE or kind == PRISMATIC:
-            u = joints.target_ke[j] * (target[j] - coord) - joints.target_kd[j] * rate + act[j]
+            u = joints.target_ke[j] * (target[j] - coord) + act[j]
+            kd = joints.target_kd[j]
             lower = joints.limit_lower[j]
             upper = joints.limit_upper[j]
             if coord < lower:
-                u = u + joints.limit_ke[j] * (lower - coord) - joints.limit_kd[j] * rate
+                u = u + joints.limit_ke[j] * (lower - coord)
+                kd = kd + joints.limit_kd[j]
             elif coord > upper:
-                u = u + joints.limit_ke[j] * (upper - coord) - joints.limit_kd[j] * rate
+                u = u + joints.limit_ke[j] * (upper - coord)
+                kd = kd + joints.limit_kd[j]
+            mobility = wp.float32(0.0)
+            if kind == REVOLUTE:
+                mobility = wp.dot(a, world_inverse_inertia(X_wc, bodies, c) @ a)
+                if p >= 0:
+                    mobility = mobility + wp.dot(a, world_inverse_inertia(X_wp, bodies, p) @ a)
+            else:
+                mobility = point_inverse_mass(X_wc, bodies, c, x_c, a) + point_inverse_mass(X_wp, bodies, p, x_c, a)
+            u = u - kd * rate / (1.0 + kd * dt * mobility)
             if kind == REVOLUTE:
                 tau = tau + a * u
             else:
@@ -574,7 +587,8 @@ class WarpRigidScene:
                       device=DEVICE)
         if self.joints is not None:
             wp.launch(self.eval_joints, m.joint_count,
-                      inputs=[q, qd, self.bodies, self.joints, self.joint_target, self.joint_act, f], device=DEVICE)
+                      inputs=[q, qd, self.bodies, self.joints, self.joint_target, self.joint_act, dt, f],
+                      device=DEVICE)
         wp.launch(K["integrate_bodies"], m.body_count,
                   inputs=[q, qd, f, self.bodies, self.gravity, dt, s_out["q"], s_out["qd"]], device=DEVICE)
 

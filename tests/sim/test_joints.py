@@ -383,7 +383,7 @@ def test_gradient_wrt_joint_target_matches_finite_differences(kind):
 
 
 @pytest.mark.parametrize("kind, field", [("revolute", "target_ke"), ("revolute-limit", "limit_ke"),
-                                         ("ball", "linear_ke"), ("fixed", "angular_ke")])
+                                         ("ball", "linear_ke"), ("fixed", "angular_ke"), ("prismatic", "target_kd")])
 def test_gradient_wrt_a_joint_gain_matches_finite_differences(kind, field):
     model = gradient_scene(kind)
     control = model.control()
@@ -398,3 +398,67 @@ def test_gradient_wrt_a_joint_gain_matches_finite_differences(kind, field):
                             1e-5 * values[0])
     assert abs(fd) * values[0] > 1e-6
     assert grad == pytest.approx(fd, rel=1e-5)
+
+
+def damped_spinner(kind, kd, where, rate, requires_grad=False):
+    """A 10 cm cube jointed to the world at its center (so the joint's penalties stay
+    unloaded) and moving along its joint at ``rate``, damped by ``kd`` as a drive's
+    ``target_kd`` or, beyond its limit, as ``limit_kd``. Returns the model and the cube's
+    inertia about the axis (its mass for a slider)."""
+    b = sk.sim.ModelBuilder(gravity=0.0, up_axis="y", ground=False)
+    axis = np.array([0.0, 0.0, 1.0])
+    angular, linear = (axis * rate, (0.0, 0.0, 0.0)) if kind == "revolute" else ((0.0, 0.0, 0.0), axis * rate)
+    cube = b.add_body(sk.transform(PIVOT, IDENTITY), angular_velocity=angular, velocity=linear)
+    b.add_shape_box((0.0, 0.0, 0.0), IDENTITY, (0.05, 0.05, 0.05), body=cube, density=DENSITY)
+    gains = {"target_kd": kd} if where == "drive" else {"limit_lower": -2.0, "limit_upper": -1.0, "limit_ke": 0.0,
+                                                        "limit_kd": kd}
+    add = b.add_joint_revolute if kind == "revolute" else b.add_joint_prismatic
+    add(-1, cube, axis=tuple(axis), **gains)
+    mass = DENSITY * 0.1 ** 3
+    return b.finalize(dtype=sk.float64, requires_grad=requires_grad), (mass * 0.1 ** 2 / 6.0 if kind == "revolute"
+                                                                       else mass)
+
+
+def along_axis_rate(kind, state):
+    return state.body_qd.numpy()[0, 2 if kind == "revolute" else 5]
+
+
+@pytest.mark.parametrize("where", ["drive", "limit"])
+@pytest.mark.parametrize("kind", ["revolute", "prismatic"])
+def test_a_joint_damper_stiffer_than_the_step_slows_the_rate_without_reversing_it(kind, where):
+    # kd dt / inertia = 5: an explicit damper would multiply the rate by -4 each step; the
+    # implicit one divides it by 1 + 5, exactly, as backward Euler does.
+    dt, steps = 1e-3, 6
+    inertia = damped_spinner(kind, 1.0, where, 0.5)[1]
+    model, _ = damped_spinner(kind, 5.0 * inertia / dt, where, 0.5)
+    rates = []
+    run(model, steps, dt, record=lambda s: rates.append(along_axis_rate(kind, s)))
+    np.testing.assert_allclose(rates, 0.5 / 6.0 ** np.arange(1, steps + 1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["revolute", "prismatic"])
+def test_a_joint_damper_decays_the_rate_exponentially_at_kd_over_inertia(kind):
+    inertia = damped_spinner(kind, 1.0, "drive", 0.5)[1]
+    model, _ = damped_spinner(kind, 2.0 * inertia, "drive", 0.5)           # time constant 0.5 s
+    state, _ = run(model, 2000, 5e-4)
+    # backward Euler's error in the exponent is about (kd dt / inertia) / 2 per unit of kd t / inertia
+    assert along_axis_rate(kind, state) == pytest.approx(0.5 * math.exp(-2.0), rel=2e-3)
+
+
+@pytest.mark.parametrize("where", ["drive", "limit"])
+@pytest.mark.parametrize("kind", ["revolute", "prismatic"])
+def test_gradient_of_the_rate_wrt_an_implicit_damper_matches_its_closed_form(kind, where):
+    # rate_n = rate_0 / (1 + kd dt / inertia)^n, so d rate_n / d kd = -n (dt / inertia) rate_n / (1 + kd dt / inertia)
+    dt, steps, rate = 1e-3, 4, 0.5
+    inertia = damped_spinner(kind, 1.0, where, rate)[1]
+    kd = 3.0 * inertia / dt
+    model, _ = damped_spinner(kind, kd, where, rate, requires_grad=True)
+    with sk.Tape() as tape:
+        states = sk.sim.simulate(model, sk.sim.SemiImplicitEuler(), model.state(requires_grad=True), steps, dt)
+    seed = np.zeros((1, 6))
+    seed[0, 2 if kind == "revolute" else 5] = 1.0
+    tape.backward(grads={states[-1].body_qd: seed})
+    gains = model.joints.target_kd if where == "drive" else model.joints.limit_kd
+    d = kd * dt / inertia
+    expected = -steps * (dt / inertia) * rate / (1.0 + d) ** (steps + 1)
+    assert gains.grad.numpy()[0] == pytest.approx(expected, rel=1e-10)
