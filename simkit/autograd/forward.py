@@ -39,6 +39,12 @@ from ..core import array as _array
 from ..core.array import Array, _refuse_in_capture, _zeros_laid_out_like
 
 
+# Tangent buffers of host arrays up to a quarter of this are carved from chunks of it, each at a
+# multiple of _ALIGN bytes (a cache line: the vector loads of the kernels, no false sharing).
+_ALIGN = 64
+_CHUNK_BYTES = (1 << 18) + _ALIGN
+
+
 def _is_float(a: Array) -> bool:
     return a.dtype._sk_scalar.is_float
 
@@ -65,6 +71,11 @@ class JVP:
         # writes, and Array's construction cost the cloth's jvp a fifth of its time)
         self._tan: dict[int, list] = {}
         self._active = False
+        # CPU tangent buffers of small C-contiguous arrays are carved from chunks: numpy's zeros
+        # plus the address lookup (ndarray.ctypes) cost 3.5 us a buffer, a carve is a view at a
+        # known address (1 us); a rollout allocates one per array it writes
+        self._chunk: np.ndarray | None = None
+        self._chunk_base = self._chunk_used = 0
         for a, t in (tangents or {}).items():
             self.set_tangent(a, t)
 
@@ -99,8 +110,7 @@ class JVP:
         entry = self._tan.get(id(a))
         if entry is None:
             if a._np is not None:
-                t = _zeros_laid_out_like(a._np)
-                ptr = t.ctypes.data if t.size else 0
+                t, ptr = self._host_zeros(a._np)
             else:
                 from ..core.cuda import arrays
 
@@ -108,6 +118,23 @@ class JVP:
                 ptr = t._ptr if t.size else 0
             entry = self._tan[id(a)] = [a, t, ptr]
         return entry
+
+    def _host_zeros(self, like: np.ndarray) -> tuple[np.ndarray, int]:
+        """A zero buffer laid out like host array ``like`` and its address (0 when empty)."""
+        n = like.nbytes
+        if not like.flags.c_contiguous or not n or n > _CHUNK_BYTES // 4:
+            t = _zeros_laid_out_like(like)
+            return t, (t.ctypes.data if t.size else 0)
+        at = self._chunk_used
+        if self._chunk is None or at + n > _CHUNK_BYTES:
+            # uninitialized: each buffer zeroes its own bytes, so a chunk costs only what is used
+            self._chunk = np.empty(_CHUNK_BYTES, np.uint8)
+            self._chunk_base = self._chunk.ctypes.data
+            at = -self._chunk_base % _ALIGN
+        self._chunk_used = at + (n + _ALIGN - 1) // _ALIGN * _ALIGN
+        t = np.ndarray(like.shape, like.dtype, self._chunk, at)
+        t.fill(0)
+        return t, self._chunk_base + at
 
     # -- the launch hook ----------------------------------------------------------------
     def __enter__(self) -> "JVP":
@@ -124,74 +151,148 @@ class JVP:
 
     def _written(self, a: Array, source: Array | None) -> None:
         """A write outside kernels: host data has a zero tangent, a copied array passes its own."""
-        if not _is_float(a):
-            return
-        if source is not None and id(source) in self._tan:
-            dst, src = self._buffer(a)[1], self._tan[id(source)][1]
+        tan = self._tan
+        if source is not None and id(source) in tan:
+            if not _is_float(a):
+                return
+            dst, src = self._buffer(a)[1], tan[id(source)][1]
             if isinstance(dst, Array):
                 dst._copy_from(src)
             else:
                 dst[...] = src
-        elif id(a) in self._tan:
-            _write(self._tan[id(a)][1], 0)
+        elif id(a) in tan:
+            _write(tan[id(a)][1], 0)
 
     def intercept(self, kernel, plan, dim, values: Sequence, device, adjoint: bool) -> bool:
         """Called by ``sk.launch``: run the tangent entry instead of the forward one."""
         if adjoint:
             raise RuntimeError(f"an adjoint launch of '{kernel.name}' inside a JVP: forward mode runs tangent "
                                "launches only (run reverse mode outside the JVP block)")
+        tp = plan.__dict__.get("_jvp_plan") or _TangentPlan.of(plan)
         dev = _launch.launch_device(plan, values, device)  # packs the arguments for a CPU launch
-        floats, others = _slots(plan)
-        tan = self._tan
-        found = []  # (id of the array, or 0 for none, its grad word)
-        for k, path, word, written in floats:
-            a = values[k]
-            for f in path:
-                a = getattr(a, f, None)
-            if type(a) is Array:
-                key = id(a)
-                if written and key not in tan:
-                    self._buffer(a)
-                found.append((key, word))
-            else:
-                found.append((0, word))
+        if dev != "cpu":
+            found = self._tangent_words(tp, values)
 
-        def patch():
-            """Each array's grad word: its tangent buffer (none: null, a zero tangent)."""
-            i64, get = plan.i64, tan.get
-            for key, word in found:
-                entry = get(key)
-                i64[word] = entry[2] if entry is not None else 0
-            for word in others:
-                i64[word] = 0
-        if dev == "cpu":
-            patch()
-            plan.run_tangent(dim)
-        else:
+            def patch():
+                """Each array's grad word: its tangent buffer (none: null, a zero tangent)."""
+                i64 = plan.i64
+                for word, ptr in found:
+                    i64[word] = ptr
+                for word in tp.others:
+                    i64[word] = 0
             from ..core.cuda import launch as cuda_launch
 
             cuda_launch.launch_tangent(plan, dim, values, dev, patch)
-        _launch.bump_versions(plan, values)
+            _launch.bump_versions(plan, values)
+            return True
+        # the CPU path, the one a rollout takes per launch: buffers for the arrays it writes (first:
+        # an array may fill a read slot too), then the grad words written in place
+        tan, buffer = self._tan, self._buffer
+        for k in tp.written_direct:
+            a = values[k]
+            if type(a) is Array and id(a) not in tan:
+                buffer(a)
+        for k, path in tp.written_nested:
+            a = _field(values[k], path)
+            if type(a) is Array and id(a) not in tan:
+                buffer(a)
+        i64, get = plan.i64, tan.get
+        for k, word in tp.direct:
+            a = values[k]
+            entry = get(id(a)) if type(a) is Array else None
+            i64[word] = entry[2] if entry is not None else 0
+        for k, path, word in tp.nested:
+            a = _field(values[k], path)
+            entry = get(id(a)) if type(a) is Array else None
+            i64[word] = entry[2] if entry is not None else 0
+        for word in tp.others:
+            i64[word] = 0
+        job = tp.job if tp.job is not None else tp.cpu_job()
+        if plan.set_bounds(dim):
+            plan.run(job)
+            if plan.tangent_error.code:
+                plan.check_tangent_error()
+        for k, path in plan.writes:
+            v = values[k]
+            for f in path:
+                v = getattr(v, f)
+            if type(v) is Array:
+                v._version += 1
         return True
 
+    def _tangent_words(self, tp: "_TangentPlan", values: Sequence) -> list:
+        """``(grad word, tangent buffer address or 0)`` of each float array slot, the buffers of
+        written arrays allocated first (an array may fill a read slot too)."""
+        slots = [(k, path, word, (k, path) in tp.writes) for k, path, word in tp.nested]
+        slots += [(k, (), word, (k, ()) in tp.writes) for k, word in tp.direct]
+        arrays = []
+        for k, path, word, written in slots:
+            a = values[k]
+            for f in path:
+                a = getattr(a, f, None)
+            a = a if type(a) is Array else None
+            if a is not None and written and id(a) not in self._tan:
+                self._buffer(a)
+            arrays.append((word, a))
+        return [(word, self._tan[id(a)][2] if a is not None and id(a) in self._tan else 0) for word, a in arrays]
 
-def _slots(plan) -> tuple[list, list]:
-    """A kernel's array slots (plan.array_slots) split once per plan: ``(k, path, grad word, written)``
-    of each float array, whose tangent travels in the grad word, and the grad words of the others."""
-    found = getattr(plan, "_jvp_slots", None)
-    if found is None:
+
+class _TangentPlan:
+    """A kernel's tangent launch worked out once per Plan (a redefined kernel gets a new Plan, so
+    this goes with it; arrays are looked up per launch, never kept): its array slots split into
+    float arrays, whose tangent travels in the grad word, and the rest, whose grad word a tangent
+    launch nulls; the CPU job once loaded.
+
+    ``direct``: ``(parameter index, grad word)`` of float array parameters, ``nested``:
+    ``(parameter index, field path, grad word)`` of float arrays in struct fields;
+    ``written_direct`` / ``written_nested``: those the kernel writes (their tangent buffers are
+    allocated at the first write); ``others``: the grad words of the other arrays."""
+
+    __slots__ = ("plan", "direct", "nested", "written_direct", "written_nested", "writes", "others", "job")
+
+    def __init__(self, plan):
         writes = set(plan.writes)
-        floats, others = [], []
+        direct, nested, others = [], [], []
         for k, path, word in plan.array_slots():
             t = plan.fir.params[k].type
             for f in path:
                 t = t._sk_fields[f]
             if getattr(getattr(t.dtype, "_sk_scalar", None), "is_float", False):
-                floats.append((k, path, word, (k, path) in writes))
+                if path:
+                    nested.append((k, path, word))
+                else:
+                    direct.append((k, word))
             else:
                 others.append(word)
-        found = plan._jvp_slots = (floats, others)
-    return found
+        self.plan = plan
+        self.direct, self.nested, self.others = tuple(direct), tuple(nested), tuple(others)
+        self.writes = frozenset(writes)
+        self.written_direct = tuple(k for k, _w in direct if (k, ()) in writes)
+        self.written_nested = tuple((k, path) for k, path, _w in nested if (k, path) in writes)
+        self.job = None  # the address of the CPU tangent job, once compiled and loaded
+
+    @classmethod
+    def of(cls, plan) -> "_TangentPlan":
+        tp = plan._jvp_plan = cls(plan)
+        return tp
+
+    def cpu_job(self):
+        """Load the CPU forward and tangent modules (once) and keep the tangent job's address."""
+        self.plan.ensure_cpu()
+        self.job = self.plan.tangent_job()[1]
+        return self.job
+
+
+def _field(v: Any, path: tuple) -> Any:
+    """The struct field at ``path`` of launch argument ``v`` (None where a field is unset). The
+    packing checked every struct's type, so their field dicts are read directly (a struct's
+    ``__getattr__`` is Python code: a cloth step reads eleven fields)."""
+    try:
+        for f in path:
+            v = v._values[f]
+    except AttributeError:  # an unset array field on the way
+        return None
+    return v
 
 
 def _write(t, data) -> None:

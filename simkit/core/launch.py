@@ -324,11 +324,15 @@ class Plan:
         if self.set_bounds(dim):
             self.run(addr)
             if self.tangent_error.code:
-                self.error, saved = self.tangent_error, self.error
-                try:
-                    self.check_error()
-                finally:
-                    self.error = saved
+                self.check_tangent_error()
+
+    def check_tangent_error(self) -> None:
+        """Raise what the tangent module's error record says (as :meth:`check_error` does)."""
+        self.error, saved = self.tangent_error, self.error
+        try:
+            self.check_error()
+        finally:
+            self.error = saved
 
     def cpu_job(self, adjoint: bool, args: int | None = None) -> Job:
         """The runtime's description of a launch of one direction over the args struct at
