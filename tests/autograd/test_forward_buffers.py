@@ -157,3 +157,16 @@ def test_large_and_strided_arrays_get_tangents_laid_out_like_them(device):
     assert np.array_equal(fwd.tangent(y).numpy(), np.full(n, 3.0))
     assert np.array_equal(fwd.tangent(strided).numpy(), np.full(n, 9.0))
     np.testing.assert_allclose(base[::2], 9.0 * np.linspace(0.0, 1.0, n), rtol=1e-15)
+
+
+def test_a_tangent_kept_from_an_ended_jvp_is_not_overwritten_by_later_ones():
+    x = sk.array(np.linspace(0.1, 1.0, 16), dtype=F64)
+    y = sk.zeros(16, dtype=F64)
+    with sk.autograd.JVP({x: np.ones(16)}) as fwd:
+        sk.launch(triple, 16, inputs=[x], outputs=[y])
+    kept = fwd.tangent(y)  # a view of the JVP's buffer: it must outlive the JVP untouched
+    del fwd
+    gc.collect()
+    for _ in range(3):  # later JVPs allocate buffers of the same size
+        sk.autograd.jvp(lambda x: rollout(x, 20), [x], [np.full(16, 7.0)])
+    assert np.array_equal(kept.numpy(), np.full(16, 3.0))
