@@ -232,13 +232,20 @@ class JVP:
             a = values[k]
             entry = get(id(a)) if type(a) is Array else None
             i64[word] = entry[2] if entry is not None else 0
+        constant = True  # no array in a struct argument has a tangent
         for k, path, word in tp.nested:
             a = _field(values[k], path)
             entry = get(id(a)) if type(a) is Array else None
-            i64[word] = entry[2] if entry is not None else 0
+            if entry is not None:
+                i64[word] = entry[2]
+                constant = False
+            else:
+                i64[word] = 0
         for word in tp.others:
             i64[word] = 0
-        job = tp.job if tp.job is not None else tp.cpu_job()
+        if tp.job is None:
+            tp.load_cpu()
+        job = tp.job_c if constant and tp.job_c is not None else tp.job
         if plan.set_bounds(dim):
             plan.run(job)
             if plan.tangent_error.code:
@@ -279,7 +286,8 @@ class _TangentPlan:
     ``written_direct`` / ``written_nested``: those the kernel writes (their tangent buffers are
     allocated at the first write); ``others``: the grad words of the other arrays."""
 
-    __slots__ = ("plan", "direct", "nested", "written_direct", "written_nested", "writes", "others", "job")
+    __slots__ = ("plan", "direct", "nested", "written_direct", "written_nested", "writes", "others", "job",
+                 "job_c")
 
     def __init__(self, plan):
         writes = set(plan.writes)
@@ -300,18 +308,21 @@ class _TangentPlan:
         self.writes = frozenset(writes)
         self.written_direct = tuple(k for k, _w in direct if (k, ()) in writes)
         self.written_nested = tuple((k, path) for k, path, _w in nested if (k, path) in writes)
-        self.job = None  # the address of the CPU tangent job, once compiled and loaded
+        self.job = self.job_c = None  # the addresses of the CPU tangent jobs, once loaded (load_cpu)
 
     @classmethod
     def of(cls, plan) -> "_TangentPlan":
         tp = plan._jvp_plan = cls(plan)
         return tp
 
-    def cpu_job(self):
-        """Load the CPU forward and tangent modules (once) and keep the tangent job's address."""
+    def load_cpu(self) -> None:
+        """Load the CPU forward and tangent modules (once) and keep the tangent jobs' addresses:
+        the general one and the one for launches whose struct arguments' arrays have no
+        tangent (None where the kernel has none: no struct argument holds a float array)."""
         self.plan.ensure_cpu()
         self.job = self.plan.tangent_job()[1]
-        return self.job
+        constant = self.plan.tangent_job(constant_fields=True)
+        self.job_c = constant[1] if constant is not None else None
 
 
 def _field(v: Any, path: tuple) -> Any:
