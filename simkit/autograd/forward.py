@@ -219,22 +219,28 @@ class JVP:
         # the CPU path, the one a rollout takes per launch: buffers for the arrays it writes (first:
         # an array may fill a read slot too), then the grad words written in place
         tan, buffer = self._tan, self._buffer
-        for k in tp.written_direct:
-            a = values[k]
-            if type(a) is Array and id(a) not in tan:
-                buffer(a)
-        for k, path in tp.written_nested:
+        for k, path in tp.written_nested:  # rare: before any slot is looked up
             a = _field(values[k], path)
             if type(a) is Array and id(a) not in tan:
                 buffer(a)
         i64, get = plan.i64, tan.get
-        for k, word in tp.direct:
+        for k, word, written in tp.direct:  # the written ones first
             a = values[k]
-            entry = get(id(a)) if type(a) is Array else None
-            i64[word] = entry[2] if entry is not None else 0
+            if type(a) is Array:
+                entry = get(id(a))
+                if entry is None and written:
+                    entry = buffer(a)
+                i64[word] = entry[2] if entry is not None else 0
+            else:
+                i64[word] = 0
         constant = True  # no array in a struct argument has a tangent
         for k, path, word in tp.nested:
-            a = _field(values[k], path)
+            a = values[k]
+            try:  # _field inlined: the packing checked the structs' types
+                for f in path:
+                    a = a._values[f]
+            except AttributeError:
+                a = None
             entry = get(id(a)) if type(a) is Array else None
             if entry is not None:
                 i64[word] = entry[2]
@@ -262,7 +268,7 @@ class JVP:
         """``(grad word, tangent buffer address or 0)`` of each float array slot, the buffers of
         written arrays allocated first (an array may fill a read slot too)."""
         slots = [(k, path, word, (k, path) in tp.writes) for k, path, word in tp.nested]
-        slots += [(k, (), word, (k, ()) in tp.writes) for k, word in tp.direct]
+        slots += [(k, (), word, written) for k, word, written in tp.direct]
         arrays = []
         for k, path, word, written in slots:
             a = values[k]
@@ -281,13 +287,13 @@ class _TangentPlan:
     float arrays, whose tangent travels in the grad word, and the rest, whose grad word a tangent
     launch nulls; the CPU job once loaded.
 
-    ``direct``: ``(parameter index, grad word)`` of float array parameters, ``nested``:
-    ``(parameter index, field path, grad word)`` of float arrays in struct fields;
-    ``written_direct`` / ``written_nested``: those the kernel writes (their tangent buffers are
-    allocated at the first write); ``others``: the grad words of the other arrays."""
+    ``direct``: ``(parameter index, grad word, written)`` of float array parameters, those the
+    kernel writes first (their tangent buffers are allocated at the first write, before a read
+    slot of the same array looks one up); ``nested``: ``(parameter index, field path, grad
+    word)`` of float arrays in struct fields, ``written_nested`` those written; ``others``: the
+    grad words of the other arrays."""
 
-    __slots__ = ("plan", "direct", "nested", "written_direct", "written_nested", "writes", "others", "job",
-                 "job_c")
+    __slots__ = ("plan", "direct", "nested", "written_nested", "writes", "others", "job", "job_c")
 
     def __init__(self, plan):
         writes = set(plan.writes)
@@ -304,9 +310,9 @@ class _TangentPlan:
             else:
                 others.append(word)
         self.plan = plan
-        self.direct, self.nested, self.others = tuple(direct), tuple(nested), tuple(others)
+        self.direct = tuple(sorted(((k, w, (k, ()) in writes) for k, w in direct), key=lambda d: not d[2]))
+        self.nested, self.others = tuple(nested), tuple(others)
         self.writes = frozenset(writes)
-        self.written_direct = tuple(k for k, _w in direct if (k, ()) in writes)
         self.written_nested = tuple((k, path) for k, path, _w in nested if (k, path) in writes)
         self.job = self.job_c = None  # the addresses of the CPU tangent jobs, once loaded (load_cpu)
 
