@@ -326,16 +326,6 @@ class Plan:
             self._array_slots = slots
         return slots
 
-    def run_tangent(self, dim) -> None:
-        """Run the tangent entry over ``dim`` on the CPU, over the arguments packed last (the
-        arrays' grad words holding their tangent buffers, see :meth:`array_slots`)."""
-        self.ensure_cpu()
-        _job, addr = self.tangent_job()
-        if self.set_bounds(dim):
-            self.run(addr)
-            if self.tangent_error.code:
-                self.check_tangent_error()
-
     def check_tangent_error(self) -> None:
         """Raise what the tangent module's error record says (as :meth:`check_error` does)."""
         self.error, saved = self.tangent_error, self.error

@@ -170,3 +170,21 @@ def test_a_tangent_kept_from_an_ended_jvp_is_not_overwritten_by_later_ones():
     for _ in range(3):  # later JVPs allocate buffers of the same size
         sk.autograd.jvp(lambda x: rollout(x, 20), [x], [np.full(16, 7.0)])
     assert np.array_equal(kept.numpy(), np.full(16, 3.0))
+
+
+@sk.kernel
+def gather(x: sk.array(dtype=F64), idx: sk.array(dtype=sk.int32), y: sk.array(dtype=F64)):
+    i = sk.tid()
+    y[i] = 2.0 * x[idx[i]]
+
+
+def test_an_index_error_in_a_tangent_launch_raises_naming_the_kernel(monkeypatch):
+    monkeypatch.setattr(sk.config, "mode", "debug")
+    x, y = sk.array([1.0, 2.0], dtype=F64), sk.zeros(2, dtype=F64)
+    idx = sk.array([0, 5], dtype=sk.int32)
+    with sk.autograd.JVP({x: [1.0, 1.0]}), pytest.raises(IndexError, match="gather"):
+        sk.launch(gather, 2, inputs=[x, idx], outputs=[y])
+    idx = sk.array([1, 0], dtype=sk.int32)  # the record was cleared: the next launch runs
+    with sk.autograd.JVP({x: [1.0, 3.0]}) as fwd:
+        sk.launch(gather, 2, inputs=[x, idx], outputs=[y])
+    assert fwd.tangent(y).numpy().tolist() == [6.0, 2.0]
