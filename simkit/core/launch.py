@@ -295,8 +295,9 @@ class Plan:
             get_error.restype = ctypes.POINTER(ErrorRecord)
             self.tangent_error = get_error().contents
             scatters = ctypes.c_int.in_dll(lib, f"{self.fir.cname}_cpu_{which}_scatters").value
-            private = getattr(self, "_tangent_private", None) or descriptors(self.fir, self.Args, False, tangent=True)
-            self._tangent_private = private  # the job points into it
+            if not hasattr(self, "_tangent_private"):  # both tangent jobs point into it
+                self._tangent_private = descriptors(self.fir, self.Args, False, tangent=True)
+            private = self._tangent_private
             job = Job(fn, self.base, ctypes.sizeof(self.Args), grain_of(self.fir, True),
                       SCATTER_MIN_THREADS if scatters and private is None else 2,
                       ctypes.addressof(private) if private is not None and len(private) else None,
