@@ -30,6 +30,8 @@ Example::
 
 from __future__ import annotations
 
+import sys
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -37,6 +39,35 @@ import numpy as np
 from ..core import launch as _launch
 from ..core import array as _array
 from ..core.array import Array, _refuse_in_capture, _zeros_laid_out_like
+
+
+# Tangent buffers of host arrays up to a quarter of this are carved from chunks of it, each at a
+# multiple of _ALIGN bytes (a cache line: the vector loads of the kernels, no false sharing).
+_ALIGN = 64
+_CHUNK_BYTES = (1 << 18) + _ALIGN
+# Chunks of JVPs that ended, oldest first, at most _MAX_RETIRED (16 MiB): a chunk is carved
+# again only once nothing views it (a tangent a caller kept from JVP.tangent keeps its chunk).
+_retired: list = []
+_MAX_RETIRED = 64
+
+
+def _retire(chunks: list) -> None:
+    """A JVP ended: its chunks may serve the next one."""
+    _retired.extend(chunks)
+    del _retired[:max(0, len(_retired) - _MAX_RETIRED)]
+
+
+def _spare_chunk() -> np.ndarray | None:
+    """A retired chunk that no array views any more, or None."""
+    for _ in range(len(_retired)):
+        try:
+            chunk = _retired.pop(0)  # atomic: two threads never take the same chunk
+        except IndexError:
+            return None
+        if sys.getrefcount(chunk) == 2:  # this name and the call's argument: no buffer of it is alive
+            return chunk
+        _retired.append(chunk)
+    return None
 
 
 def _is_float(a: Array) -> bool:
@@ -65,6 +96,13 @@ class JVP:
         # writes, and Array's construction cost the cloth's jvp a fifth of its time)
         self._tan: dict[int, list] = {}
         self._active = False
+        # CPU tangent buffers of small C-contiguous arrays are carved from chunks, reused from
+        # JVPs that ended: a rollout allocates one per array it writes, and a fresh numpy zeros
+        # cost 7.5 us a buffer (the address lookup, ndarray.ctypes, and page faults on memory
+        # the allocator had given back), a carve from a spare chunk 1.6 us
+        self._chunk: np.ndarray | None = None
+        self._chunk_base = self._chunk_used = 0
+        self._chunks: list[np.ndarray] = []  # every chunk carved from: retired when this JVP goes
         for a, t in (tangents or {}).items():
             self.set_tangent(a, t)
 
@@ -99,8 +137,7 @@ class JVP:
         entry = self._tan.get(id(a))
         if entry is None:
             if a._np is not None:
-                t = _zeros_laid_out_like(a._np)
-                ptr = t.ctypes.data if t.size else 0
+                t, ptr = self._host_zeros(a._np)
             else:
                 from ..core.cuda import arrays
 
@@ -108,6 +145,27 @@ class JVP:
                 ptr = t._ptr if t.size else 0
             entry = self._tan[id(a)] = [a, t, ptr]
         return entry
+
+    def _host_zeros(self, like: np.ndarray) -> tuple[np.ndarray, int]:
+        """A zero buffer laid out like host array ``like`` and its address (0 when empty)."""
+        n = like.nbytes
+        if not like.flags.c_contiguous or not n or n > _CHUNK_BYTES // 4:
+            t = _zeros_laid_out_like(like)
+            return t, (t.ctypes.data if t.size else 0)
+        at = self._chunk_used
+        if self._chunk is None or at + n > _CHUNK_BYTES:
+            # dirty memory is fine: each buffer zeroes its own bytes below
+            chunk = _spare_chunk()
+            self._chunk = chunk if chunk is not None else np.empty(_CHUNK_BYTES, np.uint8)
+            if not self._chunks:
+                weakref.finalize(self, _retire, self._chunks)
+            self._chunks.append(self._chunk)
+            self._chunk_base = self._chunk.ctypes.data
+            at = -self._chunk_base % _ALIGN
+        self._chunk_used = at + (n + _ALIGN - 1) // _ALIGN * _ALIGN
+        t = np.ndarray(like.shape, like.dtype, self._chunk, at)
+        t.fill(0)
+        return t, self._chunk_base + at
 
     # -- the launch hook ----------------------------------------------------------------
     def __enter__(self) -> "JVP":
@@ -124,74 +182,165 @@ class JVP:
 
     def _written(self, a: Array, source: Array | None) -> None:
         """A write outside kernels: host data has a zero tangent, a copied array passes its own."""
-        if not _is_float(a):
-            return
-        if source is not None and id(source) in self._tan:
-            dst, src = self._buffer(a)[1], self._tan[id(source)][1]
+        tan = self._tan
+        if source is not None and id(source) in tan:
+            if not _is_float(a):
+                return
+            dst, src = self._buffer(a)[1], tan[id(source)][1]
             if isinstance(dst, Array):
                 dst._copy_from(src)
             else:
                 dst[...] = src
-        elif id(a) in self._tan:
-            _write(self._tan[id(a)][1], 0)
+        elif id(a) in tan:
+            _write(tan[id(a)][1], 0)
 
     def intercept(self, kernel, plan, dim, values: Sequence, device, adjoint: bool) -> bool:
         """Called by ``sk.launch``: run the tangent entry instead of the forward one."""
         if adjoint:
             raise RuntimeError(f"an adjoint launch of '{kernel.name}' inside a JVP: forward mode runs tangent "
                                "launches only (run reverse mode outside the JVP block)")
+        tp = plan.__dict__.get("_jvp_plan") or _TangentPlan.of(plan)
         dev = _launch.launch_device(plan, values, device)  # packs the arguments for a CPU launch
-        floats, others = _slots(plan)
-        tan = self._tan
-        found = []  # (id of the array, or 0 for none, its grad word)
-        for k, path, word, written in floats:
-            a = values[k]
-            for f in path:
-                a = getattr(a, f, None)
-            if type(a) is Array:
-                key = id(a)
-                if written and key not in tan:
-                    self._buffer(a)
-                found.append((key, word))
-            else:
-                found.append((0, word))
+        if dev != "cpu":
+            found = self._tangent_words(tp, values)
 
-        def patch():
-            """Each array's grad word: its tangent buffer (none: null, a zero tangent)."""
-            i64, get = plan.i64, tan.get
-            for key, word in found:
-                entry = get(key)
-                i64[word] = entry[2] if entry is not None else 0
-            for word in others:
-                i64[word] = 0
-        if dev == "cpu":
-            patch()
-            plan.run_tangent(dim)
-        else:
+            def patch():
+                """Each array's grad word: its tangent buffer (none: null, a zero tangent)."""
+                i64 = plan.i64
+                for word, ptr in found:
+                    i64[word] = ptr
+                for word in tp.others:
+                    i64[word] = 0
             from ..core.cuda import launch as cuda_launch
 
             cuda_launch.launch_tangent(plan, dim, values, dev, patch)
-        _launch.bump_versions(plan, values)
+            _launch.bump_versions(plan, values)
+            return True
+        # the CPU path, the one a rollout takes per launch: buffers for the arrays it writes (first:
+        # an array may fill a read slot too), then the grad words written in place
+        tan, buffer = self._tan, self._buffer
+        for k, path in tp.written_nested:  # rare: before any slot is looked up
+            a = _field(values[k], path)
+            if type(a) is Array and id(a) not in tan:
+                buffer(a)
+        i64, get = plan.i64, tan.get
+        for k, word, written in tp.direct:  # the written ones first
+            a = values[k]
+            if type(a) is Array:
+                entry = get(id(a))
+                if entry is None and written:
+                    entry = buffer(a)
+                i64[word] = entry[2] if entry is not None else 0
+            else:
+                i64[word] = 0
+        constant = True  # no array in a struct argument has a tangent
+        for k, path, word in tp.nested:
+            a = values[k]
+            try:  # _field inlined: the packing checked the structs' types
+                for f in path:
+                    a = a._values[f]
+            except AttributeError:
+                a = None
+            entry = get(id(a)) if type(a) is Array else None
+            if entry is not None:
+                i64[word] = entry[2]
+                constant = False
+            else:
+                i64[word] = 0
+        for word in tp.others:
+            i64[word] = 0
+        if tp.job is None:
+            tp.load_cpu()
+        job = tp.job_c if constant and tp.job_c is not None else tp.job
+        if plan.set_bounds(dim):
+            plan.run(job)
+            if plan.tangent_error.code:
+                plan.check_tangent_error()
+        for k, path in plan.writes:
+            v = values[k]
+            for f in path:
+                v = getattr(v, f)
+            if type(v) is Array:
+                v._version += 1
         return True
 
+    def _tangent_words(self, tp: "_TangentPlan", values: Sequence) -> list:
+        """``(grad word, tangent buffer address or 0)`` of each float array slot, the buffers of
+        written arrays allocated first (an array may fill a read slot too)."""
+        slots = [(k, path, word, (k, path) in tp.writes) for k, path, word in tp.nested]
+        slots += [(k, (), word, written) for k, word, written in tp.direct]
+        arrays = []
+        for k, path, word, written in slots:
+            a = values[k]
+            for f in path:
+                a = getattr(a, f, None)
+            a = a if type(a) is Array else None
+            if a is not None and written and id(a) not in self._tan:
+                self._buffer(a)
+            arrays.append((word, a))
+        return [(word, self._tan[id(a)][2] if a is not None and id(a) in self._tan else 0) for word, a in arrays]
 
-def _slots(plan) -> tuple[list, list]:
-    """A kernel's array slots (plan.array_slots) split once per plan: ``(k, path, grad word, written)``
-    of each float array, whose tangent travels in the grad word, and the grad words of the others."""
-    found = getattr(plan, "_jvp_slots", None)
-    if found is None:
+
+class _TangentPlan:
+    """A kernel's tangent launch worked out once per Plan (a redefined kernel gets a new Plan, so
+    this goes with it; arrays are looked up per launch, never kept): its array slots split into
+    float arrays, whose tangent travels in the grad word, and the rest, whose grad word a tangent
+    launch nulls; the CPU job once loaded.
+
+    ``direct``: ``(parameter index, grad word, written)`` of float array parameters, those the
+    kernel writes first (their tangent buffers are allocated at the first write, before a read
+    slot of the same array looks one up); ``nested``: ``(parameter index, field path, grad
+    word)`` of float arrays in struct fields, ``written_nested`` those written; ``others``: the
+    grad words of the other arrays."""
+
+    __slots__ = ("plan", "direct", "nested", "written_nested", "writes", "others", "job", "job_c")
+
+    def __init__(self, plan):
         writes = set(plan.writes)
-        floats, others = [], []
+        direct, nested, others = [], [], []
         for k, path, word in plan.array_slots():
             t = plan.fir.params[k].type
             for f in path:
                 t = t._sk_fields[f]
             if getattr(getattr(t.dtype, "_sk_scalar", None), "is_float", False):
-                floats.append((k, path, word, (k, path) in writes))
+                if path:
+                    nested.append((k, path, word))
+                else:
+                    direct.append((k, word))
             else:
                 others.append(word)
-        found = plan._jvp_slots = (floats, others)
-    return found
+        self.plan = plan
+        self.direct = tuple(sorted(((k, w, (k, ()) in writes) for k, w in direct), key=lambda d: not d[2]))
+        self.nested, self.others = tuple(nested), tuple(others)
+        self.writes = frozenset(writes)
+        self.written_nested = tuple((k, path) for k, path, _w in nested if (k, path) in writes)
+        self.job = self.job_c = None  # the addresses of the CPU tangent jobs, once loaded (load_cpu)
+
+    @classmethod
+    def of(cls, plan) -> "_TangentPlan":
+        tp = plan._jvp_plan = cls(plan)
+        return tp
+
+    def load_cpu(self) -> None:
+        """Load the CPU forward and tangent modules (once) and keep the tangent jobs' addresses:
+        the general one and the one for launches whose struct arguments' arrays have no
+        tangent (None where the kernel has none: no struct argument holds a float array)."""
+        self.plan.ensure_cpu()
+        self.job = self.plan.tangent_job()[1]
+        constant = self.plan.tangent_job(constant_fields=True)
+        self.job_c = constant[1] if constant is not None else None
+
+
+def _field(v: Any, path: tuple) -> Any:
+    """The struct field at ``path`` of launch argument ``v`` (None where a field is unset). The
+    packing checked every struct's type, so their field dicts are read directly (a struct's
+    ``__getattr__`` is Python code: a cloth step reads eleven fields)."""
+    try:
+        for f in path:
+            v = v._values[f]
+    except AttributeError:  # an unset array field on the way
+        return None
+    return v
 
 
 def _write(t, data) -> None:

@@ -26,6 +26,7 @@ import re
 
 from . import builtins as B
 from . import ir
+from . import tangent_zero as TZ
 from .codegen import (INLINE_STATEMENTS, FunctionWriter, _order_funcs, _order_structs, ctype, dense_check,
                       dense_template, differentiable, entry_points, has_dense_loop, param_decl, struct_source)
 from .errors import CompileError
@@ -37,11 +38,17 @@ def _float_array(v) -> bool:
 
 
 class TangentWriter(FunctionWriter):
-    """Writes the tangent body of one FunctionIR (values and tangents side by side)."""
+    """Writes the tangent body of one FunctionIR (values and tangents side by side).
 
-    def __init__(self, f: ir.FunctionIR):
+    ``constant_fields``: the body for launches whose struct arguments' arrays carry no tangent
+    (simkit.core.tangent_zero): tangents known zero there are neither computed nor used."""
+
+    def __init__(self, f: ir.FunctionIR, constant_fields: bool = False):
         super().__init__(f)
         self.tan_dummies: dict[str, str] = {}
+        self.inactive = TZ.struct_field_arrays(f) if constant_fields else set()
+        self.zero = TZ.static_zero(f, self.inactive) if self.inactive else set()
+        self.dropped = 0  # tangent statements left out or shortened by the known zeros
 
     def tan_name(self, v: ir.Var) -> str:
         return f"tan_{v.cname}"
@@ -90,6 +97,18 @@ class TangentWriter(FunctionWriter):
             self.put(self.render(tan, s, ret))
             return
         self.put(self.render(text, s, ret))
+        if self.zero and tan not in (None, ir.ZERO) and outs:
+            if all(o.id in self.zero for o in outs):
+                self.dropped += 1  # never assigned a tangent anywhere: it keeps its zero
+                return
+            zero_args = {k for k, a in enumerate(s.args) if isinstance(a, ir.Const) or (
+                isinstance(a, ir.Var) and a.id in self.zero)}
+            short = TZ.simplified_rule(s, zero_args, lambda a: self.arg_text(a, False), self.tan_text) \
+                if tan != ir.LINEAR else None
+            if short is not None:
+                self.dropped += 1
+                self.put(self.render(short, s, ret))
+                return
         if tan is None or tan == ir.ZERO or (tan == ir.LINEAR and not outs):
             # no derivative: the tangent stays zero (reset in a loop, where an earlier iteration set it)
             for o in outs:
@@ -158,7 +177,15 @@ def kernel_tangent_source(f: ir.FunctionIR) -> str:
     body = w.tangent(sig, pro, [])
     head = f"// tangent of kernel {f.name}  ({os.path.basename(f.file)}:{f.line})"
     dense = [dense_check(f), ""] if has_dense_loop(f, False) else []
-    return "\n".join([head, args_struct, "", body, "", *dense, entry_points(f, "tangent", body)])
+    # The body for launches whose struct arguments' arrays have no tangent (a model's
+    # parameters while differentiating with respect to the state): {kernel}_cpu_tangent_c.
+    constant = []
+    wc = TangentWriter(f, constant_fields=True)
+    if wc.inactive:
+        body_c = wc.tangent(sig.replace(f"{f.cname}_tangent(", f"{f.cname}_tangent_c("), pro, [])
+        if wc.dropped:
+            constant = ["", body_c, "", entry_points(f, "tangent_c", body_c)]
+    return "\n".join([head, args_struct, "", body, "", *dense, entry_points(f, "tangent", body), *constant])
 
 
 def tangent_module_source(kernels: list[ir.FunctionIR]) -> str:

@@ -276,29 +276,40 @@ class Plan:
         runtime.sk_catch_interrupts()  # again per kernel: the program may have set its own handler since
         self.run = runtime.sk_launch
 
-    def tangent_job(self) -> Job:
+    def tangent_job(self, constant_fields: bool = False):
         """The CPU launch of the kernel's tangent entries (compiled on first use, see
-        Kernel.tangent_loaded). It adds into the tangent buffers where the forward adds into
-        the arrays, so it splits as the forward does: with private copies of both where
-        core/private.py allows (run inline or with atomics, a cloth's scatter launches made
-        the tangent pass twice the forward's time on two threads), else with atomics."""
-        job = getattr(self, "_tangent", None)
+        Kernel.tangent_loaded), as ``(Job, its address)``. It adds into the tangent buffers
+        where the forward adds into the arrays, so it splits as the forward does: with private
+        copies of both where core/private.py allows (run inline or with atomics, a cloth's
+        scatter launches made the tangent pass twice the forward's time on two threads), else
+        with atomics. ``constant_fields``: the entry for launches whose struct arguments' arrays
+        carry no tangent (codegen_tangent), None where the kernel has none."""
+        attr, which = ("_tangent_c", "tangent_c") if constant_fields else ("_tangent", "tangent")
+        job = getattr(self, attr, None)
         if job is None:
             lib, _fir, _path = self.kernel.tangent_loaded()
-            fn = ctypes.cast(getattr(lib, f"{self.fir.cname}_cpu_tangent"), ctypes.c_void_p).value
+            try:
+                fn = ctypes.cast(getattr(lib, f"{self.fir.cname}_cpu_{which}"), ctypes.c_void_p).value
+            except AttributeError:
+                if not constant_fields:
+                    raise
+                self._tangent_c = job = False
+                return None
             get_error = lib.sk_get_error
             get_error.restype = ctypes.POINTER(ErrorRecord)
             self.tangent_error = get_error().contents
-            scatters = ctypes.c_int.in_dll(lib, f"{self.fir.cname}_cpu_tangent_scatters").value
-            private = descriptors(self.fir, self.Args, False, tangent=True)
-            self._tangent_private = private  # the job points into it
+            scatters = ctypes.c_int.in_dll(lib, f"{self.fir.cname}_cpu_{which}_scatters").value
+            if not hasattr(self, "_tangent_private"):  # both tangent jobs point into it
+                self._tangent_private = descriptors(self.fir, self.Args, False, tangent=True)
+            private = self._tangent_private
             job = Job(fn, self.base, ctypes.sizeof(self.Args), grain_of(self.fir, True),
                       SCATTER_MIN_THREADS if scatters and private is None else 2,
                       ctypes.addressof(private) if private is not None and len(private) else None,
                       -1 if private is None else len(private), ctypes.addressof(self.tangent_error),
                       ctypes.addressof(self.extent_pairs), len(self.extent_pairs) // 2 if self.extents else 0)
-            self._tangent = job = (job, ctypes.c_void_p(ctypes.addressof(job)))
-        return job
+            job = (job, ctypes.c_void_p(ctypes.addressof(job)))
+            setattr(self, attr, job)
+        return job or None
 
     def array_slots(self) -> list:
         """``(parameter index, field path, int64 word of the grad pointer)`` of every array among
@@ -320,19 +331,13 @@ class Plan:
             self._array_slots = slots
         return slots
 
-    def run_tangent(self, dim) -> None:
-        """Run the tangent entry over ``dim`` on the CPU, over the arguments packed last (the
-        arrays' grad words holding their tangent buffers, see :meth:`array_slots`)."""
-        self.ensure_cpu()
-        _job, addr = self.tangent_job()
-        if self.set_bounds(dim):
-            self.run(addr)
-            if self.tangent_error.code:
-                self.error, saved = self.tangent_error, self.error
-                try:
-                    self.check_error()
-                finally:
-                    self.error = saved
+    def check_tangent_error(self) -> None:
+        """Raise what the tangent module's error record says (as :meth:`check_error` does)."""
+        self.error, saved = self.tangent_error, self.error
+        try:
+            self.check_error()
+        finally:
+            self.error = saved
 
     def cpu_job(self, adjoint: bool, args: int | None = None) -> Job:
         """The runtime's description of a launch of one direction over the args struct at

@@ -47,3 +47,33 @@ def test_jvp_leaves_the_arrays_grads_alone(setup):
     sk.autograd.jvp(lambda ke: rollout_loss(integrator, dt, model, s1), [model.springs.ke],
                     [np.ones(model.spring_count)])
     assert not np.any(model.springs.ke.grad.numpy())
+
+
+def cloth():
+    """A 3x3-cell cloth pinned on one side: membranes (triangles) and hinges (bending), float64."""
+    b = sk.sim.ModelBuilder(gravity=-9.81, ground=False)
+    b.add_cloth_grid((0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0), 3, 3, 0.1, 0.1, mass=1e-2,
+                     fix_left=True, k_mu=50.0, k_lambda=50.0, k_damp=0.1, edge_ke=1e-2, edge_kd=1e-3)
+    return b.finalize(dtype=sk.float64)
+
+
+@pytest.mark.parametrize("along", ["initial velocities", "membrane stiffness"])
+def test_jvp_of_a_cloth_rollout_matches_central_differences(along):
+    # along the state, the model's arrays carry no tangent (the constant-fields tangent entries);
+    # along k_mu, the membranes' struct has one (the general entries)
+    model = cloth()
+    s0 = model.state()
+    wrt = s0.particle_qd if along == "initial velocities" else model.triangles.k_mu
+    v = np.random.default_rng(5).standard_normal(wrt.numpy().shape)
+    if along == "membrane stiffness":
+        v *= 10.0
+
+    def final_q(_):
+        return sk.sim.simulate(model, sk.sim.SemiImplicitEuler(), s0, 10, 1e-3)[-1].particle_q
+    _, t = sk.autograd.jvp(final_q, [wrt], [v])
+    base, h, qs = wrt.numpy().copy(), 1e-6, []
+    for sign in (1.0, -1.0):
+        wrt.assign(base + sign * h * v)
+        qs.append(final_q(None).numpy().copy())
+    wrt.assign(base)
+    np.testing.assert_allclose(t.numpy(), (qs[0] - qs[1]) / (2 * h), rtol=1e-6, atol=1e-9)
