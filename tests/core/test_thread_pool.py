@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -160,5 +161,34 @@ def test_private_sums_are_reduced_in_chunk_order_whichever_thread_runs_which_chu
                 sk.launch(scatter_float, n, inputs=[sk.from_numpy(x), sk.from_numpy(index), out])
                 assert launch_counts()["private"] == counts["private"] + 1
                 np.testing.assert_array_equal(out.numpy(), want)
+    finally:
+        sk.set_threads(before)
+
+
+def _system_load_is_about_our_cores() -> bool:
+    """What the pool checks before trusting /proc/loadavg (pool.h, load_is_ours)."""
+    return (os.path.exists("/proc/loadavg") and hasattr(os, "sched_getaffinity")
+            and len(os.sched_getaffinity(0)) == os.sysconf("SC_NPROCESSORS_ONLN"))
+
+
+@pytest.mark.skipif(not _system_load_is_about_our_cores(), reason="the system's runnable-thread count is not "
+                    "about this process's cores here (a container pinned to some of a host's CPUs)")
+def test_the_pool_runs_launches_alone_while_another_process_wants_a_core(busy_machine):
+    # One busy process beside a pool with a thread per core: a worker would wait for a core,
+    # so splitting a launch would hold it up for a scheduler slice. The caller sees it in
+    # the runnable-thread count within two looks (8 ms) and runs launches alone.
+    before = sk.get_threads()
+    x = sk.zeros(50_000, dtype=sk.float32)
+    y = sk.zeros(50_000, dtype=sk.float32)
+    try:
+        sk.set_threads(len(os.sched_getaffinity(0)) if len(os.sched_getaffinity(0)) > 1 else 2)
+        deadline = time.monotonic() + 0.05
+        while time.monotonic() < deadline:  # the busy process gets going; the pool looks
+            sk.launch(heavy, 50_000, inputs=[x], outputs=[y])
+        counts = launch_counts()
+        for _ in range(40):
+            sk.launch(heavy, 50_000, inputs=[x], outputs=[y])
+        ran = {k: v - counts[k] for k, v in launch_counts().items()}
+        assert ran["inline"] >= 36, ran
     finally:
         sk.set_threads(before)

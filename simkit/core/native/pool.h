@@ -10,7 +10,9 @@
 // are), it waited long for a worker's chunk after running out of chunks to claim, or a
 // worker that was spinning for work found every chunk taken (it was spinning without a
 // core). Then it runs launches on the calling thread alone for a while, its workers
-// asleep, and tries them again later.
+// asleep, and tries them again later. Where the system's count of runnable threads is
+// about this process's cores, the calling thread also looks at it every few milliseconds
+// and goes alone, before any stall, while more threads want a core than there are.
 #pragma once
 
 #include <algorithm>
@@ -25,8 +27,11 @@
 #include <vector>
 
 #ifdef __linux__
+#include <fcntl.h>
 #include <sched.h>
+#include <sys/sysinfo.h>
 #include <time.h>
+#include <unistd.h>
 #endif
 #if defined(__SSE__) || defined(__x86_64__)
 #include <xmmintrin.h>
@@ -87,6 +92,37 @@ int usable_cores() {
 
 using Clock = std::chrono::steady_clock;
 
+// Threads runnable on the whole system at this instant, the caller included (the fourth
+// field of /proc/loadavg, "running/total"), or -1 where the system does not tell. About
+// 10 us: read every LOOK_EVERY at most.
+inline int runnable_threads() {
+#ifdef __linux__
+    const int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    char buf[128];
+    const ssize_t got = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (got <= 0) return -1;
+    buf[got] = 0;
+    int fields = 0;
+    for (const char* c = buf; *c; ++c) {
+        if (*c == ' ' && ++fields == 3) return std::atoi(c + 1);
+    }
+#endif
+    return -1;
+}
+
+// Whether the system-wide count of runnable threads is about this process's cores: only
+// when it may run on every CPU of the system (not a container pinned to a few of a large
+// host's, whose other CPUs' threads would count).
+inline bool load_is_ours() {
+#ifdef __linux__
+    return runnable_threads() > 0 && get_nprocs() == usable_cores();
+#else
+    return false;
+#endif
+}
+
 // CPU time the calling thread has run, in nanoseconds (0 where the system cannot tell).
 inline int64_t thread_cpu_ns() {
 #ifdef __linux__
@@ -111,10 +147,17 @@ constexpr auto ALONE_FIRST = std::chrono::milliseconds(20);
 constexpr auto ALONE_MAX = std::chrono::milliseconds(1000);
 constexpr int TRUST_AFTER = 64;
 constexpr auto MISSED_AFTER = std::chrono::microseconds(50);
+// How often the calling thread counts the system's runnable threads: when more want a
+// core than there are, without the pool's workers, a worker would wait for one, and its
+// chunk would hold up the launch for a scheduler slice (ms). When two looks in a row
+// found it so, the pool runs alone for ALONE_FIRST without waiting to be stalled first (a
+// busy-loop process beside a 2-thread cloth step made it 1.1-1.3x slower than one thread
+// through such stalls).
+constexpr auto LOOK_EVERY = std::chrono::milliseconds(4);
 
 class Pool {
   public:
-    explicit Pool(int workers) { resize(workers); }
+    explicit Pool(int workers) : load_known_(load_is_ours()) { resize(workers); }
     ~Pool() { stop(); }
 
     int size() const { return int(threads_.size()) + 1; }
@@ -125,6 +168,8 @@ class Pool {
         if (on == adaptive_) return;
         adaptive_ = on;
         alone_until_.store(Clock::time_point{}, std::memory_order_relaxed);
+        next_look_ = Clock::time_point{};
+        crowded_looks_ = 0;
         alone_for_ = Clock::duration(0);
         strikes_ = clean_ = 0;
         alone_would_take_ = split_took_ = 0.0;
@@ -133,7 +178,8 @@ class Pool {
     void resize(int workers) {
         stop();
         quit_ = false;
-        spin_ = workers + 1 <= usable_cores();
+        usable_cores_ = usable_cores();
+        spin_ = workers + 1 <= usable_cores_;
         // A new thread waits for the next dispatch, not one that ran before it existed.
         const uint64_t now = generation_.load();
         for (int i = 0; i < workers; ++i) threads_.emplace_back([this, now] { loop(now); });
@@ -142,9 +188,24 @@ class Pool {
 
     Scratch& scratch(int64_t k) { return scratch_[size_t(k)]; }
 
-    // False while the pool runs launches on the calling thread alone (after a stall).
-    bool workers_welcome() const {
-        return !threads_.empty() && Clock::now() >= alone_until_.load(std::memory_order_relaxed);
+    // False while the pool runs launches on the calling thread alone (after a stall, or
+    // while the machine has no core free for a worker). Called by the calling thread only.
+    bool workers_welcome() {
+        if (threads_.empty()) return false;
+        const auto now = Clock::now();
+        if (now < alone_until_.load(std::memory_order_relaxed)) return false;
+        if (adaptive_ && load_known_ && now >= next_look_) {
+            next_look_ = now + LOOK_EVERY;
+            // twice in a row: a kernel thread is runnable now and then on an idle machine;
+            // once more after a crowded spell alone, so a lasting load never gets a split
+            crowded_looks_ = crowded() ? crowded_looks_ + 1 : 0;
+            if (crowded_looks_ >= 2) {
+                crowded_looks_ = 1;
+                alone_until_.store(now + ALONE_FIRST, std::memory_order_relaxed);
+                return false;
+            }
+        }
+        return true;
     }
 
     // Run chunks 0..count-1 of `fn`, each exactly once, on the calling thread and the
@@ -175,6 +236,16 @@ class Pool {
     }
 
   private:
+    // More runnable threads than cores once the workers join: the count includes the
+    // caller (running) and the workers not asleep (spinning for work, or ending a chunk),
+    // which are this pool's own.
+    bool crowded() const {
+        const int running = runnable_threads();
+        if (running < 0) return false;
+        const int awake = int(threads_.size()) - sleepers_.load(std::memory_order_relaxed);
+        return running - 1 - awake + size() > usable_cores_;
+    }
+
     // Claim and run chunks of dispatch `gen` until none is left; how many this thread ran.
     // The ticket packs the dispatch's generation with the next chunk, so a worker waking
     // late never claims a chunk of a later dispatch with an earlier one's function.
@@ -291,6 +362,10 @@ class Pool {
     std::atomic<bool> quit_{false};
     std::atomic<bool> missed_{false};  // a spinning worker found a dispatch's chunks all taken
     bool spin_ = true;
+    const bool load_known_;  // runnable_threads() counts this process's cores (load_is_ours)
+    int usable_cores_ = 1;
+    Clock::time_point next_look_{};  // when the caller next counts the runnable threads
+    int crowded_looks_ = 0;  // looks in a row that found more runnable threads than cores
     bool adaptive_ = true;
     // Written by the calling thread after a dispatch, read by workers deciding to spin: a
     // stale read only makes one worker spin or sleep once more.
