@@ -158,15 +158,22 @@ template <int R, int C, typename T> SK_FUNC mat_t<R, C, T> operator*(T s, const 
 template <typename T> SK_FUNC quat_t<T> operator*(const quat_t<T>& a, T s) { quat_t<T> r; SK_UNROLL for (int i = 0; i < 4; ++i) r.c[i] = a.c[i] * s; return r; }
 template <typename T> SK_FUNC quat_t<T> operator*(T s, const quat_t<T>& a) { return a * s; }
 
-// Matrix products.
+// Matrix products. Sums start from their first product, not from zero: IEEE rules forbid
+// the compiler to drop `0 + x` (x may be -0), so a zero start costs an add per sum.
 template <int R, int C, typename T> SK_FUNC vec_t<R, T> matvec(const mat_t<R, C, T>& a, const vec_t<C, T>& v) {
-    vec_t<R, T> r = {};
-    SK_UNROLL for (int i = 0; i < R; ++i) SK_UNROLL for (int j = 0; j < C; ++j) r.c[i] += a.c[i][j] * v.c[j];
+    vec_t<R, T> r;
+    SK_UNROLL for (int i = 0; i < R; ++i) {
+        r.c[i] = a.c[i][0] * v.c[0];
+        SK_UNROLL for (int j = 1; j < C; ++j) r.c[i] += a.c[i][j] * v.c[j];
+    }
     return r;
 }
 template <int R, int K, int C, typename T> SK_FUNC mat_t<R, C, T> matmat(const mat_t<R, K, T>& a, const mat_t<K, C, T>& b) {
-    mat_t<R, C, T> r = {};
-    SK_UNROLL for (int i = 0; i < R; ++i) SK_UNROLL for (int k = 0; k < K; ++k) SK_UNROLL for (int j = 0; j < C; ++j) r.c[i][j] += a.c[i][k] * b.c[k][j];
+    mat_t<R, C, T> r;
+    SK_UNROLL for (int i = 0; i < R; ++i) {
+        SK_UNROLL for (int j = 0; j < C; ++j) r.c[i][j] = a.c[i][0] * b.c[0][j];
+        SK_UNROLL for (int k = 1; k < K; ++k) SK_UNROLL for (int j = 0; j < C; ++j) r.c[i][j] += a.c[i][k] * b.c[k][j];
+    }
     return r;
 }
 template <int R, int C, typename T> SK_FUNC mat_t<C, R, T> transpose_(const mat_t<R, C, T>& a) {
@@ -180,8 +187,8 @@ template <int R, int C, typename T> SK_FUNC mat_t<R, C, T> outer_(const vec_t<R,
     return r;
 }
 template <int N, typename T> SK_FUNC T dot_(const vec_t<N, T>& a, const vec_t<N, T>& b) {
-    T r = T(0);
-    SK_UNROLL for (int i = 0; i < N; ++i) r += a.c[i] * b.c[i];
+    T r = a.c[0] * b.c[0];  // from the first product, as matvec
+    SK_UNROLL for (int i = 1; i < N; ++i) r += a.c[i] * b.c[i];
     return r;
 }
 template <typename T> SK_FUNC vec_t<3, T> cross_(const vec_t<3, T>& a, const vec_t<3, T>& b) {
