@@ -238,12 +238,13 @@ class Pool {
   private:
     // More runnable threads than cores once the workers join: the count includes the
     // caller (running) and the workers not asleep (spinning for work, or ending a chunk),
-    // which are this pool's own.
+    // which are this pool's own. A pool larger than the cores (the user's choice) counts
+    // as one thread per core.
     bool crowded() const {
         const int running = runnable_threads();
         if (running < 0) return false;
         const int awake = int(threads_.size()) - sleepers_.load(std::memory_order_relaxed);
-        return running - 1 - awake + size() > usable_cores_;
+        return running - 1 - awake + std::min(size(), usable_cores_) > usable_cores_;
     }
 
     // Claim and run chunks of dispatch `gen` until none is left; how many this thread ran.
