@@ -19,26 +19,16 @@ import re
 
 from . import builtins as B
 from . import ir
+from .adjoint_flow import live_adjoints, seeds_adjoints
 from .config import config
 from .exprs import literal
+from .ir import differentiable
 
 _PLACEHOLDER = re.compile(r"\$(adj_|tan_)?([oa])(\d+)|\$RETURN")
 
 
 def ctype(t) -> str:
     return t._sk_ctype
-
-
-def differentiable(t) -> bool:
-    """Does a value of type ``t`` carry an adjoint (contains float values)?"""
-    kind = getattr(t, "_sk_kind", "")
-    if kind == "scalar":
-        return t.is_float
-    if kind in ("vec", "mat", "quat", "transform"):
-        return t._sk_scalar.is_float
-    if kind == "struct":
-        return any(differentiable(f) for f in t._sk_fields.values())
-    return False
 
 
 class FunctionWriter:
@@ -234,47 +224,6 @@ class FunctionWriter:
                 out.setdefault(path[-1], []).append(found[vid])
         return out
 
-    def live_adjoints(self) -> set:
-        """ids of the variables whose adjoint can be nonzero: the function's returns, the
-        arguments of every op that seeds adjoints (:func:`seeds_adjoints`), and, until nothing
-        changes, the arguments of every op with such a variable among its outputs.
-
-        The reverse sweep skips the adjoint of an op whose outputs all carry a zero adjoint:
-        a value that only feeds a comparison (a contact test), an index or a discarded
-        result. Most threads of a contact kernel take no branch, and would otherwise add
-        zeros into the gradients of everything the test read."""
-        live = {v.id for v in self.f.returns}
-        ops, carried = [], []
-
-        def visit(block):
-            for s in block.stmts:
-                if isinstance(s, ir.Op) and s.adj is not None:
-                    ops.append(s)
-                elif isinstance(s, ir.If):
-                    visit(s.then)
-                    visit(s.orelse)
-                elif isinstance(s, ir.Loop):
-                    carried.extend(s.carried)
-                    visit(s.body)
-                    if s.cond_block:
-                        visit(s.cond_block)
-        visit(self.f.body)
-        args = [(s, [a.id for a in s.args if isinstance(a, ir.Var)]) for s in ops]
-        for s, ids in args:
-            if seeds_adjoints(s):
-                live.update(ids)
-        grew = True
-        while grew:
-            before = len(live)
-            for s, ids in args:
-                if any(o.id in live for o in s.outs):
-                    live.update(ids)
-            for c, final in carried:  # the adjoint passes between iterations both ways round
-                if c.id in live or final.id in live:
-                    live.update((c.id, final.id))
-            grew = len(live) != before
-        return live
-
     def reverse(self, block: ir.Block):
         for v in self.local_adjoints.get(id(block), ()):
             self.put(f"{ctype(v.type)} {self.adj_name(v)} = {{}};")
@@ -352,7 +301,7 @@ class FunctionWriter:
     def body(self, adjoint: bool) -> list[str]:
         self.lines, self.last_line, self.dummies = [], None, {}
         self.local_adjoints = self.branch_adjoints() if adjoint else {}
-        self.live = self.live_adjoints() if adjoint else set()
+        self.live = live_adjoints(self.f) if adjoint else set()
         if not adjoint:
             self.forward(self.f.body, False, False)
             return self.lines
@@ -384,21 +333,6 @@ class FunctionWriter:
 # adjoints up to 32 statements cost six sim kernel modules 1% more compile time (64: 13%).
 INLINE_STATEMENTS = 64
 ADJOINT_INLINE_STATEMENTS = 32
-
-
-def seeds_adjoints(s: ir.Op) -> bool:
-    """Whether the adjoint of ``s`` may make its arguments' adjoints nonzero even when its
-    outputs' adjoints are zero: it has no float output (a store, an atomic add: their adjoint
-    reads the gradient from memory), or it reads memory in its reverse other than by
-    accumulating its output's adjoint there (an atomic whose old value is used, a call of a
-    function that takes arrays). Loads (their adjoint only adds ``adj_out`` into the
-    gradient) and pure arithmetic do not."""
-    if not any(differentiable(o.type) for o in s.outs):
-        return True
-    if "*g" in s.adj or "take_grad" in s.adj:
-        return True
-    return (any(isinstance(a, ir.Var) and ir.holds_arrays(a.type) for a in s.args)
-            and not s.adj.startswith("sk::accum_grad"))
 
 
 def param_decl(v: ir.Var) -> str:

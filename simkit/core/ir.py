@@ -205,3 +205,15 @@ def holds_arrays(t) -> bool:
     if kind == "array":
         return True
     return kind == "struct" and any(holds_arrays(f) for f in t._sk_fields.values())
+
+
+def differentiable(t) -> bool:
+    """Does a value of type ``t`` carry an adjoint (contains float values)?"""
+    kind = getattr(t, "_sk_kind", "")
+    if kind == "scalar":
+        return t.is_float
+    if kind in ("vec", "mat", "quat", "transform"):
+        return t._sk_scalar.is_float
+    if kind == "struct":
+        return any(differentiable(f) for f in t._sk_fields.values())
+    return False
