@@ -107,7 +107,7 @@ def test_ant_dropped_from_its_file_pose_under_xpbd_stands_at_the_height_its_ankl
     np.testing.assert_allclose(end.body_q.numpy()[0, 2], kinematic, atol=2e-3)
 
 
-def test_ant_started_on_its_nearest_limits_rests_on_them_under_xpbd_at_its_rigid_height_less_a_sag_of_order_dt_squared():
+def test_ant_started_on_its_nearest_limits_rests_there_under_xpbd_at_its_rigid_height_less_a_sag_of_order_dt2():
     # No projection, no launch: the ant falls 0.39 m, lands and rests on its ankle limits,
     # where MuJoCo's, SemiImplicitEuler's and Featherstone's ants rest. Its torso sits below
     # the height of rigid joints on a rigid ground (LEG_REACH sin(30 deg) + FOOT_RADIUS) by the
