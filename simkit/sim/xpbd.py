@@ -38,7 +38,10 @@ Position Based Dynamics"; kernels in :mod:`simkit.kernels.xpbd_bodies` and
   prismatic joint's only off its axis), a revolute joint keeps the axes aligned, a universal
   joint its two axes perpendicular, fixed and prismatic joints lock the relative rotation, a
   free joint does nothing; limits are rigid one-sided constraints on the
-  joint coordinate; a drive is a compliant constraint towards ``control.joint_target``
+  joint coordinate (a joint that starts outside its range is projected onto the nearest
+  bound, and that projection, like every correction, becomes velocity: violation / dt, which
+  swings the joint into its range and grows as dt shrinks; start inside the limits, see
+  docs/articulations.md); a drive is a compliant constraint towards ``control.joint_target``
   (compliance ``1 / target_ke``, damping ``target_kd``). ``linear_ke/kd``, ``angular_ke/kd``
   and ``limit_ke/kd`` (the penalty gains of the semi-implicit integrator) are not used;
 - contacts of body shapes with the ground and with each other (the pairs of

@@ -241,6 +241,29 @@ def test_a_revolute_limit_stops_the_swing_at_its_lower_bound():
     assert np.linalg.norm(X[:, :3] - PIVOT, axis=1).max() < 1e-3  # impact on the limit: 0.5 mm
 
 
+def outside_its_range(start, lower, upper):
+    """The rod without gravity, at rest, its hinge at ``start`` with limits ``[lower, upper]``."""
+    return rod_pendulum(start, gravity=0.0, parent_xform=sk.transform(PIVOT, IDENTITY), limit_lower=lower,
+                        limit_upper=upper)
+
+
+@pytest.mark.parametrize("start, lower, upper, nearest", [(0.0, 0.3, 0.6, 0.3), (0.9, 0.3, 0.6, 0.6),
+                                                          (0.0, -0.6, -0.3, -0.3), (-0.9, -0.6, -0.3, -0.6)])
+def test_a_hinge_started_outside_its_range_is_projected_onto_its_nearest_bound(start, lower, upper, nearest):
+    # one rigid constraint on one body converges in one iteration: the first step ends on the
+    # bound (the 0.3 rad turn is applied to first order, renormalized: 2e-4 rad short)
+    X = final_state(outside_its_range(start, lower, upper), 1, 1e-3).body_q.numpy()[0]
+    assert hinge_angle(X) == pytest.approx(nearest, abs=3e-4)
+
+
+@pytest.mark.parametrize("dt", [1e-3, 1e-4])
+def test_a_hinge_projected_onto_its_bound_leaves_it_at_the_violation_over_dt(dt):
+    # XPBD's velocity is the step's displacement over dt, the projection's included: a start
+    # 0.3 rad outside the range leaves the bound at 0.3 / dt into the range, at any dt
+    state = final_state(outside_its_range(0.0, 0.3, 0.6), 1, dt)
+    assert state.body_qd.numpy()[0, 2] * dt == pytest.approx(0.3, rel=1e-2)
+
+
 def test_a_drive_turns_the_joint_to_its_target_angle():
     model = rod_pendulum(gravity=0.0, target_ke=5.0, target_kd=0.5)
     control = model.control()
