@@ -166,6 +166,34 @@ def test_the_files_contype_and_conaffinity_become_the_collision_filter():
     assert not any("pairs of colliders" in w for w in caught)
 
 
+FRICTION = """<mujoco><default><geom friction="0.8 0.01 0.001"/></default><worldbody>
+<body name="a"><freejoint/><geom name="plain" type="box" size="0.1 0.1 0.1"/>
+<geom name="own" type="sphere" size="0.05" pos="0 0 0.2" friction="0.3"/></body>
+<body name="b" pos="1 0 0"><freejoint/><geom type="box" size="0.1 0.1 0.1" friction="0.25 0 0"/></body>
+</worldbody></mujoco>"""
+
+
+def test_a_geoms_sliding_friction_becomes_its_colliders_mu(tmp_path):
+    # the first of MuJoCo's three coefficients, the default class's where the geom gives none
+    b = sk.sim.ModelBuilder(up_axis="z")
+    b.add_mjcf(write(tmp_path, FRICTION))
+    assert b.finalize().shapes.mu.numpy().tolist() == pytest.approx([0.8, 0.3, 0.25])
+
+
+def test_a_geom_without_friction_gets_mujocos_default_of_one(tmp_path):
+    b = sk.sim.ModelBuilder(up_axis="z")
+    b.add_mjcf(write(tmp_path, '<mujoco><worldbody><geom type="box" size="1 1 0.1"/>'
+                               '<body pos="0 0 1"><freejoint/><geom size="0.1"/></body></worldbody></mujoco>'))
+    assert b.finalize().shapes.mu.numpy().tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("bad", ["-0.5", "", "nan 0 0"])
+def test_a_bad_geom_friction_is_an_error_naming_the_geom(tmp_path, bad):
+    text = f'<mujoco><worldbody><body><freejoint/><geom name="g" size="0.1" friction="{bad}"/></body></worldbody></mujoco>'
+    with pytest.raises(RobotFileError, match="geom name='g'.*friction"):
+        sk.sim.ModelBuilder(up_axis="z").add_mjcf(write(tmp_path, text))
+
+
 def test_the_ant_dropped_on_the_ground_comes_to_rest_in_xpbd():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RobotFileWarning)
@@ -173,7 +201,8 @@ def test_the_ant_dropped_on_the_ground_comes_to_rest_in_xpbd():
         b.add_mjcf(gym_asset("ant"))
     model = b.finalize(dtype=sk.float64)
     dt = 1e-3
-    end = sk.sim.simulate(model, sk.sim.XPBD(), model.state(), 500, dt, keep_states=False)[-1]
+    # 1 s: with the file's friction of 1 on its feet the landing takes 0.8 s
+    end = sk.sim.simulate(model, sk.sim.XPBD(), model.state(), 1000, dt, keep_states=False)[-1]
     torso_z = end.body_q.numpy()[0, 2]
     assert 0.3 < torso_z < 0.75                     # fell from 0.75 and stands on its legs
     assert np.abs(end.body_qd.numpy()).max() < 0.1

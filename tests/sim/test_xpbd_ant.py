@@ -92,9 +92,9 @@ def test_ant_dropped_from_its_file_pose_under_xpbd_stands_at_the_height_its_ankl
     speeds = []
     end = run(model, model.state(), sk.sim.XPBD(), 2000, DT, every=10,
               record=lambda s: speeds.append(np.abs(s.body_qd.numpy()).max()))
-    # landed by 0.6 s; then only a slow creep (ankles closing at about 1.2 degrees/s, feet
+    # landed by 0.8 s (its feet's friction 1, the file's); then only a slow creep (ankles closing at about 1.2 degrees/s, feet
     # sliding out at 1 cm/s: MuJoCo's soft contacts creep at 0.7 degrees/s from a 60 degree stance)
-    assert max(speeds[60:]) < 0.03
+    assert max(speeds[80:]) < 0.03
     ankles = joint_values(model, end, ANKLES)
     lower, upper = model.joints.limit_lower.numpy()[ANKLES], model.joints.limit_upper.numpy()[ANKLES]
     assert np.all((ankles >= lower) & (ankles <= upper))

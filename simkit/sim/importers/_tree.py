@@ -121,6 +121,7 @@ class Geom:
     contype: int = 1              # MuJoCo's collision bitmasks (URDF: always 1)
     conaffinity: int = 1
     mesh: tuple | None = None     # a mesh geom's (file, scale)
+    mu: float | None = None       # sliding friction coefficient (None: the builder's default)
 
 
 @dataclass
@@ -370,12 +371,12 @@ def _add_collider(builder, g: Geom, X: np.ndarray, body: int, record: ImportReco
     pos, rot = X[:3], X[3:]
     shape = None
     if g.kind == "sphere":
-        shape = builder.add_shape_sphere(pos, g.size[0], body=body, density=0.0)
+        shape = builder.add_shape_sphere(pos, g.size[0], body=body, density=0.0, mu=g.mu)
     elif g.kind == "box":
-        shape = builder.add_shape_box(pos, rot, g.size[:3], body=body, density=0.0)
+        shape = builder.add_shape_box(pos, rot, g.size[:3], body=body, density=0.0, mu=g.mu)
     elif g.kind == "capsule":
         shape = builder.add_shape_capsule(pos, G.quat_multiply(rot, _CAPSULE_Y_TO_Z), g.size[0], g.size[1],
-                                          body=body, density=0.0)
+                                          body=body, density=0.0, mu=g.mu)
     if shape is not None:
         builder.set_shape_collision(shape, g.contype, g.conaffinity)
     elif g.kind == "plane":
@@ -387,7 +388,7 @@ def _add_collider(builder, g: Geom, X: np.ndarray, body: int, record: ImportReco
         except (ImportError, FileNotFoundError, RobotFileError) as e:
             record.warn(f"{e}; it is not a collider (the body's mass is unaffected)")
             return
-        shape = builder.add_shape_mesh(body, vertices, triangles, xform=X, density=0.0)
+        shape = builder.add_shape_mesh(body, vertices, triangles, xform=X, density=0.0, mu=g.mu)
         builder.set_shape_collision(shape, g.contype, g.conaffinity)
     else:
         record.warn(f"{g.where}: simkit has no {g.kind} shape; it is not a collider (the body's mass is unaffected)")

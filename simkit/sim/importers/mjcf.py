@@ -277,7 +277,12 @@ class _Reader:
         if frame is not None:
             X = transform_multiply(frame, X)
         contype, conaffinity = int(a.get("contype", "1")), int(a.get("conaffinity", "1"))
-        g = Geom(kind, where, X[:3], X[3:], size, contype != 0 or conaffinity != 0, contype, conaffinity)
+        # MuJoCo's sliding friction: the first of `friction`'s three numbers, 1 when not given
+        friction = _floats(a.get("friction", "1"), where, "friction")
+        if len(friction) == 0 or not 0.0 <= friction[0] < math.inf:
+            raise RobotFileError(f"{where}: friction must start with a finite coefficient >= 0, got {a['friction']!r}")
+        g = Geom(kind, where, X[:3], X[3:], size, contype != 0 or conaffinity != 0, contype, conaffinity,
+                 mu=float(friction[0]))
         if kind == "mesh":
             if a.get("mesh") not in self.meshes:
                 raise RobotFileError(f"{where}: unknown mesh {a.get('mesh')!r} (not in <asset>)")
