@@ -228,3 +228,26 @@ def test_ball_drive_errors_are_clear():
     free = b.add_joint_free(-1, b.add_body())
     with pytest.raises(ValueError, match="not revolute, prismatic, universal or ball"):
         b.set_joint_drive(free, target_ke=1.0)
+
+
+def test_forward_mode_jvp_through_the_ball_drive_matches_finite_differences():
+    model = ball_arm(gravity=-G, target_ke=80.0, target_kd=2.0, limit_angle=0.6, limit_ke=2e3, limit_kd=5.0)
+    q = quaternion((0.1, 0.4, -0.2))
+    x = np.array([0.5, -0.4, 0.6])
+    v = np.random.default_rng(3).normal(size=x.shape)
+
+    def final_coordinates(target):
+        control = model.control()
+        sk.copy(control.joint_dof_target, target)
+        states = [model.state() for _ in range(6)]
+        states[0].joint_q.assign(q)
+        for k in range(5):
+            sk.sim.Featherstone().step(model, states[k], states[k + 1], control, 5e-3)
+        return states[-1].joint_q
+
+    _out, tangent = sk.autograd.jvp(final_coordinates, [sk.array(x, dtype=F64)], [v])
+    eps = 1e-6
+    expected = (final_coordinates(sk.array(x + eps * v, dtype=F64)).numpy()
+                - final_coordinates(sk.array(x - eps * v, dtype=F64)).numpy()) / (2.0 * eps)
+    assert np.max(np.abs(expected)) > 1e-4
+    np.testing.assert_allclose(tangent.numpy(), expected, rtol=1e-6, atol=1e-9)
