@@ -212,3 +212,9 @@ def test_articulations_joint_limits_example_rests_at_the_ball_range_and_the_wris
     # ball: 0.5 rad plus gravity's torque over limit_ke; the wrist's second angle at its -0.2 limit
     printed = stdout_of(run_block, the_block("limit_angle=0.5, target_kd=20.0", ROOT / "docs" / "articulations.md"))
     assert printed[-1] == "0.504 [ 0.292 -0.201]"
+
+
+def test_articulations_ball_drive_example_rests_short_of_its_target_by_gravity(run_block):
+    # target 0.5 (0, 0.6, 0.8); gravity's torque over target_ke lowers the lift about z by 0.019
+    printed = stdout_of(run_block, the_block("target_ke=2000.0, target_kd=150.0", ROOT / "docs" / "articulations.md"))
+    assert printed[-1] == "[-0.003  0.301  0.381]"

@@ -227,6 +227,67 @@ def cone_limit(joints: Any, j: int, r: Any, w: Any, dt: Any):
     return tau, u, k
 
 
+@sk.func
+def rotation_vector(q: Any):
+    """The rotation vector (unit axis times angle, the angle in ``[0, pi]``: the shortest way)
+    of the quaternion ``q`` of any length and either sign."""
+    if q[3] < 0.0:
+        q = -q
+    v = sk.vector(3, type(q[3]))(q[0], q[1], q[2])
+    vv = sk.dot(v, v)
+    ww = q[3] * q[3]
+    scale = q[3] * 0.0
+    # angle / |v| = 2 atan2(|v|, w) / |v|; near the identity (|v| / w < 1e-4) its series,
+    # whose error is below 1e-16 there: nothing divides by |v|, no sqrt'(0) in the adjoint
+    if vv > 1.0e-8 * ww:
+        s = sk.sqrt(vv)
+        scale = 2.0 * sk.atan2(s, q[3]) / s
+    else:
+        scale = (2.0 / q[3]) * (1.0 - vv / (3.0 * ww))
+    return v * scale
+
+
+@sk.func
+def quat_from_rotation_vector(a: Any, like: Any):
+    """The unit quaternion (of ``like``'s type) turning by ``|a|`` about ``a``."""
+    aa = sk.dot(a, a)
+    # sin(angle / 2) / angle and cos(angle / 2); below 1e-4 rad their series (error < 1e-18)
+    half = aa * 0.0
+    c = aa * 0.0
+    if aa > 1.0e-8:
+        angle = sk.sqrt(aa)
+        half = sk.sin(0.5 * angle) / angle
+        c = sk.cos(0.5 * angle)
+    else:
+        half = 0.5 - aa / 48.0
+        c = 1.0 - aa / 8.0
+    return type(like)(a[0] * half, a[1] * half, a[2] * half, c)
+
+
+@sk.func
+def ball_drive(joints: Any, j: int, r: Any, target: Any, w: Any, act: Any, dt: Any):
+    """A ball joint's drive: the spring ``target_ke e``, ``e`` the rotation vector of
+    ``exp(target) r^-1`` (the rotation from ``r`` to the target, in the parent's joint
+    frame), taken at the step's end to first order (``e - dt w'``: ``dt kd + dt^2 ke``, the
+    third output, goes onto each of the joint's diagonal entries); and the factor (1, or
+    below when clamped) that brings the norm of spring, damping ``target_kd w`` and
+    ``joint_dof_act`` together down to ``effort_limit`` (clamped, the implicit part is
+    dropped)."""
+    ke = joints.target_ke[j]
+    kd = joints.target_kd[j]
+    e = rotation_vector(quat_from_rotation_vector(target, r) * type(r)(-r[0], -r[1], -r[2], r[3]))
+    spring = (e - w * dt) * ke
+    tau = act + spring - kd * w
+    diag = dt * kd + dt * dt * ke
+    fraction = kd * 0.0 + 1.0
+    limit = joints.effort_limit[j]
+    # compare squares: no sqrt'(0) in the adjoint of an unclamped (or zero) torque
+    if sk.dot(tau, tau) > limit * limit:
+        fraction = limit / sk.sqrt(sk.dot(tau, tau))
+        diag = dt * 0.0
+    return spring, fraction, diag
+
+
 @sk.kernel
 def joint_forces(subtree_start: ints, subtree_body: ints, f_body: AnyArray, m_body: AnyArray, h_body: AnyArray,
                  J_body: AnyArray, S_dof: AnyArray, joints: Any, joint_articulation: ints, q_start: ints,
@@ -257,10 +318,16 @@ def joint_forces(subtree_start: ints, subtree_body: ints, f_body: AnyArray, m_bo
     cone = h * 0.0
     axis = cone
     gain = m * 0.0
+    spring = cone
+    fraction = gain + 1.0
+    drive_diag = gain
     if kind == JOINT_BALL:
-        cone, axis, gain = cone_limit(joints, j, sk.quat_of(joint_q.dtype)(joint_q[qs], joint_q[qs + 1],
-                                      joint_q[qs + 2], joint_q[qs + 3]),
-                                      type(h)(joint_qd[ds], joint_qd[ds + 1], joint_qd[ds + 2]), dt)
+        r = sk.quat_of(joint_q.dtype)(joint_q[qs], joint_q[qs + 1], joint_q[qs + 2], joint_q[qs + 3])
+        w = type(h)(joint_qd[ds], joint_qd[ds + 1], joint_qd[ds + 2])
+        cone, axis, gain = cone_limit(joints, j, r, w, dt)
+        target = type(h)(joint_dof_target[ds], joint_dof_target[ds + 1], joint_dof_target[ds + 2])
+        act = type(h)(joint_dof_act[ds], joint_dof_act[ds + 1], joint_dof_act[ds + 2])
+        spring, fraction, drive_diag = ball_drive(joints, j, r, target, w, act, dt)
     for d in range(ds, qd_start[j + 1]):
         k = d - ds
         qd = joint_qd[d]
@@ -278,8 +345,11 @@ def joint_forces(subtree_start: ints, subtree_body: ints, f_body: AnyArray, m_bo
             tau, diag = coordinate_force(joints, j, joint_q[qs + k], qd, lower, upper, joint_dof_target[d], tau, dt)
         elif kind == JOINT_BALL:
             kd = joints.target_kd[j]
-            tau = tau + cone[k] - kd * qd
-            diag = dt * kd
+            if fraction < 1.0:
+                tau = (tau + spring[k] - kd * qd) * fraction + cone[k]
+            else:
+                tau = tau + cone[k] + spring[k] - kd * qd
+            diag = drive_diag
         block_out[d] = axis * (axis[k] * gain)
         rub, c = friction_force(joints.friction[j], qd, friction_scale)
         s = S_dof[d]

@@ -302,11 +302,12 @@ class RigidBuilder:
         self.joint_dynamics[joint][2] = V.nonneg(friction, f"{where}: friction")
 
     def set_joint_drive(self, joint: int, target_ke: float | None = None, target_kd: float | None = None) -> None:
-        """Change the drive gains of a revolute, prismatic or universal ``joint`` already added
-        (an imported robot's, say); ``None`` keeps a gain as it is. The drive pulls the joint
-        coordinate towards ``control.joint_target`` (a universal joint's two angles towards
-        ``control.joint_dof_target``) with ``target_ke`` (N m/rad or N/m) and damps its rate
-        with ``target_kd``.
+        """Change the drive gains of a revolute, prismatic, universal or ball ``joint`` already
+        added (an imported robot's, say); ``None`` keeps a gain as it is. The drive pulls the
+        joint coordinate towards ``control.joint_target`` (a universal joint's two angles
+        towards ``control.joint_dof_target``, a ball joint's rotation towards the rotation
+        vector in its three entries of ``control.joint_dof_target``) with ``target_ke``
+        (N m/rad or N/m) and damps its rate with ``target_kd``.
 
         Example::
 
@@ -315,8 +316,9 @@ class RigidBuilder:
         """
         where = "set_joint_drive"
         joint = V.index(joint, self.joint_count, "joint", "joints", where)
-        if self.joint_kind[joint] not in (JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_UNIVERSAL):
-            raise ValueError(f"{where}: joint {joint} is not revolute, prismatic or universal, so it has no drive")
+        if self.joint_kind[joint] not in (JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_UNIVERSAL, JOINT_BALL):
+            raise ValueError(f"{where}: joint {joint} is not revolute, prismatic, universal or ball, so it has no "
+                             "drive")
         if target_ke is not None:
             self.joint_gains[joint][0] = V.nonneg(target_ke, f"{where}: target_ke")
         if target_kd is not None:
@@ -425,28 +427,36 @@ class RigidBuilder:
 
     def add_joint_ball(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None, *,
                        limit_angle: float | None = None, limit_ke: float = 1.0e4, limit_kd: float = 1.0e1,
-                       target_kd: float = 0.0, linear_ke: float = JOINT_LINEAR_KE, linear_kd: float = JOINT_LINEAR_KD,
-                       armature: float = 0.0, friction: float = 0.0) -> int:
+                       target_ke: float = 0.0, target_kd: float = 0.0, linear_ke: float = JOINT_LINEAR_KE,
+                       linear_kd: float = JOINT_LINEAR_KD, armature: float = 0.0, effort_limit: float | None = None,
+                       friction: float = 0.0) -> int:
         """A ball-and-socket: the joint frames' origins coincide, rotation is free.
 
         In :class:`~simkit.sim.Featherstone` (the maximal-coordinate integrators ignore these):
         ``limit_angle`` (radians, None: free) bounds the total angle of the child frame's
         rotation from the parent's (MuJoCo's ball ``range``) by a penalty ``limit_ke`` /
-        ``limit_kd`` about the rotation's axis; ``target_kd`` damps the angular velocity,
-        ``friction`` (N m) opposes each of its three components, ``control.joint_dof_act``
-        adds a torque (in the parent's joint frame) and ``armature`` (kg m^2) is added to
-        each of the three diagonal entries of the joint-space mass matrix.
+        ``limit_kd`` about the rotation's axis; a drive turns the joint towards the target
+        rotation ``exp(control.joint_dof_target[d:d + 3])`` (``d = model.joint_qd_start[joint]``;
+        the three entries are a rotation vector, axis times angle, in the parent's joint
+        frame) with a torque ``target_ke`` (N m/rad) times the angle between the two rotations,
+        about their relative axis; ``target_kd`` damps the angular velocity,
+        ``control.joint_dof_act`` adds a torque (in the parent's joint frame) and
+        ``effort_limit`` (N m, None: unbounded) clamps the norm of drive, damping and act
+        together; ``friction`` (N m) opposes each of the three components of the angular
+        velocity and ``armature`` (kg m^2) is added to each of the three diagonal entries of
+        the joint-space mass matrix.
 
         Example::
 
-            b.add_joint_ball(torso, arm, child_xform=sk.transform((0, 0.3, 0), (0, 0, 0, 1)), limit_angle=0.8)
+            b.add_joint_ball(torso, arm, child_xform=sk.transform((0, 0.3, 0), (0, 0, 0, 1)), limit_angle=0.8,
+                             target_ke=100.0, target_kd=5.0)
         """
         if limit_angle is not None and not 0.0 <= V.number(limit_angle, "add_joint_ball: limit_angle") <= np.pi:
             raise ValueError(f"add_joint_ball: limit_angle must be in [0, pi] radians, got {limit_angle}")
         return self._add_joint(JOINT_BALL, "add_joint_ball", parent, child, parent_xform, child_xform, (1.0, 0.0, 0.0),
                                (None, limit_angle, limit_ke, limit_kd),
-                               (0.0, target_kd, linear_ke, linear_kd, 0.0, 0.0),
-                               dynamics=(armature, None, friction))
+                               (target_ke, target_kd, linear_ke, linear_kd, 0.0, 0.0),
+                               dynamics=(armature, effort_limit, friction))
 
     def add_joint_fixed(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None, *,
                         linear_ke: float = JOINT_LINEAR_KE, linear_kd: float = JOINT_LINEAR_KD,

@@ -11,7 +11,8 @@ Each step of an articulated model:
    forces;
 3. the joint-space mass matrix by the composite-rigid-body algorithm, one entry per thread,
    plus joint armature and the implicit parts of drives, limits, damping and dry friction on
-   the diagonal (a ball joint's limit: a 3 x 3 block);
+   the diagonal (a ball joint's limit: a 3 x 3 block; its drive: the diagonal, taking the
+   rotation error at the step's end to first order, ``e - dt w'``);
 4. ``M qdd = tau - C`` by a dense Cholesky factorization, one thread per articulation;
 5. semi-implicit Euler in generalized coordinates (``qd += qdd dt``, then ``q += qd dt``;
    quaternions of ball and free joints turned by the new angular velocity and renormalized);
@@ -200,7 +201,10 @@ class Featherstone:
     outside ``[limit_lower, limit_upper]`` and the joint's ``armature``; the same on each
     angle of a universal joint (targets ``control.joint_dof_target``, second angle bounded by
     ``[limit2_lower, limit2_upper]``); on a ball joint a penalty once its rotation angle
-    passes ``limit_upper`` (about the rotation's axis) and damping ``target_kd``;
+    passes ``limit_upper`` (about the rotation's axis), a drive ``target_ke e - target_kd w``
+    towards the rotation ``exp(control.joint_dof_target[d:d + 3])`` (a rotation vector; ``e``
+    the rotation vector from the joint's rotation to the target, the short way, in the
+    parent's joint frame like ``w``), its norm clamped to ``effort_limit``;
     ``control.joint_dof_act`` on every degree of freedom; and every joint's dry ``friction``.
     Drives, damping, limits and friction are linearly implicit (their gains enter the mass
     matrix), so stiff gains are stable at any ``dt``; contacts are explicit, with the

@@ -393,7 +393,9 @@ class Control:
 
     Per degree of freedom (``model.joint_dof_count`` entries, joint ``j``'s from
     ``model.joint_qd_start[j]``), for :class:`~simkit.sim.Featherstone`: ``joint_dof_target``
-    holds the targets of a universal joint's two angles and ``joint_dof_act`` a generalized
+    holds the targets of a universal joint's two angles and a ball joint's target rotation
+    (three entries: a rotation vector, axis times angle, in the parent's joint frame; not
+    Euler angles), and ``joint_dof_act`` a generalized
     force on every joint (universal: torques about its two axes; ball: a torque in the
     parent's joint frame; free: a force and a torque on the body, in the parent's joint
     frame). On revolute and prismatic joints they add to ``joint_target`` / ``joint_act``;

@@ -182,8 +182,8 @@ def test_set_joint_drive_changes_only_the_gains_given():
 
 def test_set_joint_drive_refuses_a_joint_without_a_drive():
     b = sk.sim.ModelBuilder(ground=False)
-    j = b.add_joint_ball(-1, b.add_body())
-    with pytest.raises(ValueError, match="not revolute, prismatic or universal"):
+    j = b.add_joint_fixed(-1, b.add_body())
+    with pytest.raises(ValueError, match="not revolute, prismatic, universal or ball"):
         b.set_joint_drive(j, target_ke=1.0)
     with pytest.raises(ValueError, match="out of range"):
         b.set_joint_drive(j + 1, target_ke=1.0)
