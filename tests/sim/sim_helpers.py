@@ -1,4 +1,5 @@
-"""Shared helpers of the simulation tests: a scalar loss on positions and central differences."""
+"""Shared helpers of the simulation tests: a scalar loss on positions, central differences, and
+Featherstone rollouts."""
 
 import numpy as np
 
@@ -40,3 +41,31 @@ def spring_triangle(ground: bool):
     b.add_spring(1, 2, ke=120.0, kd=0.2, rest_length=0.7)
     b.add_spring(0, 2, ke=60.0, kd=0.1)
     return b.finalize(dtype=sk.float64, requires_grad=True)
+
+
+def finite_difference(run, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """Central differences of the scalar ``run(x)`` with respect to every entry of ``x``."""
+    out = np.zeros_like(x)
+    for i in range(x.size):
+        up, down = x.copy(), x.copy()
+        up[i] += eps
+        down[i] -= eps
+        out[i] = (run(up) - run(down)) / (2.0 * eps)
+    return out
+
+
+def featherstone_rollout(model, state, steps, dt, control=None, integrator=None, tape=None):
+    """The last state of ``steps`` Featherstone steps from ``state``: recorded on ``tape`` with
+    one state per step, or through two buffers without one."""
+    integrator = integrator or sk.sim.Featherstone()
+    if tape is None:
+        a, b = state, model.state()
+        for _ in range(steps):
+            integrator.step(model, a, b, control, dt)
+            a, b = b, a
+        return a
+    states = [state] + [model.state(requires_grad=True) for _ in range(steps)]
+    with tape:
+        for k in range(steps):
+            integrator.step(model, states[k], states[k + 1], control, dt)
+    return states[-1]

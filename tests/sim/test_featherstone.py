@@ -13,6 +13,8 @@ import pytest
 
 import simkit as sk
 from simkit.sim import geometry as G
+from sim_helpers import featherstone_rollout as rollout
+from sim_helpers import finite_difference
 from test_articulation_mujoco import MODELS, quat_axis, random_coordinates
 
 F64 = sk.float64
@@ -25,16 +27,6 @@ def coordinates_state(model, q, qd, requires_grad=False):
     state.joint_qd.assign(qd)
     sk.sim.eval_fk(model, state.joint_q, state.joint_qd, state)
     return state
-
-
-def rollout(model, state, steps, dt, control=None):
-    """The last state after ``steps`` Featherstone steps (two buffers: no tape)."""
-    a, b = state, model.state()
-    integrator = sk.sim.Featherstone()
-    for _ in range(steps):
-        integrator.step(model, a, b, control, dt)
-        a, b = b, a
-    return a
 
 
 def hinge(gravity=-9.81, radius=0.1, arm=1.0, **joint):
@@ -428,15 +420,6 @@ def test_worlds_step_independently_and_alike():
 
 
 # -- gradients ------------------------------------------------------------------------------------
-def finite_difference(run, x, eps=1e-5):
-    out = np.zeros_like(x)
-    for i in range(x.size):
-        up, down = x.copy(), x.copy()
-        up[i] += eps
-        down[i] -= eps
-        out[i] = (run(up) - run(down)) / (2.0 * eps)
-    return out
-
 
 @pytest.mark.parametrize("name", ["floating_base", "universal_chain"])
 def test_rollout_gradient_wrt_initial_velocities_matches_finite_differences(name):
@@ -461,7 +444,7 @@ def test_rollout_gradient_wrt_initial_velocities_matches_finite_differences(name
         for k in range(4):
             sk.sim.Featherstone().step(model, states[k], states[k + 1], None, 1e-2)
     tape.backward(grads={states[-1].body_q: w})
-    expected = finite_difference(lambda v: run(v)[0], qd)
+    expected = finite_difference(lambda v: run(v)[0], qd, eps=1e-5)
     np.testing.assert_allclose(s0.joint_qd.grad.numpy(), expected, rtol=1e-6, atol=1e-8)
 
 
@@ -500,7 +483,7 @@ def test_rollout_gradient_wrt_drive_target_and_act_matches_finite_differences():
     assert max(s.joint_q.numpy()[1] for s in states) > 0.45                      # the arm passed its limit
     tape.backward(grads={states[-1].joint_q: weights})
     grad = [control.joint_target.grad.numpy()[1], control.joint_act.grad.numpy()[0]]
-    expected = finite_difference(lambda v: float(run(v)[0][-1].joint_q.numpy() @ weights), x)
+    expected = finite_difference(lambda v: float(run(v)[0][-1].joint_q.numpy() @ weights), x, eps=1e-5)
     np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-8)
 
 
@@ -530,7 +513,8 @@ def test_optim_rollout_gradient_wrt_assigned_velocities_matches_finite_differenc
         q = rollout(model, start, 50, 1e-3).joint_q.numpy()
         return q[0] ** 2 + 0.5 * q[1]
 
-    np.testing.assert_allclose(grad, finite_difference(value, np.array([0.5, -0.3])), rtol=1e-6, atol=1e-10)
+    expected = finite_difference(value, np.array([0.5, -0.3]), eps=1e-5)
+    np.testing.assert_allclose(grad, expected, rtol=1e-6, atol=1e-10)
 
 
 def test_forward_mode_jvp_matches_finite_differences():

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 import simkit as sk
+from sim_helpers import featherstone_rollout as rollout
+from sim_helpers import finite_difference
 
 F64 = sk.float64
 G = 9.81
@@ -24,23 +26,6 @@ def ball_arm(gravity=0.0, **joint):
     b.add_shape_sphere((1.0, 0.0, 0.0), 0.1, body=body)
     b.add_joint_ball(-1, body, **joint)
     return b.finalize(dtype=F64, requires_grad=True)
-
-
-def rollout(model, state, steps, dt, control=None, tape=None):
-    """The last state of ``steps`` steps: on ``tape`` with a state per step, or through two
-    buffers without one."""
-    integrator = sk.sim.Featherstone()
-    if tape is None:
-        a, b = state, model.state()
-        for _ in range(steps):
-            integrator.step(model, a, b, control, dt)
-            a, b = b, a
-        return a
-    states = [state] + [model.state(requires_grad=True) for _ in range(steps)]
-    with tape:
-        for k in range(steps):
-            integrator.step(model, states[k], states[k + 1], control, dt)
-    return states[-1]
 
 
 def quaternion(rotation_vector):
@@ -155,16 +140,6 @@ def test_zero_stiffness_ignores_the_target():
                      targeted(model, 1.2 * TILTED))
     np.testing.assert_array_equal(driven.joint_q.numpy(), free.joint_q.numpy())
     np.testing.assert_array_equal(driven.joint_qd.numpy(), free.joint_qd.numpy())
-
-
-def finite_difference(run, x, eps=1e-6):
-    out = np.zeros_like(x)
-    for i in range(x.size):
-        up, down = x.copy(), x.copy()
-        up[i] += eps
-        down[i] -= eps
-        out[i] = (run(up) - run(down)) / (2.0 * eps)
-    return out
 
 
 # (target rotation vector, start rotation vector): a generic case, and target and start both

@@ -12,27 +12,12 @@ import numpy as np
 import pytest
 
 import simkit as sk
+from sim_helpers import featherstone_rollout as rollout
+from sim_helpers import finite_difference
 
 F64 = sk.float64
 SLOPE = math.radians(30.0)
 G = 9.81
-
-
-def rollout(model, state, steps, dt, control=None, integrator=None, tape=None):
-    """The last state of ``steps`` Featherstone steps from ``state``: recorded on ``tape`` with
-    one state per step, or through two buffers without one."""
-    integrator = integrator or sk.sim.Featherstone()
-    if tape is None:
-        a, b = state, model.state()
-        for _ in range(steps):
-            integrator.step(model, a, b, control, dt)
-            a, b = b, a
-        return a
-    states = [state] + [model.state(requires_grad=True) for _ in range(steps)]
-    with tape:
-        for k in range(steps):
-            integrator.step(model, states[k], states[k + 1], control, dt)
-    return states[-1]
 
 
 def incline(friction, requires_grad=False):
@@ -140,16 +125,6 @@ def test_frictional_pendulum_follows_mujoco(tmp_path):
     assert np.max(np.abs(ours - theirs)) < 0.03
     assert abs(9.81 * math.sin(ours[-1])) < 3.0
     assert abs(ours[-1] - ours[-1000]) < 1e-4                # at rest for the last second
-
-
-def finite_difference(run, x, eps=1e-6):
-    out = np.zeros_like(x)
-    for i in range(x.size):
-        up, down = x.copy(), x.copy()
-        up[i] += eps
-        down[i] -= eps
-        out[i] = (run(up) - run(down)) / (2.0 * eps)
-    return out
 
 
 def test_gradient_through_sliding_friction_matches_finite_differences():
