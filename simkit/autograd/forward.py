@@ -256,12 +256,7 @@ class JVP:
             plan.run(job)
             if plan.tangent_error.code:
                 plan.check_tangent_error()
-        for k, path in plan.writes:
-            v = values[k]
-            for f in path:
-                v = getattr(v, f)
-            if type(v) is Array:
-                v._version += 1
+        _launch.bump_versions(plan, values)
         return True
 
     def _tangent_words(self, tp: "_TangentPlan", values: Sequence) -> list:
