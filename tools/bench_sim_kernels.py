@@ -8,8 +8,9 @@ is then re-run alone, its forward and its adjoint, simkit and warp interleaved r
 round. simkit runs on one thread (``sk.set_threads(1)``, restored afterwards): warp's
 CPU device runs a launch on the calling thread, so the ratio compares the generated code,
 not the pool. warp launches are replayed with ``record_cmd`` (its cheapest launch path),
-simkit's with ``sk.launch``; the scenes are large enough that a launch's fixed cost is a
-few percent at most.
+simkit's with ``sk.launch``. A launch's fixed cost is a few percent of the large kernels,
+but a fifth of the smallest (the 216 boxes' ``integrate_bodies``: ~3.5 us of ~17 us on
+either side), so those rows compare launch paths as much as generated code.
 
 Scenes: a 100x100 cloth with structural and shear springs (springs, triangles, bending,
 ground contact, integration), the 16^3 soft grid (tets), 216 tilted boxes packed so that
