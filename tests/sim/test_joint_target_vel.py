@@ -266,3 +266,45 @@ def test_assigning_a_wrong_length_to_joint_target_vel_is_refused():
     model, _ = cube_on_joint("revolute", 1.0)
     with pytest.raises((ValueError, TypeError)):
         model.control().joint_target_vel.assign(np.zeros(3))
+
+
+# -- MuJoCo's velocity actuator --------------------------------------------------------------
+
+VELOCITY_ACTUATED = """<mujoco>
+  <option gravity="0 0 0" timestep="0.001" integrator="implicitfast"/>
+  <worldbody>
+    <body name="wheel" pos="0 0 1">
+      <joint name="spin" type="hinge" axis="0 0 1" damping="0.003"/>
+      <geom type="box" size="0.05 0.05 0.05" density="1000"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <velocity joint="spin" kv="0.005" gear="2"/>
+  </actuator>
+</mujoco>
+"""
+
+
+def test_an_mjcf_velocity_actuator_with_its_ctrl_in_joint_target_vel_spins_up_as_in_mujoco(tmp_path):
+    # MuJoCo's joint force: gear kv (ctrl - gear qd) - damping qd, with implicitfast's
+    # backward Euler on both velocity gains; simkit's drive: target_kd (joint_target_vel - qd)
+    # with target_kd = damping + kv gear^2, so joint_target_vel = gear kv ctrl / target_kd
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "wheel.xml"
+    path.write_text(VELOCITY_ACTUATED)
+    ctrl, gear, kv, damping, steps = 3.0, 2.0, 0.005, 0.003, 300
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    d.ctrl[0] = ctrl
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+    b = sk.sim.ModelBuilder(gravity=0.0, up_axis="z", ground=False)
+    b.add_mjcf(str(path))
+    model = b.finalize(dtype=sk.float64)
+    target_kd = model.joints.target_kd.numpy()[0]
+    assert target_kd == pytest.approx(damping + kv * gear ** 2, rel=1e-12)
+    control = model.control()
+    control.joint_target_vel.assign(np.array([gear * kv * ctrl / target_kd]))
+    state = step(model, sk.sim.Featherstone(), control, 1e-3, steps)
+    assert 0.3 < d.qvel[0] < 0.99 * gear * kv * ctrl / target_kd          # still spinning up
+    assert state.joint_qd.numpy()[0] == pytest.approx(d.qvel[0], rel=1e-9)
