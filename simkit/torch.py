@@ -289,8 +289,8 @@ class Rollout:
             for name in controls:
                 if not isinstance(getattr(frames[0], name, None), Array):
                     raise ValueError(f"simkit.torch.Rollout: controls names {name!r}, which a Control does not "
-                                     "have (spring_activation, joint_target, joint_act, joint_dof_target or "
-                                     "joint_dof_act)")
+                                     "have (spring_activation, joint_target, joint_target_vel, joint_act, "
+                                     "joint_dof_target, joint_dof_target_vel or joint_dof_act)")
         if not params and not controls:
             raise ValueError("simkit.torch.Rollout: give params=[arrays] and/or controls=[names] to differentiate "
                              "with respect to")

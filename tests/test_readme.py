@@ -218,3 +218,10 @@ def test_articulations_ball_drive_example_rests_short_of_its_target_by_gravity(r
     # target 0.5 (0, 0.6, 0.8); gravity's torque over target_ke lowers the lift about z by 0.019
     printed = stdout_of(run_block, the_block("target_ke=2000.0, target_kd=150.0", ROOT / "docs" / "articulations.md"))
     assert printed[-1] == "[-0.003  0.301  0.381]"
+
+
+def test_articulations_velocity_drive_example_runs_at_the_target_rate_less_load_over_kd(run_block):
+    # 5 - 0.04 / 0.02 = 3; SemiImplicitEuler's explicit load costs 1 + kd dt / I = 1.006 of its share
+    block = the_block("control.joint_target_vel.assign([5.0])", ROOT / "docs" / "articulations.md")
+    printed = stdout_of(run_block, block)
+    assert printed == ["Featherstone 3.0", "SemiImplicitEuler 2.988", "XPBD 3.0"]

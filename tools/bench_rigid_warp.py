@@ -386,7 +386,7 @@ def warp_joint_kernels() -> dict:
     Example::
 
         J = warp_joint_kernels()
-        wp.launch(J["eval_joints"], joint_count, inputs=[q, qd, bodies, joints, target, act, dt, f])
+        wp.launch(J["eval_joints"], joint_count, inputs=[q, qd, bodies, joints, target, target_vel, act, dt, f])
     """
     wp = warp_module()
     R = warp_rigid_kernels()
@@ -421,7 +421,7 @@ def warp_joint_kernels() -> dict:
 
     @wp.kernel
     def eval_joints(body_q: transforms, body_qd: spatials, bodies: Bodies, joints: Joints, target: reals,
-                    act: reals, dt: wp.float32, body_f: spatials):
+                    target_vel: reals, act: reals, dt: wp.float32, body_f: spatials):
         j = wp.tid()
         kind = joints.kind[j]
         p = joints.parent[j]
@@ -494,7 +494,7 @@ def warp_joint_kernels() -> dict:
                     mobility = mobility + wp.dot(a, world_inverse_inertia(X_wp, bodies, p) @ a)
             else:
                 mobility = point_inverse_mass(X_wc, bodies, c, x_c, a) + point_inverse_mass(X_wp, bodies, p, x_c, a)
-            u = u - kd * rate / (1.0 + kd * dt * mobility)
+            u = u + (joints.target_kd[j] * target_vel[j] - kd * rate) / (1.0 + kd * dt * mobility)
             if kind == REVOLUTE:
                 tau = tau + a * u
             else:
@@ -564,6 +564,7 @@ class WarpRigidScene:
                 setattr(self.joints, name, typed(a, types.get(name, wp.float32), a.requires_grad))
             control = model.control()
             self.joint_target = typed(control.joint_target, wp.float32, False)
+            self.joint_target_vel = typed(control.joint_target_vel, wp.float32, False)
             self.joint_act = typed(control.joint_act, wp.float32, False)
 
     def state(self, requires_grad: bool = False) -> dict:
@@ -587,7 +588,8 @@ class WarpRigidScene:
                       device=DEVICE)
         if self.joints is not None:
             wp.launch(self.eval_joints, m.joint_count,
-                      inputs=[q, qd, self.bodies, self.joints, self.joint_target, self.joint_act, dt, f],
+                      inputs=[q, qd, self.bodies, self.joints, self.joint_target, self.joint_target_vel, self.joint_act,
+                              dt, f],
                       device=DEVICE)
         wp.launch(K["integrate_bodies"], m.body_count,
                   inputs=[q, qd, f, self.bodies, self.gravity, dt, s_out["q"], s_out["qd"]], device=DEVICE)

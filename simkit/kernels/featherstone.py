@@ -160,15 +160,17 @@ def body_terms(body_q: AnyArray, body_qd: AnyArray, body_f: AnyArray, bodies: An
 
 
 @sk.func
-def coordinate_force(joints: Any, j: int, q: Any, qd: Any, lower: Any, upper: Any, target: Any, act: Any, dt: Any):
-    """The generalized force of drive, act and limit ``[lower, upper]`` on one coordinate
-    (revolute, prismatic, a universal angle), and what its implicit part adds to the
-    coordinate's diagonal of the mass matrix."""
+def coordinate_force(joints: Any, j: int, q: Any, qd: Any, lower: Any, upper: Any, target: Any, target_vel: Any,
+                     act: Any, dt: Any):
+    """The generalized force of drive (towards position ``target`` and rate ``target_vel``),
+    act and limit ``[lower, upper]`` on one coordinate (revolute, prismatic, a universal
+    angle), and what its implicit part adds to the coordinate's diagonal of the mass matrix."""
     ke = joints.target_ke[j]
     kd = joints.target_kd[j]
     # the drive is linearly implicit: its force at q + dt qd', qd' = qd + dt qdd, moves
-    # dt kd + dt^2 ke onto the diagonal, so stiff gains stay stable
-    tau = ke * (target - q - dt * qd) - kd * qd + act
+    # dt kd + dt^2 ke onto the diagonal, so stiff gains stay stable; the target rate is a
+    # constant of the step, so it only enters here
+    tau = ke * (target - q - dt * qd) + kd * (target_vel - qd) + act
     diag = dt * kd + dt * dt * ke
     limit = joints.effort_limit[j]
     if tau > limit:
@@ -265,19 +267,19 @@ def quat_from_rotation_vector(a: Any, like: Any):
 
 
 @sk.func
-def ball_drive(joints: Any, j: int, r: Any, target: Any, w: Any, act: Any, dt: Any):
+def ball_drive(joints: Any, j: int, r: Any, target: Any, target_w: Any, w: Any, act: Any, dt: Any):
     """A ball joint's drive: the spring ``target_ke e``, ``e`` the rotation vector of
     ``exp(target) r^-1`` (the rotation from ``r`` to the target, in the parent's joint
     frame), taken at the step's end to first order (``e - dt w'``: ``dt kd + dt^2 ke``, the
     third output, goes onto each of the joint's diagonal entries); and the factor (1, or
-    below when clamped) that brings the norm of spring, damping ``target_kd w`` and
-    ``joint_dof_act`` together down to ``effort_limit`` (clamped, the implicit part is
+    below when clamped) that brings the norm of spring, damping ``target_kd (target_w - w)``
+    and ``joint_dof_act`` together down to ``effort_limit`` (clamped, the implicit part is
     dropped)."""
     ke = joints.target_ke[j]
     kd = joints.target_kd[j]
     e = rotation_vector(quat_from_rotation_vector(target, r) * type(r)(-r[0], -r[1], -r[2], r[3]))
     spring = (e - w * dt) * ke
-    tau = act + spring - kd * w
+    tau = act + spring + kd * (target_w - w)
     diag = dt * kd + dt * dt * ke
     fraction = kd * 0.0 + 1.0
     limit = joints.effort_limit[j]
@@ -291,8 +293,9 @@ def ball_drive(joints: Any, j: int, r: Any, target: Any, w: Any, act: Any, dt: A
 @sk.kernel
 def joint_forces(subtree_start: ints, subtree_body: ints, f_body: AnyArray, m_body: AnyArray, h_body: AnyArray,
                  J_body: AnyArray, S_dof: AnyArray, joints: Any, joint_articulation: ints, q_start: ints,
-                 qd_start: ints, joint_q: AnyArray, joint_qd: AnyArray, joint_target: AnyArray, joint_act: AnyArray,
-                 joint_dof_target: AnyArray, joint_dof_act: AnyArray, dt: Any, friction_scale: Any,
+                 qd_start: ints, joint_q: AnyArray, joint_qd: AnyArray, joint_target: AnyArray,
+                 joint_target_vel: AnyArray, joint_act: AnyArray, joint_dof_target: AnyArray,
+                 joint_dof_target_vel: AnyArray, joint_dof_act: AnyArray, dt: Any, friction_scale: Any,
                  m_out: AnyArray, h_out: AnyArray, J_out: AnyArray, rhs_out: AnyArray, diag_out: AnyArray,
                  block_out: AnyArray):
     j = sk.tid()
@@ -326,8 +329,9 @@ def joint_forces(subtree_start: ints, subtree_body: ints, f_body: AnyArray, m_bo
         w = type(h)(joint_qd[ds], joint_qd[ds + 1], joint_qd[ds + 2])
         cone, axis, gain = cone_limit(joints, j, r, w, dt)
         target = type(h)(joint_dof_target[ds], joint_dof_target[ds + 1], joint_dof_target[ds + 2])
+        target_w = type(h)(joint_dof_target_vel[ds], joint_dof_target_vel[ds + 1], joint_dof_target_vel[ds + 2])
         act = type(h)(joint_dof_act[ds], joint_dof_act[ds + 1], joint_dof_act[ds + 2])
-        spring, fraction, drive_diag = ball_drive(joints, j, r, target, w, act, dt)
+        spring, fraction, drive_diag = ball_drive(joints, j, r, target, target_w, w, act, dt)
     for d in range(ds, qd_start[j + 1]):
         k = d - ds
         qd = joint_qd[d]
@@ -335,20 +339,22 @@ def joint_forces(subtree_start: ints, subtree_body: ints, f_body: AnyArray, m_bo
         diag = joint_q.dtype(0.0)
         if kind == JOINT_REVOLUTE or kind == JOINT_PRISMATIC:
             tau, diag = coordinate_force(joints, j, joint_q[qs], qd, joints.limit_lower[j], joints.limit_upper[j],
-                                         joint_target[j] + joint_dof_target[d], joint_act[j] + tau, dt)
+                                         joint_target[j] + joint_dof_target[d],
+                                         joint_target_vel[j] + joint_dof_target_vel[d], joint_act[j] + tau, dt)
         elif kind == JOINT_UNIVERSAL:
             lower = joints.limit_lower[j]
             upper = joints.limit_upper[j]
             if k == 1:
                 lower = joints.limit2_lower[j]
                 upper = joints.limit2_upper[j]
-            tau, diag = coordinate_force(joints, j, joint_q[qs + k], qd, lower, upper, joint_dof_target[d], tau, dt)
+            tau, diag = coordinate_force(joints, j, joint_q[qs + k], qd, lower, upper, joint_dof_target[d],
+                                         joint_dof_target_vel[d], tau, dt)
         elif kind == JOINT_BALL:
             kd = joints.target_kd[j]
             if fraction < 1.0:
-                tau = (tau + spring[k] - kd * qd) * fraction + cone[k]
+                tau = (tau + spring[k] + kd * (joint_dof_target_vel[d] - qd)) * fraction + cone[k]
             else:
-                tau = tau + cone[k] + spring[k] - kd * qd
+                tau = tau + cone[k] + spring[k] + kd * (joint_dof_target_vel[d] - qd)
             diag = drive_diag
         block_out[d] = axis * (axis[k] * gain)
         rub, c = friction_force(joints.friction[j], qd, friction_scale)
@@ -496,7 +502,8 @@ def _param_types(real) -> dict:
     types.update(dict.fromkeys(spatial_names, spatials))
     types.update(dict.fromkeys(["h_out", "h_body", "h_joint"], vec3s))
     types.update(dict.fromkeys(["J_out", "J_body", "J_joint"], mat33s))
-    types.update(dict.fromkeys(["joint_q", "joint_qd", "joint_target", "joint_act", "joint_dof_target",
+    types.update(dict.fromkeys(["joint_q", "joint_qd", "joint_target", "joint_target_vel", "joint_act",
+                                "joint_dof_target", "joint_dof_target_vel",
                                 "joint_dof_act", "m_out", "m_body", "m_joint", "rhs_out", "diag_out", "diag", "M_out",
                                 "M", "b", "L", "y", "x", "b_grad", "M_grad", "src", "dst", "qdd", "q_out", "qd_out"],
                                reals))

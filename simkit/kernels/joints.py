@@ -21,13 +21,17 @@ origins and ``q_rel = conj(q_parent_frame) * q_child_frame`` the relative rotati
 - Coordinate: revolute ``q = 2 atan2(dot(vec(q_rel), axis), w(q_rel))``, the twist of the
   relative rotation about the axis (in ``[-pi, pi]``), ``qd = dot(a, w_rel)``; prismatic
   ``q = dot(a, x_c - x_p)``, ``qd = dot(a, v_rel)``. Along the axis acts
-  ``u = target_ke (joint_target - q) + joint_act - kd qd / (1 + kd dt w)`` plus, outside
-  ``[limit_lower, limit_upper]``, the one-sided spring ``limit_ke (bound - q)``, where
-  ``kd = target_kd`` (plus ``limit_kd`` outside the limits): a torque ``u a`` (revolute) or a
-  force ``u a`` (prismatic). Ball and fixed joints have no coordinate and ignore
-  ``joint_target``/``joint_act``. A free joint applies nothing.
-- The damper of the coordinate is implicit (backward Euler): ``-kd qd_new``, with
-  ``qd_new = qd - dt w kd qd_new`` the rate it leaves after the step, ``w`` the joint's
+  ``u = target_ke (joint_target - q) + joint_act + (target_kd v - kd qd) / (1 + kd dt w)``
+  (``v = joint_target_vel``) plus, outside ``[limit_lower, limit_upper]``, the one-sided
+  spring ``limit_ke (bound - q)``, where ``kd = target_kd`` (plus ``limit_kd`` outside the
+  limits): a torque ``u a`` (revolute) or a force ``u a`` (prismatic). Ball and fixed joints
+  have no coordinate and ignore ``joint_target``/``joint_target_vel``/``joint_act``. A free
+  joint applies nothing.
+- The damper of the coordinate is implicit (backward Euler): ``target_kd (v - qd_new) -
+  limit_kd qd_new`` (the drive's damper pulls the rate towards ``v``, the limit's towards
+  zero), with ``qd_new = qd + dt w (target_kd v - kd qd_new)`` the rate it leaves after the
+  step; solved, that is ``(target_kd v - kd qd) / (1 + kd dt w)`` (with ``v = 0``, ``-kd qd /
+  (1 + kd dt w)``; without limits, ``target_kd (v - qd) / (1 + kd dt w)``), ``w`` the joint's
   mobility: ``a . (I_c^-1 + I_p^-1) a`` (world inverse inertias) for a hinge,
   ``1 / m_c + 1 / m_p`` plus the turning terms at the anchor for a slider. ``w`` is that of
   the two bodies alone, an upper bound on their mobility when other joints also hold them,
@@ -72,7 +76,8 @@ Example::
 
     k = joint_kernels(sk.float32)
     sk.launch(k.eval_joints, model.joint_count, inputs=[state.body_q, state.body_qd, model.bodies,
-              model.joints, control.joint_target, control.joint_act, dt, state.body_f])
+              model.joints, control.joint_target, control.joint_target_vel, control.joint_act, dt,
+              state.body_f])
 """
 
 import functools
@@ -88,8 +93,8 @@ AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fi
 
 
 @sk.kernel
-def eval_joints(body_q: AnyArray, body_qd: AnyArray, bodies: Any, joints: Any, target: AnyArray, act: AnyArray,
-                dt: Any, body_f: AnyArray):
+def eval_joints(body_q: AnyArray, body_qd: AnyArray, bodies: Any, joints: Any, target: AnyArray,
+                target_vel: AnyArray, act: AnyArray, dt: Any, body_f: AnyArray):
     j = sk.tid()
     kind = joints.kind[j]
     if kind == JOINT_FREE:
@@ -171,8 +176,9 @@ def eval_joints(body_q: AnyArray, body_qd: AnyArray, bodies: Any, joints: Any, t
                 mobility = mobility + sk.dot(a, world_inverse_inertia(X_wp, bodies, p) @ a)
         else:
             mobility = point_inverse_mass(X_wc, bodies, c, x_c, a) + point_inverse_mass(X_wp, bodies, p, x_c, a)
-        # The damper acts on the rate at the end of the step: implicit, so it never reverses the rate.
-        u = u - kd * rate / (1.0 + kd * dt * mobility)
+        # The damper acts on the rate at the end of the step: implicit, so it never overshoots
+        # the target rate (the limit's part never reverses the rate).
+        u = u + (joints.target_kd[j] * target_vel[j] - kd * rate) / (1.0 + kd * dt * mobility)
         if kind == JOINT_REVOLUTE:
             tau = tau + a * u
         else:
@@ -190,7 +196,8 @@ def _param_types(real) -> dict:
     S = model_structs(real)
     spatials, reals = sk.array(dtype=S.spatial), sk.array(dtype=real)
     return {"body_q": sk.array(dtype=S.transform), "body_qd": spatials, "body_f": spatials, "bodies": S.Bodies,
-            "joints": S.Joints, "target": reals, "act": reals, "dt": real}
+            "joints": S.Joints, "target": reals, "target_vel": reals, "act": reals,
+            "dt": real}
 
 
 @functools.cache  # asked for on every launch: a lookup
@@ -212,5 +219,5 @@ def eval_joint_forces(model, state, control, dt: float) -> None:
     if not model.joint_count:
         return
     launch(joint_kernels(model.dtype).eval_joints, model.joint_count,
-           inputs=[state.body_q, state.body_qd, model.bodies, model.joints, control.joint_target, control.joint_act,
-                   dt, state.body_f])
+           inputs=[state.body_q, state.body_qd, model.bodies, model.joints, control.joint_target,
+                   control.joint_target_vel, control.joint_act, dt, state.body_f])

@@ -150,7 +150,8 @@ def model_structs(real) -> SimpleNamespace:
         The coordinate of a revolute (prismatic) joint is the angle (displacement) of the child
         frame about (along) the axis. ``limit_lower/upper`` bound it with a penalty of stiffness
         ``limit_ke`` and damping ``limit_kd``; a drive pulls it towards ``Control.joint_target``
-        with gains ``target_ke``, ``target_kd``. ``linear_ke/kd`` and ``angular_ke/kd`` are the
+        with gain ``target_ke`` and its rate towards ``Control.joint_target_vel`` with
+        ``target_kd``. ``linear_ke/kd`` and ``angular_ke/kd`` are the
         stiffness and damping that hold the joint together in the semi-implicit integrator.
         ``armature`` (kg m^2 or kg) is a rotor inertia added to the joint's own diagonal entries
         of the joint-space mass matrix and ``effort_limit`` bounds the torque (force) of drive and

@@ -229,11 +229,13 @@ def predict_bodies(body_q: AnyArray, body_qd: AnyArray, act: AnyArray, bodies: A
 
 
 @sk.kernel
-def solve_joints(poses: AnyArray, poses_prev: AnyArray, joints: Any, target: AnyArray, bodies: Any,
+def solve_joints(poses: AnyArray, poses_prev: AnyArray, joints: Any, target: AnyArray, target_vel: AnyArray,
+                 bodies: Any,
                  joint_split: sk.array(dtype=sk.int32), contact_split: sk.array(dtype=sk.int32), lam: AnyArray, dt: Any,
                  dx: AnyArray, dtheta: AnyArray, lam_out: AnyArray):
     # Rigid (compliance 0) orientation and anchor constraints, then for revolute and prismatic
-    # joints a compliant drive (compliance 1 / target_ke, damping target_kd) and rigid limits.
+    # joints a compliant drive (compliance 1 / target_ke, damping target_kd towards the target
+    # rate target_vel) and rigid limits.
     j = sk.tid()
     kind = joints.kind[j]
     p = joints.parent[j]
@@ -316,8 +318,17 @@ def solve_joints(poses: AnyArray, poses_prev: AnyArray, joints: Any, target: Any
             prev = joint_coordinate(kind, axis, yp + sk.quat_rotate(rq_p, op), rq_p * Xjp.q,
                                     yc + sk.quat_rotate(rq_c, oc), rq_c * Xjc.q)
             g = gp * sp + gc * sc
-            dl = multiplier_step(lam[j], value - target[j], value - prev, g, joints.target_ke[j],
-                                 joints.target_kd[j], dt)
+            # the damping acts on the coordinate's motion over the step relative to the target
+            # rate's, so with target_ke = 0 it pulls the rate towards target_vel; a hinge that
+            # turns through +-pi this step moved by its change less a whole turn
+            turn = dt * 0.0
+            if kind == JOINT_REVOLUTE:
+                if value - prev > 3.141592653589793:
+                    turn = turn + 6.283185307179586
+                elif value - prev < -3.141592653589793:
+                    turn = turn - 6.283185307179586
+            dl = multiplier_step(lam[j], value - target[j], value - prev - turn - dt * target_vel[j], g,
+                                 joints.target_ke[j], joints.target_kd[j], dt)
             value = value + dl * (gp + gc)
             beyond = value - sk.clamp(value, joints.limit_lower[j], joints.limit_upper[j])
             dlim = -beyond / g
@@ -366,6 +377,7 @@ def _param_types(real) -> dict:
     return {"body_q": transforms, "body_qd": spatials, "q_out": transforms, "qd_out": spatials, "poses": transforms,
             "poses_prev": transforms, "act": spatials, "corr": spatials, "corr_out": spatials, "qd_pred": spatials,
             "dx": vec3s, "dtheta": vec3s, "joints": S.Joints, "bodies": S.Bodies, "joint_act": reals, "target": reals,
+            "target_vel": reals,
             "lam": reals, "lam_out": reals, "gravity": S.vec3, "dt": real}
 
 

@@ -166,6 +166,8 @@ class Scene:
         self.muscles = [b.muscle for b in bodies.values() if b.muscle is not None]
         self._joint_target = np.zeros(model.joint_count, dtype=np.float64)
         self._joint_target[:len(config.joints)] = [j.get("target", 0.0) for j in config.joints]
+        self._joint_target_vel = np.zeros(model.joint_count, dtype=np.float64)
+        self._joint_target_vel[:len(config.joints)] = [j.get("target_vel", 0.0) for j in config.joints]
         # a robot's joint targets: {joint index: Schedule}; those that change are written every frame
         self.schedules = dict(schedules or {})
         for j, schedule in self.schedules.items():
@@ -196,18 +198,19 @@ class Scene:
         return bool(self.muscles or self._moving)
 
     def new_control(self) -> Control | None:
-        """A control holding the joints' targets (None when the scene has no joint targets
-        and no muscles: the integrators then use a zero control).
+        """A control holding the joints' targets and target rates (None when the scene has
+        none and no muscles: the integrators then use a zero control).
 
         Example::
 
             control = scene.new_control()
         """
-        if not self.actuated and not np.any(self._joint_target):
+        if not self.actuated and not np.any(self._joint_target) and not np.any(self._joint_target_vel):
             return None
         control = self.model.control()
         if self.model.joint_count:
             control.joint_target.assign(self._joint_target)
+            control.joint_target_vel.assign(self._joint_target_vel)
         return control
 
     def actuate(self, control: Control | None, frame: int) -> None:

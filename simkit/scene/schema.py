@@ -62,7 +62,8 @@ SHAPE_KINDS = {"sphere": ("pos", "radius"), "box": ("pos", "rot", "half_extents"
                "capsule": ("pos", "rot", "radius", "half_height")}
 SHAPE_COMMON = ("name", "kind", "ke", "kd", "kf", "mu", "time_constant", "damping_ratio")
 BODY_KEYS = ("name", "pos", "rot", "velocity", "angular_velocity", "armature", "shapes")
-JOINT_AXIS_KEYS = ("axis", "limit_lower", "limit_upper", "limit_ke", "limit_kd", "target", "target_ke", "target_kd")
+JOINT_AXIS_KEYS = ("axis", "limit_lower", "limit_upper", "limit_ke", "limit_kd", "target", "target_vel", "target_ke",
+                   "target_kd")
 JOINT_KINDS = {"revolute": JOINT_AXIS_KEYS, "prismatic": JOINT_AXIS_KEYS, "ball": (), "fixed": ()}
 JOINT_COMMON = ("name", "kind", "parent", "child", "anchor")
 OPTIMIZE_KEYS = ("iterations", "learning_rate", "optimizer", "checkpoint_every", "checkpoint", "parameters", "loss")
@@ -458,7 +459,8 @@ def _joint(t: Table, config: SceneConfig) -> dict:
         out.update(axis=t.vector("axis", 3, default_axis, nonzero=True),
                    limit_lower=t.number("limit_lower", None), limit_upper=t.number("limit_upper", None),
                    limit_ke=_nonneg(t, "limit_ke", 1.0e4), limit_kd=_nonneg(t, "limit_kd", 1.0e1),
-                   target=t.number("target", 0.0), target_ke=_nonneg(t, "target_ke", 0.0),
+                   target=t.number("target", 0.0), target_vel=t.number("target_vel", 0.0),
+                   target_ke=_nonneg(t, "target_ke", 0.0),
                    target_kd=_nonneg(t, "target_kd", 0.0))
         lo, hi = out["limit_lower"], out["limit_upper"]
         if lo is not None and hi is not None and lo > hi:

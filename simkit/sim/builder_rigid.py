@@ -307,7 +307,8 @@ class RigidBuilder:
         joint coordinate towards ``control.joint_target`` (a universal joint's two angles
         towards ``control.joint_dof_target``, a ball joint's rotation towards the rotation
         vector in its three entries of ``control.joint_dof_target``) with ``target_ke``
-        (N m/rad or N/m) and damps its rate with ``target_kd``.
+        (N m/rad or N/m) and pulls its rate towards ``control.joint_target_vel`` (Featherstone
+        adds ``control.joint_dof_target_vel``; zero: a damper) with ``target_kd``.
 
         Example::
 
@@ -389,7 +390,8 @@ class RigidBuilder:
         places it where the child's joint frame is now, so the joint starts satisfied. The
         angle is limited to ``[limit_lower, limit_upper]`` (radians, None: free) by a penalty
         ``limit_ke``/``limit_kd``, and driven towards ``control.joint_target`` by ``target_ke``
-        (N m/rad) and ``target_kd``; ``control.joint_act`` adds a torque about the axis.
+        (N m/rad) and towards the rate ``control.joint_target_vel`` by ``target_kd`` (N m s/rad;
+        ``target_ke = 0``: a velocity drive); ``control.joint_act`` adds a torque about the axis.
         ``linear_*``/``angular_*`` hold the joint together in the semi-implicit integrator.
         In :class:`~simkit.sim.Featherstone`, ``armature`` (kg m^2) adds a rotor inertia to the
         joint, ``effort_limit`` (N m, None: unbounded) clamps drive plus ``joint_act`` and
@@ -439,7 +441,8 @@ class RigidBuilder:
         rotation ``exp(control.joint_dof_target[d:d + 3])`` (``d = model.joint_qd_start[joint]``;
         the three entries are a rotation vector, axis times angle, in the parent's joint
         frame) with a torque ``target_ke`` (N m/rad) times the angle between the two rotations,
-        about their relative axis; ``target_kd`` damps the angular velocity,
+        about their relative axis; ``target_kd`` pulls the angular velocity towards
+        ``control.joint_dof_target_vel[d:d + 3]`` (zero by default: a damper),
         ``control.joint_dof_act`` adds a torque (in the parent's joint frame) and
         ``effort_limit`` (N m, None: unbounded) clamps the norm of drive, damping and act
         together; ``friction`` (N m) opposes each of the three components of the angular
@@ -493,7 +496,8 @@ class RigidBuilder:
         is bounded by ``[limit_lower, limit_upper]``, the second by ``[limit2_lower,
         limit2_upper]`` (radians, None: free; penalty ``limit_ke``/``limit_kd``); a drive with
         the shared gains ``target_ke``/``target_kd`` pulls them towards
-        ``control.joint_dof_target`` (two entries from ``model.joint_qd_start[joint]``),
+        ``control.joint_dof_target`` and their rates towards ``control.joint_dof_target_vel``
+        (two entries each, from ``model.joint_qd_start[joint]``),
         ``control.joint_dof_act`` adds torques, ``effort_limit`` clamps drive plus act per
         angle and ``friction`` (N m) opposes each angle's rate.
 

@@ -196,15 +196,18 @@ class Featherstone:
     Forces: gravity; contacts of the body shapes (ground, static shapes, other bodies,
     particles) as penalty wrenches at ``state_in``'s body poses, taken to joint space by the
     Jacobian transpose; on revolute and prismatic joints ``control.joint_act``, a drive
-    ``target_ke (control.joint_target - q) - target_kd qd`` (``target_kd`` alone: joint
-    damping), both clamped to ``effort_limit``, a limit penalty ``limit_ke``/``limit_kd``
+    ``target_ke (control.joint_target - q) + target_kd (control.joint_target_vel - qd)``
+    (``target_kd`` alone with a zero target rate: joint damping; with a target rate: a
+    velocity servo), both clamped to ``effort_limit``, a limit penalty ``limit_ke``/``limit_kd``
     outside ``[limit_lower, limit_upper]`` and the joint's ``armature``; the same on each
-    angle of a universal joint (targets ``control.joint_dof_target``, second angle bounded by
+    angle of a universal joint (targets ``control.joint_dof_target`` and
+    ``control.joint_dof_target_vel``, second angle bounded by
     ``[limit2_lower, limit2_upper]``); on a ball joint a penalty once its rotation angle
-    passes ``limit_upper`` (about the rotation's axis), a drive ``target_ke e - target_kd w``
+    passes ``limit_upper`` (about the rotation's axis), a drive ``target_ke e + target_kd (w_t - w)``
     towards the rotation ``exp(control.joint_dof_target[d:d + 3])`` (a rotation vector; ``e``
     the rotation vector from the joint's rotation to the target, the short way, in the
-    parent's joint frame like ``w``), its norm clamped to ``effort_limit``;
+    parent's joint frame like ``w`` and the target angular velocity ``w_t =
+    control.joint_dof_target_vel[d:d + 3]``), its norm clamped to ``effort_limit``;
     ``control.joint_dof_act`` on every degree of freedom; and every joint's dry ``friction``.
     Drives, damping, limits and friction are linearly implicit (their gains enter the mass
     matrix), so stiff gains are stable at any ``dt``; contacts are explicit, with the
@@ -292,7 +295,8 @@ class Featherstone:
         launch(k.joint_forces, nj,
                inputs=[topo["subtree_start"], topo["subtree_body"], f_b, m_b, h_b, J_b, S_dof, model.joints,
                        model.joint_articulation, model.joint_q_start, model.joint_qd_start, joint_q, joint_qd,
-                       control.joint_target, control.joint_act, control.joint_dof_target, control.joint_dof_act,
+                       control.joint_target, control.joint_target_vel, control.joint_act, control.joint_dof_target,
+                       control.joint_dof_target_vel, control.joint_dof_act,
                        dt, self.friction_scale],
                outputs=[m_j, h_j, J_j, rhs, diag, block])
         ne = topo["entry_count"]

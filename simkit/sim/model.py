@@ -388,18 +388,23 @@ class State:
 class Control:
     """Actuation inputs of one step: ``spring_activation`` (one per spring) scales each
     spring's rest length to ``rest_length * (1 + activation)``; per joint, ``joint_target``
-    is the position (angle or displacement) its drive pulls towards and ``joint_act`` a
-    torque (revolute) or force (prismatic) along its axis.
+    is the position (angle or displacement) its drive pulls towards, ``joint_target_vel``
+    the rate (rad/s or m/s) its damper pulls towards (zero: the damper brakes; a drive
+    with ``target_ke = 0`` and ``target_kd > 0`` is a velocity servo), and ``joint_act`` a
+    torque (revolute) or force (prismatic) along its axis: the drive is ``target_ke
+    (joint_target - q) + target_kd (joint_target_vel - qd) + joint_act``.
 
     Per degree of freedom (``model.joint_dof_count`` entries, joint ``j``'s from
     ``model.joint_qd_start[j]``), for :class:`~simkit.sim.Featherstone`: ``joint_dof_target``
     holds the targets of a universal joint's two angles and a ball joint's target rotation
     (three entries: a rotation vector, axis times angle, in the parent's joint frame; not
-    Euler angles), and ``joint_dof_act`` a generalized
+    Euler angles), ``joint_dof_target_vel`` the target rates of those degrees of freedom
+    (universal: its two angle rates; ball: an angular velocity in the parent's joint frame,
+    like ``joint_qd``), and ``joint_dof_act`` a generalized
     force on every joint (universal: torques about its two axes; ball: a torque in the
     parent's joint frame; free: a force and a torque on the body, in the parent's joint
-    frame). On revolute and prismatic joints they add to ``joint_target`` / ``joint_act``;
-    the maximal-coordinate integrators ignore them.
+    frame). On revolute and prismatic joints they add to ``joint_target`` /
+    ``joint_target_vel`` / ``joint_act``; the maximal-coordinate integrators ignore them.
 
     Example::
 
@@ -408,26 +413,30 @@ class Control:
         t, d = np.zeros(model.joint_dof_count), model.joint_qd_start.numpy()[universal]
         t[d:d + 2] = (0.3, -0.2)
         control.joint_dof_target.assign(t)                # a universal joint's two target angles
+        control.joint_target_vel.assign(np.full(model.joint_count, 2.0))   # spin at 2 rad/s
     """
 
     def __init__(self, model: Model):
         self.model = model
         self.spring_activation = A.zeros(model.spring_count, dtype=model.dtype, device=model.device)
         self.joint_target = A.zeros(model.joint_count, dtype=model.dtype, device=model.device)
+        self.joint_target_vel = A.zeros(model.joint_count, dtype=model.dtype, device=model.device)
         self.joint_act = A.zeros(model.joint_count, dtype=model.dtype, device=model.device)
         self.joint_dof_target = A.zeros(model.joint_dof_count, dtype=model.dtype, device=model.device)
+        self.joint_dof_target_vel = A.zeros(model.joint_dof_count, dtype=model.dtype, device=model.device)
         self.joint_dof_act = A.zeros(model.joint_dof_count, dtype=model.dtype, device=model.device)
 
     def world_view(self, name: str) -> np.ndarray:
-        """The control array ``name`` (``spring_activation``, ``joint_target`` or ``joint_act``) per
-        world, shape ``(world_count, per_world)``: a view on the CPU, so writing into it sets the
-        actuation of each world (see :meth:`Model.world_view`).
+        """The control array ``name`` (``spring_activation``, ``joint_target``, ``joint_target_vel``
+        or ``joint_act``) per world, shape ``(world_count, per_world)``: a view on the CPU, so
+        writing into it sets the actuation of each world (see :meth:`Model.world_view`).
 
         Example::
 
             control.world_view("joint_target")[:, 0] = np.linspace(-1.0, 1.0, model.world_count)
         """
-        kinds = {"spring_activation": "spring", "joint_target": "joint", "joint_act": "joint"}
+        kinds = {"spring_activation": "spring", "joint_target": "joint", "joint_target_vel": "joint",
+                 "joint_act": "joint"}
         if name not in kinds:
             raise ValueError(f"world_view: name must be one of {', '.join(map(repr, kinds))}, got {name!r}")
         return self.model.world_view(kinds[name], getattr(self, name))

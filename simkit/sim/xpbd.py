@@ -42,7 +42,11 @@ Position Based Dynamics"; kernels in :mod:`simkit.kernels.xpbd_bodies` and
   bound, and that projection, like every correction, becomes velocity: violation / dt, which
   swings the joint into its range and grows as dt shrinks; start inside the limits, see
   docs/articulations.md); a drive is a compliant constraint towards ``control.joint_target``
-  (compliance ``1 / target_ke``, damping ``target_kd``). ``linear_ke/kd``, ``angular_ke/kd``
+  (compliance ``1 / target_ke``) with damping ``target_kd`` on its rate relative to
+  ``control.joint_target_vel`` (XPBD's damping term ``target_kd dt (dq - dt v)``, ``dq`` the
+  coordinate's change over the step, ``v`` the target rate: with ``target_ke = 0`` each step
+  takes the rate ``qd`` to ``(qd + dt kd v / I) / (1 + dt kd / I)``, ``I`` the joint's
+  mass-split effective inertia, backward Euler of ``I qd' = kd (v - qd)``). ``linear_ke/kd``, ``angular_ke/kd``
   and ``limit_ke/kd`` (the penalty gains of the semi-implicit integrator) are not used;
 - contacts of body shapes with the ground and with each other (the pairs of
   :func:`~simkit.kernels.shapes.collision_pairs`) are rigid and one-sided, with Coulomb friction
@@ -353,7 +357,8 @@ def _solve_bodies(model: Model, state_in: State, control: Control, s: _Scratch, 
     joint_split = _joint_split(model)
     if model.joint_count:
         launch(kb.solve_joints, model.joint_count,
-               inputs=[poses, prev, model.joints, control.joint_target, model.bodies, joint_split, s.contact_split,
+               inputs=[poses, prev, model.joints, control.joint_target, control.joint_target_vel, model.bodies,
+                       joint_split, s.contact_split,
                        s.lam_drive[it], dt, dx, dtheta, s.lam_drive[it + 1]])
     patches = _patches(model)
     if len(patches):

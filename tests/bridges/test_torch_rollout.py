@@ -152,6 +152,16 @@ def test_an_unknown_control_name_is_a_value_error():
         skt.Rollout(rollout, model.state(), controls=["spring_rest"])
 
 
+def test_the_unknown_control_name_error_lists_the_velocity_targets():
+    model = springs()
+    rollout = sk.optim.Rollout(model, sk.sim.SemiImplicitEuler(), steps=2, dt=1e-2, loss=lambda state, out: None,
+                               control=[model.control() for _ in range(2)])
+    with pytest.raises(ValueError, match="joint_target_vel, joint_act, joint_dof_target, joint_dof_target_vel"):
+        skt.Rollout(rollout, model.state(), controls=["joint_velocity"])
+    op = skt.Rollout(rollout, model.state(), controls=["joint_target_vel", "joint_dof_target_vel"])
+    assert op.controls == ["joint_target_vel", "joint_dof_target_vel"]
+
+
 def test_nothing_to_differentiate_is_a_value_error():
     model = springs()
     rollout = sk.optim.Rollout(model, sk.sim.SemiImplicitEuler(), steps=2, dt=1e-2, loss=lambda state, out: None)

@@ -208,6 +208,15 @@ def test_a_joint_drive_pulls_towards_its_target(tmp_path):
     np.testing.assert_allclose(p, [0.3, 1.0, 0.0], atol=0.01)
 
 
+def test_a_joint_velocity_drive_runs_the_slider_at_its_target_rate(tmp_path):
+    # 4 kg cart, target_kd = 40: time constant 0.1 s, 0.5 s of run: within exp(-5) of the rate
+    path = tmp_path / "slider.toml"
+    path.write_text(SLIDER.replace("target = 0.3\ntarget_ke = 200.0", "target_vel = 0.5"))
+    scene = load_scene(path)
+    v = run_scene(scene).final_state.body_qd.numpy()[0]
+    assert v[3] == pytest.approx(0.5 * (1.0 - np.exp(-5.0)), rel=0.01)
+
+
 def test_muscle_phases_follow_phase_and_wave(edit_scene):
     path = edit_scene("spring_walker", "gain = 1.0", "gain = 2.0\nphase = 0.5")
     scene = load_scene(path)
