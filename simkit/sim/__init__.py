@@ -26,12 +26,12 @@ Example::
 from .articulation import bias_forces, eval_fk, eval_ik, joint_accelerations, mass_matrix
 from .builder import ModelBuilder
 from .featherstone import Featherstone
-from .integrators import SemiImplicitEuler
+from .integrators import IgnoredJointFeatureWarning, SemiImplicitEuler
 from .model import Control, Model, State
 from .simulate import simulate
 from .stability import SimulationError, StabilityCheck
 from .xpbd import XPBD
 
-__all__ = ["ModelBuilder", "Model", "State", "Control", "SemiImplicitEuler", "XPBD", "Featherstone", "simulate", "StabilityCheck",
-           "SimulationError", "eval_fk", "eval_ik", "mass_matrix", "bias_forces",
+__all__ = ["ModelBuilder", "Model", "State", "Control", "SemiImplicitEuler", "XPBD", "Featherstone", "simulate",
+           "StabilityCheck", "SimulationError", "IgnoredJointFeatureWarning", "eval_fk", "eval_ik", "mass_matrix", "bias_forces",
            "joint_accelerations"]

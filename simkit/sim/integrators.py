@@ -9,10 +9,14 @@ Example::
 from __future__ import annotations
 
 import math
+import warnings
+
+import numpy as np
 
 from ..core.launch import launch
 from ..kernels.bodies import body_kernels
 from ..kernels.particles import particle_kernels
+from ..kernels.structs import JOINT_BALL, JOINT_UNIVERSAL, NO_LIMIT
 from .forces import eval_body_forces, eval_forces
 from .model import Control, Model, State
 
@@ -41,6 +45,49 @@ def check_step(model: Model, state_in: State, state_out: State, control: Control
     elif control.model is not model:
         raise ValueError("step: control was made by another model (use model.control())")
     return control
+
+
+class IgnoredJointFeatureWarning(UserWarning):
+    """A model holds joint features that the integrator stepping it does not simulate (only
+    :class:`~simkit.sim.Featherstone` does): joint friction, ball joint limits and drives,
+    universal joint limits and drives."""
+
+
+def featherstone_only_features(model: Model) -> list[str]:
+    """The joint features of ``model`` that only :class:`~simkit.sim.Featherstone` simulates,
+    as phrases naming how many joints have each (empty when there are none).
+
+    Example::
+
+        featherstone_only_features(model)   # ['joint friction on 8 joints']
+    """
+    if model.joint_count == 0:
+        return []
+    j = model.joints
+    kind = j.kind.numpy()
+    lower, upper = j.limit_lower.numpy(), j.limit_upper.numpy()
+    limited = (lower > -NO_LIMIT) | (upper < NO_LIMIT)
+    limited2 = (j.limit2_lower.numpy() > -NO_LIMIT) | (j.limit2_upper.numpy() < NO_LIMIT)
+    driven = (j.target_ke.numpy() > 0.0) | (j.target_kd.numpy() > 0.0)
+    found = {
+        "joint friction": j.friction.numpy() > 0.0,
+        "ball joint limits or drives": (kind == JOINT_BALL) & (limited | driven),
+        "universal joint limits or drives": (kind == JOINT_UNIVERSAL) & (limited | limited2 | driven),
+    }
+    return [f"{what} on {int(n.sum())} joint(s)" for what, n in found.items() if n.any()]
+
+
+def warn_ignored_joint_features(model: Model, integrator: str) -> None:
+    """Warn once per model and integrator class when ``model`` has joint features the
+    integrator ignores (see :func:`featherstone_only_features`)."""
+    warned = model.__dict__.setdefault("_ignored_features_warned", set())
+    if integrator in warned:
+        return
+    warned.add(integrator)
+    found = featherstone_only_features(model)
+    if found:
+        warnings.warn(f"{integrator}: this model has {', '.join(found)}, which only sk.sim.Featherstone simulates; "
+                      f"{integrator} steps it without them", IgnoredJointFeatureWarning, stacklevel=3)
 
 
 class SemiImplicitEuler:
@@ -74,6 +121,7 @@ class SemiImplicitEuler:
         """Advance ``state_in`` by ``dt`` into ``state_out``; ``state_in.particle_f`` and
         ``state_in.body_f`` receive the forces of ``state_in``."""
         control = check_step(model, state_in, state_out, control, dt)
+        warn_ignored_joint_features(model, "SemiImplicitEuler")
         state_in.clear_forces()
         eval_forces(model, state_in, control)
         eval_body_forces(model, state_in, control, dt)

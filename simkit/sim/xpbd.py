@@ -108,7 +108,7 @@ from ..kernels.xpbd_bodies import xpbd_body_kernels
 from ..kernels.xpbd_body_contact import xpbd_body_contact_kernels
 from ..kernels.structs import JOINT_FREE
 from ..kernels.shapes import collision_pairs, particle_shape_rows
-from .integrators import check_step
+from .integrators import check_step, warn_ignored_joint_features
 from .model import Control, Model, State
 from .xpbd_meshes import count_mesh_contacts, mesh_scratch, solve_mesh_contacts
 
@@ -274,6 +274,7 @@ class XPBD:
             XPBD().step(model, s0, s1, None, 1.0 / 600.0)
         """
         control = check_step(model, state_in, state_out, control, dt)
+        warn_ignored_joint_features(model, "XPBD")
         if model.particle_contact:
             raise NotImplementedError("XPBD does not handle particle-particle contact (particle_contact=True); "
                                       "use SemiImplicitEuler for such models")
