@@ -69,3 +69,13 @@ def featherstone_rollout(model, state, steps, dt, control=None, integrator=None,
         for k in range(steps):
             integrator.step(model, states[k], states[k + 1], control, dt)
     return states[-1]
+
+
+def assert_jvp_matches_differences(fn, x: np.ndarray, v: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """``sk.autograd.jvp`` of ``fn`` (an sk array of float64 in, one out) at ``x`` along ``v``
+    against central differences along ``v``; returns the differences."""
+    _out, tangent = sk.autograd.jvp(fn, [sk.array(x, dtype=sk.float64)], [v])
+    expected = (fn(sk.array(x + eps * v, dtype=sk.float64)).numpy()
+                - fn(sk.array(x - eps * v, dtype=sk.float64)).numpy()) / (2.0 * eps)
+    np.testing.assert_allclose(tangent.numpy(), expected, rtol=1e-6, atol=1e-9)
+    return expected

@@ -14,7 +14,7 @@ import pytest
 import simkit as sk
 from simkit.sim import geometry as G
 from sim_helpers import featherstone_rollout as rollout
-from sim_helpers import finite_difference
+from sim_helpers import assert_jvp_matches_differences, finite_difference
 from test_articulation_mujoco import MODELS, quat_axis, random_coordinates
 
 F64 = sk.float64
@@ -531,11 +531,7 @@ def test_forward_mode_jvp_matches_finite_differences():
             sk.sim.Featherstone().step(model, states[k], states[k + 1], None, 1e-2)
         return states[-1].joint_q
 
-    _out, tangent = sk.autograd.jvp(final_coordinates, [sk.array(qd, dtype=F64)], [v])
-    eps = 1e-6
-    expected = (final_coordinates(sk.array(qd + eps * v, dtype=F64)).numpy()
-                - final_coordinates(sk.array(qd - eps * v, dtype=F64)).numpy()) / (2.0 * eps)
-    np.testing.assert_allclose(tangent.numpy(), expected, rtol=1e-6, atol=1e-9)
+    assert_jvp_matches_differences(final_coordinates, qd, v)
 
 
 # -- errors ----------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 
 import simkit as sk
 from sim_helpers import featherstone_rollout as rollout
-from sim_helpers import finite_difference
+from sim_helpers import assert_jvp_matches_differences, finite_difference
 
 F64 = sk.float64
 G = 9.81
@@ -220,9 +220,5 @@ def test_forward_mode_jvp_through_the_ball_drive_matches_finite_differences():
             sk.sim.Featherstone().step(model, states[k], states[k + 1], control, 5e-3)
         return states[-1].joint_q
 
-    _out, tangent = sk.autograd.jvp(final_coordinates, [sk.array(x, dtype=F64)], [v])
-    eps = 1e-6
-    expected = (final_coordinates(sk.array(x + eps * v, dtype=F64)).numpy()
-                - final_coordinates(sk.array(x - eps * v, dtype=F64)).numpy()) / (2.0 * eps)
+    expected = assert_jvp_matches_differences(final_coordinates, x, v)
     assert np.max(np.abs(expected)) > 1e-4
-    np.testing.assert_allclose(tangent.numpy(), expected, rtol=1e-6, atol=1e-9)

@@ -13,7 +13,7 @@ import pytest
 
 import simkit as sk
 from sim_helpers import featherstone_rollout as rollout
-from sim_helpers import finite_difference
+from sim_helpers import assert_jvp_matches_differences, finite_difference
 
 F64 = sk.float64
 SLOPE = math.radians(30.0)
@@ -402,11 +402,7 @@ def test_forward_mode_jvp_through_limits_and_friction_matches_finite_differences
             sk.sim.Featherstone().step(model, states[k], states[k + 1], None, 5e-3)
         return states[-1].joint_q
 
-    _out, tangent = sk.autograd.jvp(final_coordinates, [sk.array(qd, dtype=F64)], [v])
-    eps = 1e-6
-    expected = (final_coordinates(sk.array(qd + eps * v, dtype=F64)).numpy()
-                - final_coordinates(sk.array(qd - eps * v, dtype=F64)).numpy()) / (2.0 * eps)
-    np.testing.assert_allclose(tangent.numpy(), expected, rtol=1e-6, atol=1e-9)
+    assert_jvp_matches_differences(final_coordinates, qd, v)
 
 
 def test_add_builder_keeps_friction_and_second_limits():
