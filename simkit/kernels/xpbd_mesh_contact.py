@@ -14,8 +14,8 @@ patch, whose friction is solved once per patch).
 Example::
 
     k = xpbd_mesh_contact_kernels(sk.float64)
-    sk.launch(k.count_mesh_contacts, len(rows), inputs=[poses, model.shapes, model.meshes, model.contact, rows,
-                                                         counts])
+    sk.launch(k.count_particle_mesh_contacts, (model.particle_count, width),
+              inputs=[q, model.particles, poses, model.shapes, model.meshes, rows, counts])
 """
 
 import functools
@@ -63,19 +63,6 @@ def particle_probe(q: AnyArray, particles: Any, poses: AnyArray, shapes: Any, me
             depth = dist - particles.radius[i]
             n = sk.quat_rotate(X.q, n_local)
     return s, depth, n
-
-
-@sk.kernel
-def count_mesh_contacts(poses: AnyArray, shapes: Any, meshes: Any, contact: Any, rows: ints2d, counts: ints):
-    # a touching point is one constraint on each of its bodies
-    i = sk.tid()
-    a, b, depth, _c, _n = row_probe(rows, i, poses, shapes, meshes, contact.ground_normal)
-    if depth < 0.0:
-        if shapes.body[a] >= 0:
-            sk.atomic_add(counts, shapes.body[a], 1)
-        if b >= 0:
-            if shapes.body[b] >= 0:
-                sk.atomic_add(counts, shapes.body[b], 1)
 
 
 @sk.kernel

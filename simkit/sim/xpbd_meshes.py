@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..core import array as A
 from ..core.launch import launch
+from ..kernels.mesh_contact import mesh_contact_kernels
 from ..kernels.meshes import mesh_contact_rows
 from ..kernels.shapes import particle_shape_rows
 from ..kernels.xpbd_mesh_contact import xpbd_mesh_contact_kernels
@@ -58,8 +59,9 @@ def count_mesh_contacts(model: Model, s, m: MeshScratch | None) -> None:
     k = xpbd_mesh_contact_kernels(model.dtype)
     poses = s.body_poses[0]
     if m.rows:
-        launch(k.count_mesh_contacts, m.rows,
-               inputs=[poses, model.shapes, model.meshes, model.contact, mesh_contact_rows(model), s.contact_split])
+        # the penalty integrator's count of touching rows per body: one constraint each here
+        launch(mesh_contact_kernels(model.dtype).count_mesh_rows, m.rows,
+               inputs=[mesh_contact_rows(model), poses, model.shapes, model.meshes, model.contact, s.contact_split])
     if m.width:
         launch(k.count_particle_mesh_contacts, (model.particle_count, m.width),
                inputs=[s.positions[0], model.particles, poses, model.shapes, model.meshes,
