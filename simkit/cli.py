@@ -8,7 +8,7 @@
                           [--starts N [--spread S] [--seed K] [--address ADDR] [--cpus N]]
     simkit sweep SCENE --set KEY=VALUES [--set ...] [--frames N] [--out DIR] [--resume]
                        [--usd] [--iterations N] [--run-only] [--address ADDR] [--cpus N]
-                       [--threads N] [--quiet]
+                       [--threads N] [--plot [--metric NAME]] [--quiet]
     simkit render SCENE --out DIR|FILE.mp4 [--frames N] [--size WxH] [--backend B] [--device D] [--quiet]
     simkit info
     simkit cache clear
@@ -290,6 +290,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             raise UsageError(f"--set {key}: given twice; list every value of a key in one --set (KEY=V1,V2)")
         grid[key] = values
     path = resolve_scene(args.scene)
+    _check_sweep_plot(args, path, grid)
     runs = 1
     for values in grid.values():
         runs *= len(values)
@@ -311,7 +312,43 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"{path.stem}: {result.ran} run now, {result.skipped} finished before, {result.failed} failed")
         print(f"  table: {result.table.resolve()}" + (f" (and {result.parquet.name})" if result.parquet else ""))
+    _sweep_plot(args, path, result)
     return EXIT_OK
+
+
+def _check_sweep_plot(args: argparse.Namespace, path: Path, grid: dict) -> None:
+    """``sweep --plot [--metric M]``: matplotlib, a swept key and a metric of the table, checked
+    before anything runs; sets ``args.metric``."""
+    from .scene import matplotlib_missing, read_config
+    from .scene.sweep_plot import default_metric, metric_names
+
+    if not args.plot:
+        if args.metric is not None:
+            raise UsageError("--metric: chooses what --plot draws; add --plot")
+        return
+    why = matplotlib_missing()
+    if why is not None:
+        raise UsageError(why)
+    if not grid:
+        raise UsageError("--plot draws the metric against each swept key; give at least one --set KEY=VALUES")
+    optimizing = read_config(path).optimize is not None and not args.run_only
+    names = metric_names(optimizing)
+    if args.metric is None:
+        args.metric = default_metric(optimizing)
+    elif args.metric not in names:
+        raise UsageError(f"--metric {args.metric}: not a column of this sweep's table; expected one of "
+                         f"{', '.join(names)}")
+
+
+def _sweep_plot(args: argparse.Namespace, path: Path, result: Any) -> None:
+    """Draw the table's ``args.metric`` against each swept key into DIR/results.png."""
+    from .scene.sweep_plot import PLOT_NAME, plot_sweep
+
+    if not args.plot:
+        return
+    figure = plot_sweep(result.rows, result.keys, args.metric, Path(args.out) / PLOT_NAME, title=path.stem)
+    if not args.quiet:
+        print(f"  plot: {figure.resolve()} ({args.metric} per swept key)")
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
@@ -524,6 +561,13 @@ def _render_parser(sub: Any) -> None:
     r.set_defaults(handler=_cmd_render)
 
 
+def _sweep_plot_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--plot", action="store_true", help="draw the table's metric against each swept key into "
+                   "DIR/results.png (needs matplotlib)")
+    p.add_argument("--metric", metavar="NAME", help="the column --plot draws (default: loss when the runs optimize, "
+                   "else kinetic_energy)")
+
+
 def _ray_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--address", metavar="ADDR", help='the Ray cluster to join ("auto", "ray://HOST:10001"); '
                    "default: start a local Ray")
@@ -597,6 +641,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--threads", type=_count, default=1, metavar="N", help="simkit CPU threads (and Ray CPUs) per "
                     "run (default: 1)")
     sw.add_argument("--quiet", action="store_true", help="no progress bar and no output but errors")
+    _sweep_plot_options(sw)
     _ray_options(sw)
     sw.set_defaults(handler=_cmd_sweep)
 
