@@ -23,7 +23,7 @@ from .drawables import BACKGROUND, LIGHT_VIEW, Drawable
 
 SUPERSAMPLE = 2
 # Fragments generated at once (bounding-box pixels): bounds the memory of one batch.
-_BATCH_PIXELS = 1 << 21
+_BATCH_PIXELS = 1 << 20
 
 
 def _shade(base: np.ndarray, n: np.ndarray, to_eye: np.ndarray, to_light: np.ndarray) -> np.ndarray:
@@ -158,24 +158,30 @@ def _triangles(target: _Target, d: Drawable) -> None:
     if len(view) == 0:
         return
     screen = target.to_screen(view)                       # K x 3 x 2
-    inv_z = 1.0 / -view[:, :, 2]                          # K x 3
     a, b, c = screen[:, 0], screen[:, 1], screen[:, 2]
     area = (b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0])
     first, count = target.boxes(screen.min(axis=1), screen.max(axis=1))
     count[np.abs(area) < 1e-12] = 0
+    area = np.where(count[:, 0] > 0, area, 1.0)
+    # the barycentric weight of each corner as a plane over the pixels: w = A x + B y + C,
+    # from the edge opposite that corner
+    edges = np.empty((len(view), 3, 3))
+    for corner, (p, q) in enumerate(((b, c), (c, a), (a, b))):
+        edges[:, corner] = np.stack([p[:, 1] - q[:, 1], q[:, 0] - p[:, 0], p[:, 0] * q[:, 1] - p[:, 1] * q[:, 0]],
+                                    -1) / area[:, None]
+    # 1/z and color/z are linear in screen space (perspective-correct interpolation): planes too
+    inv_z = 1.0 / -view[:, :, 2]
+    values = np.concatenate([inv_z[:, :, None], colors * inv_z[:, :, None]], axis=2)      # K x 3 x 4
+    planes = np.einsum("kvm,kvj->kmj", values, edges)                                      # K x 4 x 3
     for k, col, row in _fragments(first, count):
         px, py = col + 0.5, row + 0.5
-        ak, bk, ck = a[k], b[k], c[k]
-        w0 = ((bk[:, 0] - px) * (ck[:, 1] - py) - (bk[:, 1] - py) * (ck[:, 0] - px)) / area[k]
-        w1 = ((ck[:, 0] - px) * (ak[:, 1] - py) - (ck[:, 1] - py) * (ak[:, 0] - px)) / area[k]
-        w2 = 1.0 - w0 - w1
-        inside = (w0 >= 0.0) & (w1 >= 0.0) & (w2 >= 0.0)
-        k, col, row, w = k[inside], col[inside], row[inside], np.stack([w0, w1, w2], -1)[inside]
-        # perspective-correct: 1/z and color/z are linear in screen space
-        wz = w * inv_z[k]
-        inv = wz.sum(-1)
-        color = (wz[:, :, None] * colors[k]).sum(1) / inv[:, None]
-        target.merge(row * target.width + col, 1.0 / inv, color)
+        for corner in range(3):           # drop the pixels outside each edge in turn
+            e = edges[k, corner]
+            inside = e[:, 0] * px + e[:, 1] * py + e[:, 2] >= 0.0
+            k, col, row, px, py = k[inside], col[inside], row[inside], px[inside], py[inside]
+        p = planes[k]
+        v = p[:, :, 0] * px[:, None] + p[:, :, 1] * py[:, None] + p[:, :, 2]
+        target.merge(row * target.width + col, 1.0 / v[:, 0], v[:, 1:] / v[:, :1])
 
 
 def _points(target: _Target, d: Drawable) -> None:
