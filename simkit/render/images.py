@@ -74,7 +74,7 @@ class OffscreenRenderer:
     """Draws lists of drawables into images without a window. ``backend`` is "auto" (OpenGL
     when a context can be made on the first frame, else software), "opengl" (fail if there
     is no context) or "software" (the numpy rasterizer). After the first frame ``backend``
-    is the one in use and ``note`` says it in words.
+    is the one in use and ``note`` says it in words (empty until a frame is drawn).
 
     Example::
 
@@ -87,7 +87,7 @@ class OffscreenRenderer:
         if backend not in BACKENDS:
             raise ValueError(f"OffscreenRenderer: backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
         self.backend = backend
-        self.note = "" if backend == "auto" else self._describe(backend)
+        self.note = self._describe("software") if backend == "software" else ""
         self._target: Any = None
 
     @staticmethod
@@ -137,7 +137,9 @@ class OffscreenRenderer:
                 self.backend, self.note = "opengl", self._describe("opengl")
                 return image
         if self.backend == "opengl":
-            return self._opengl(drawables, camera, width, height)
+            image = self._opengl(drawables, camera, width, height)
+            self.note = self.note or self._describe("opengl")
+            return image
         from .software import rasterize
 
         return rasterize(drawables, camera, width, height)

@@ -166,3 +166,21 @@ def test_auto_backend_draws_without_a_display_and_says_which_backend(tmp_path):
                                                     Camera.look_at((0, 1, 6), (0, 1, 0)), W, H)
     egl = np.load(tmp_path / "auto.npy")
     assert np.abs(egl.astype(int) - software.astype(int)).mean() < 4.0
+
+
+def test_auto_falls_back_to_software_and_says_why_when_opengl_fails(monkeypatch):
+    def no_context(self, *args):
+        raise RuntimeError("no display: EGL could not be initialized")
+
+    monkeypatch.setattr(OffscreenRenderer, "_opengl", no_context)
+    model = thrown_ball()
+    drawables = ModelDrawables(model).frame(model.state())
+    camera = Camera.look_at((0, 1, 6), (0, 1, 0))
+    auto = OffscreenRenderer("auto")
+    image = auto.render(drawables, camera, W, H)
+    assert auto.backend == "software"
+    assert auto.note == "software rasterizer (numpy); no OpenGL context: RuntimeError: no display: EGL could not " \
+                        "be initialized"
+    np.testing.assert_array_equal(image, OffscreenRenderer("software").render(drawables, camera, W, H))
+    with pytest.raises(RuntimeError, match="EGL could not be initialized"):
+        OffscreenRenderer("opengl").render(drawables, camera, W, H)

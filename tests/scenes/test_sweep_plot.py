@@ -41,10 +41,10 @@ def test_plot_has_one_subplot_per_key(tmp_path):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--set", "contact.mu=0.1,0.5", "--metric", "com_x"], "--metric"),
-    (["--set", "contact.mu=0.1,0.5", "--plot", "--metric", "speed"], "--metric speed"),
-    (["--set", "contact.mu=0.1,0.5", "--run-only", "--plot", "--metric", "loss"], "--metric loss"),
-    (["--plot"], "--set"),
+    (["--set", "contact.mu=0.1,0.5", "--metric", "com_x"], "--metric: chooses what --plot draws; add --plot"),
+    (["--set", "contact.mu=0.1,0.5", "--plot", "--metric", "speed"], "--metric speed: not a column"),
+    (["--set", "contact.mu=0.1,0.5", "--run-only", "--plot", "--metric", "loss"], "--metric loss: not a column"),
+    (["--plot"], "give at least one --set"),
 ])
 def test_sweep_plot_usage_errors_exit_2_before_anything_runs(scenes_dir, tmp_path, capsys, args, words):
     out = tmp_path / "s"
