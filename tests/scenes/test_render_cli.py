@@ -78,3 +78,17 @@ def test_render_mp4_of_odd_size_is_refused(scenes_dir, tmp_path, capsys):
     assert main(["render", str(scenes_dir / "ball_bounce.toml"), "--out", str(tmp_path / "b.mp4"),
                  "--size", "65x48", "--quiet"]) == 2
     assert "--size 65x48: an mp4 video needs an even width and height" in capsys.readouterr().err
+
+
+def test_render_scene_draws_the_whole_run_by_default_and_refuses_more(scenes_dir, tmp_path):
+    from simkit.scene import load_scene
+    from simkit.scene.pictures import render_scene
+
+    scene = load_scene(scenes_dir / "ball_bounce.toml", frames=2)
+    result = render_scene(scene, tmp_path / "f", size=(32, 24), backend="software")
+    assert result.pictures == 3 and sorted(p.name for p in (tmp_path / "f").iterdir()) == [
+        "frame_0000.png", "frame_0001.png", "frame_0002.png"]
+    assert result.note.startswith("software rasterizer")
+    with pytest.raises(ValueError, match=r"pictures must be an int in 1\.\.3"):
+        render_scene(scene, tmp_path / "g", pictures=4)
+    assert not (tmp_path / "g").exists()
