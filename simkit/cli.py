@@ -8,7 +8,8 @@
                           [--starts N [--spread S] [--seed K] [--address ADDR] [--cpus N]]
     simkit sweep SCENE --set KEY=VALUES [--set ...] [--frames N] [--out DIR] [--resume]
                        [--usd] [--iterations N] [--run-only] [--address ADDR] [--cpus N]
-                       [--threads N] [--quiet]
+                       [--threads N] [--plot [--metric NAME]] [--quiet]
+    simkit render SCENE --out DIR|FILE.mp4 [--frames N] [--size WxH] [--backend B] [--device D] [--quiet]
     simkit info
     simkit cache clear
     simkit bench [ARGS...]          (tools/bench.py of a source checkout)
@@ -289,6 +290,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             raise UsageError(f"--set {key}: given twice; list every value of a key in one --set (KEY=V1,V2)")
         grid[key] = values
     path = resolve_scene(args.scene)
+    _check_sweep_plot(args, path, grid)
     runs = 1
     for values in grid.values():
         runs *= len(values)
@@ -310,6 +312,91 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"{path.stem}: {result.ran} run now, {result.skipped} finished before, {result.failed} failed")
         print(f"  table: {result.table.resolve()}" + (f" (and {result.parquet.name})" if result.parquet else ""))
+    _sweep_plot(args, path, result)
+    return EXIT_OK
+
+
+def _check_sweep_plot(args: argparse.Namespace, path: Path, grid: dict) -> None:
+    """``sweep --plot [--metric M]``: matplotlib, a swept key and a metric of the table, checked
+    before anything runs; sets ``args.metric``."""
+    from .scene import matplotlib_missing, read_config
+    from .scene.sweep_plot import default_metric, metric_names
+
+    if not args.plot:
+        if args.metric is not None:
+            raise UsageError("--metric: chooses what --plot draws; add --plot")
+        return
+    why = matplotlib_missing()
+    if why is not None:
+        raise UsageError(why)
+    if not grid:
+        raise UsageError("--plot draws the metric against each swept key; give at least one --set KEY=VALUES")
+    optimizing = read_config(path).optimize is not None and not args.run_only
+    names = metric_names(optimizing)
+    if args.metric is None:
+        args.metric = default_metric(optimizing)
+    elif args.metric not in names:
+        raise UsageError(f"--metric {args.metric}: not a column of this sweep's table; expected one of "
+                         f"{', '.join(names)}")
+
+
+def _sweep_plot(args: argparse.Namespace, path: Path, result: Any) -> None:
+    """Draw the table's ``args.metric`` against each swept key into DIR/results.png."""
+    from .scene.sweep_plot import PLOT_NAME, plot_sweep
+
+    if not args.plot:
+        return
+    figure = plot_sweep(result.rows, result.keys, args.metric, Path(args.out) / PLOT_NAME, title=path.stem)
+    if not args.quiet:
+        print(f"  plot: {figure.resolve()} ({args.metric} per swept key)")
+
+
+def _cmd_render(args: argparse.Namespace) -> int:
+    """``simkit render``: draw a scene's run off-screen into PNG frames or an mp4 video."""
+    from .render.images import VIDEO_EXTENSIONS, video_missing
+    from .scene import load_scene
+    from .scene.outputs import check_outputs
+    from .scene.pictures import render_scene
+
+    out = Path(args.out)
+    video = out.suffix.lower() in VIDEO_EXTENSIONS
+    if not video and out.suffix and not out.is_dir():
+        raise UsageError(f"--out {args.out}: expected a folder (for PNG frames) or a file name ending in "
+                         f"{', '.join(VIDEO_EXTENSIONS)}")
+    if video and (why := video_missing()) is not None:
+        raise UsageError(f"--out {args.out}: {why}")
+    if video and (args.size[0] % 2 or args.size[1] % 2):
+        raise UsageError(f"--size {args.size[0]}x{args.size[1]}: an mp4 video needs an even width and height")
+    if not out.resolve().parent.is_dir():
+        raise UsageError(f"--out {args.out}: the folder {out.resolve().parent} does not exist")
+    if out.exists() and not video and not out.is_dir():
+        raise UsageError(f"--out {args.out}: is a file; expected a folder for the PNG frames")
+    # --frames N: N pictures, the initial state and N - 1 frames after it
+    scene = load_scene(resolve_scene(args.scene), device=args.device,
+                       frames=None if args.frames is None else max(args.frames - 1, 1))
+    pictures = scene.settings.frames + 1 if args.frames is None else args.frames
+    if video:
+        check_outputs(_scene_inputs(scene), {"--out": out})
+    # the automatic camera frames the whole run: every picture is drawn once the run is simulated
+    bars = [_progress(pictures, 0, "frame", f"{scene.name}: simulate", args.quiet)]
+
+    def on_draw(k: int) -> None:
+        if len(bars) == 1:
+            bars[0].close()
+            bars.append(_progress(pictures, 0, "frame", f"{scene.name}: draw", args.quiet))
+        bars[-1].update()
+
+    try:
+        result = render_scene(scene, out, pictures, args.size, backend=args.backend,
+                              on_frame=lambda k: bars[0].update(), on_draw=on_draw)
+    finally:
+        for bar in bars:
+            bar.close()
+    if not args.quiet:
+        where = out.resolve() if video else out.resolve() / "frame_0000.png ..."
+        print(f"{scene.name}: {result.pictures} pictures of {args.size[0]}x{args.size[1]} in {result.seconds:.2f} s")
+        print(f"  drawn by: {result.note}")
+        print(f"  {'video' if video else 'frames'}: {where}")
     return EXIT_OK
 
 
@@ -441,6 +528,46 @@ def _seed(text: str) -> int:
     return value
 
 
+def _size(text: str) -> tuple[int, int]:
+    from .render.images import MAX_SIZE
+
+    parts = text.lower().split("x")
+    try:
+        width, height = (int(v) for v in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT in pixels (e.g. 640x480), got {text!r}") from None
+    if not (1 <= width <= MAX_SIZE and 1 <= height <= MAX_SIZE):
+        raise argparse.ArgumentTypeError(f"expected a width and height in 1..{MAX_SIZE} (e.g. 640x480), got {text!r}")
+    return width, height
+
+
+def _render_parser(sub: Any) -> None:
+    from .render.images import BACKENDS
+
+    r = sub.add_parser("render", help="draw a scene's run into PNG frames or an mp4, without a display",
+                       description="Simulate a scene and draw it off-screen (OpenGL through EGL when it can, else a "
+                                   "software rasterizer) into PNG frames DIR/frame_0000.png ... or an mp4 video.")
+    r.add_argument("scene", metavar="SCENE", help="a scene file (.toml), or the name of a bundled scene")
+    r.add_argument("--out", required=True, metavar="DIR|FILE.mp4", help="a folder for PNG frames, or a video file "
+                   "ending in .mp4 (needs pip install 'simkit[video]')")
+    r.add_argument("--frames", type=_count, metavar="N", help="pictures to draw: the initial state and the N-1 "
+                   "frames after it (default: the whole run, sim.frames + 1)")
+    r.add_argument("--size", type=_size, default=(640, 480), metavar="WxH", help="picture size in pixels "
+                   "(default: 640x480)")
+    r.add_argument("--backend", choices=BACKENDS, default="auto", help="auto (default): OpenGL when a context can be "
+                   "made, else software; opengl: fail without a context; software: always the numpy rasterizer")
+    r.add_argument("--device", metavar="D", help='where to run: "cpu", "cuda" or "cuda:N" (default: sim.device)')
+    r.add_argument("--quiet", action="store_true", help="no progress bars and no summary")
+    r.set_defaults(handler=_cmd_render)
+
+
+def _sweep_plot_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--plot", action="store_true", help="draw the table's metric against each swept key into "
+                   "DIR/results.png (needs matplotlib)")
+    p.add_argument("--metric", metavar="NAME", help="the column --plot draws (default: loss when the runs optimize, "
+                   "else kinetic_energy)")
+
+
 def _ray_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--address", metavar="ADDR", help='the Ray cluster to join ("auto", "ray://HOST:10001"); '
                    "default: start a local Ray")
@@ -514,8 +641,11 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--threads", type=_count, default=1, metavar="N", help="simkit CPU threads (and Ray CPUs) per "
                     "run (default: 1)")
     sw.add_argument("--quiet", action="store_true", help="no progress bar and no output but errors")
+    _sweep_plot_options(sw)
     _ray_options(sw)
     sw.set_defaults(handler=_cmd_sweep)
+
+    _render_parser(sub)
 
     info = sub.add_parser("info", help="version, devices, compiler and cache")
     info.set_defaults(handler=_cmd_info)

@@ -5,7 +5,9 @@
 - :func:`tet_surface_triangles` extracts the outward boundary of a tetrahedral mesh;
 - :func:`play_live`, :func:`play_usd` and :func:`render_frame` are the pyglet viewer (a live
   simulation, a recorded USD file, one off-screen frame), :class:`Camera` its orbit camera and
-  :func:`write_png` saves a rendered frame.
+  :func:`write_png` saves a rendered frame;
+- :class:`ImageExporter` writes a run as PNG frames or an mp4 video without a display
+  (OpenGL through EGL when it can, else a numpy software rasterizer: :class:`OffscreenRenderer`).
 
 The USD module (and with it ``pxr``, slow to import) loads on first use of
 ``UsdExporter``, and pyglet on the first viewer call, so ``import simkit`` stays fast and
@@ -25,10 +27,12 @@ from typing import Any
 
 from .camera import Camera
 from .image import write_png
+from .images import ImageExporter, OffscreenRenderer
 from .mesh import tet_surface_triangles
 from .viewer import play_live, play_usd, render_frame
 
-__all__ = ["Camera", "UsdExporter", "play_live", "play_usd", "render_frame", "tet_surface_triangles", "write_png"]
+__all__ = ["Camera", "ImageExporter", "OffscreenRenderer", "UsdExporter", "play_live", "play_usd", "render_frame",
+           "tet_surface_triangles", "write_png"]
 
 
 def __getattr__(name: str) -> Any:

@@ -30,6 +30,8 @@ from .geometry import (TriMesh, box_mesh, capsule_mesh, ground_mesh, shape_mesh,
 from .mesh import compact_vertices, mesh_shape_arrays, tet_surface_triangles
 
 BACKGROUND = (0.11, 0.12, 0.15)            # the clear color of every frame
+# The key light, fixed to the camera (view coordinates: up, to the left, towards the viewer).
+LIGHT_VIEW = np.array([-0.35, 0.75, 0.55]) / np.linalg.norm([-0.35, 0.75, 0.55])
 PARTICLE_COLOR = (0.95, 0.72, 0.22)
 SPRING_COLOR = (0.80, 0.80, 0.82)
 CLOTH_COLOR = (0.33, 0.55, 0.88)

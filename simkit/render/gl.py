@@ -26,10 +26,8 @@ from pyglet.math import Mat3, Mat4, Vec3
 from pyglet.window import key, mouse
 
 from .camera import Camera
-from .drawables import BACKGROUND, Drawable, scene_bounds
+from .drawables import BACKGROUND, LIGHT_VIEW as _LIGHT_VIEW, Drawable, scene_bounds
 
-# The key light, fixed to the camera (view coordinates: up, to the left, towards the viewer).
-_LIGHT_VIEW = np.array([-0.35, 0.75, 0.55]) / np.linalg.norm([-0.35, 0.75, 0.55])
 SAMPLES = 4
 
 _SHADE = """
@@ -292,15 +290,34 @@ def open_window(window_class: type = pyglet.window.Window, *, error: str, **kwar
     raise RuntimeError(f"{error} (no OpenGL 3.3 config: {last})")
 
 
-def render_offscreen(drawables: list[Drawable], camera: Camera, width: int, height: int, error: str) -> np.ndarray:
-    """Draw one frame into a multisampled framebuffer object of a hidden window's context and
-    read it back: an (height, width, 3) uint8 RGB array, top row first."""
-    window = open_window(error=error, width=16, height=16, visible=False)
-    renderer = None
-    names = {}
-    try:
-        window.switch_to()
-        renderer = Renderer()
+class Offscreen:
+    """A hidden window's context with a multisampled framebuffer object of ``width`` x
+    ``height``, kept for many frames: :meth:`draw` renders one and reads it back. Call
+    :meth:`release` when done. A failure to get a context is a RuntimeError starting with
+    ``error``.
+
+    Example::
+
+        target = Offscreen(320, 240, error="no display")
+        image = target.draw(drawables, camera)
+        target.release()
+    """
+
+    def __init__(self, width: int, height: int, error: str):
+        self.width, self.height = width, height
+        self.window = open_window(error=error, width=16, height=16, visible=False)
+        self.renderer: Renderer | None = None
+        self.names: dict[str, Any] = {}
+        try:
+            self._build()
+        except BaseException:
+            self.release()
+            raise
+
+    def _build(self) -> None:
+        width, height, names = self.width, self.height, self.names
+        self.window.switch_to()
+        self.renderer = Renderer()
         samples = min(SAMPLES, _get_int(gl.GL_MAX_SAMPLES))
         for name, fmt, ms in (("ms_color", gl.GL_RGBA8, True), ("ms_depth", gl.GL_DEPTH_COMPONENT24, True),
                               ("color", gl.GL_RGBA8, False)):
@@ -324,8 +341,14 @@ def render_offscreen(drawables: list[Drawable], camera: Camera, width: int, heig
             status = gl.glCheckFramebufferStatus(gl.GL_FRAMEBUFFER)
             if status != gl.GL_FRAMEBUFFER_COMPLETE:
                 raise RuntimeError(f"render_frame: the off-screen framebuffer is incomplete (status {status:#x})")
+        gl.glBindFramebuffer(gl.GL_FRAMEBUFFER, 0)
+
+    def draw(self, drawables: list[Drawable], camera: Camera) -> np.ndarray:
+        """Draw one frame and read it back: an (height, width, 3) uint8 RGB array, top row first."""
+        width, height, names = self.width, self.height, self.names
+        self.window.switch_to()
         gl.glBindFramebuffer(gl.GL_FRAMEBUFFER, names["ms_fbo"])
-        renderer.draw(drawables, camera, width, height)
+        self.renderer.draw(drawables, camera, width, height)
         gl.glBindFramebuffer(gl.GL_READ_FRAMEBUFFER, names["ms_fbo"])
         gl.glBindFramebuffer(gl.GL_DRAW_FRAMEBUFFER, names["fbo"])
         gl.glBlitFramebuffer(0, 0, width, height, 0, 0, width, height, gl.GL_COLOR_BUFFER_BIT, gl.GL_NEAREST)
@@ -335,15 +358,33 @@ def render_offscreen(drawables: list[Drawable], camera: Camera, width: int, heig
         gl.glReadPixels(0, 0, width, height, gl.GL_RGBA, gl.GL_UNSIGNED_BYTE, pixels.ctypes.data)
         gl.glBindFramebuffer(gl.GL_FRAMEBUFFER, 0)
         return np.ascontiguousarray(pixels[::-1, :, :3])
-    finally:
-        if renderer is not None:
-            renderer.release()
-        for name, handle in names.items():
+
+    def release(self) -> None:
+        """Free the buffers, the programs and the hidden window; a second call does nothing."""
+        if self.window is None:
+            return
+        self.window.switch_to()
+        if self.renderer is not None:
+            self.renderer.release()
+            self.renderer = None
+        for name, handle in self.names.items():
             if name.endswith("fbo"):
                 gl.glDeleteFramebuffers(1, ctypes.byref(handle))
             else:
                 gl.glDeleteRenderbuffers(1, ctypes.byref(handle))
-        window.close()
+        self.names = {}
+        self.window.close()
+        self.window = None
+
+
+def render_offscreen(drawables: list[Drawable], camera: Camera, width: int, height: int, error: str) -> np.ndarray:
+    """Draw one frame into a multisampled framebuffer object of a hidden window's context and
+    read it back: an (height, width, 3) uint8 RGB array, top row first."""
+    target = Offscreen(width, height, error)
+    try:
+        return target.draw(drawables, camera)
+    finally:
+        target.release()
 
 
 def _get_int(name: int) -> int:

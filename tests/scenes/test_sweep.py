@@ -3,6 +3,7 @@ table against the same runs made without Ray, resuming, retrying, Ctrl-C, keepin
 
 import csv
 import math
+import struct
 
 import numpy as np
 import pytest
@@ -176,6 +177,19 @@ def test_multi_start_keeps_the_start_of_the_lowest_loss(scenes_dir, tmp_path):
         assert opt.replay()[0] == result.best_start.loss
     finally:
         set_threads(before)
+
+
+def test_the_sweep_command_plots_the_metric_against_each_key_next_to_the_table(scenes_dir, tmp_path, capsys):
+    out = tmp_path / "s"
+    code = main(["sweep", str(scenes_dir / "ball_bounce.toml"), "--set", "contact.mu=0.1,0.5",
+                 "--set", "particles[0].velocity=[1,2,0],[2,2,0]", "--frames", "2", "--run-only", "--out", str(out),
+                 "--plot", "--metric", "com_x"])
+    assert code == 0, capsys.readouterr().err
+    assert f"plot: {(out / 'results.png').resolve()} (com_x per swept key)" in capsys.readouterr().out
+    data = (out / "results.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert width > 1.8 * height                                  # two subplots side by side
 
 
 def test_optimize_with_starts_writes_the_best_checkpoint_and_usd(scenes_dir, tmp_path, capsys):
