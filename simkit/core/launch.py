@@ -20,6 +20,7 @@ Example::
 from __future__ import annotations
 
 import ctypes
+import math
 import signal
 import sys
 import threading
@@ -36,6 +37,7 @@ from .config import config
 from .device import DeviceMismatch
 from .errors import KernelRuntimeError
 from .interop import as_array
+from .launch_dim import launch_shape
 from .private import descriptors
 
 # Grids of less work than this run inline on the calling thread, where work is elements
@@ -384,12 +386,13 @@ class Plan:
                              f"{device}; move it with .to('{device}') or launch on its device") from None
 
     def set_bounds(self, dim) -> int:
-        b = self.bounds.get(dim)
+        """Write the bounds of a launch over ``dim`` (checked, see launch_dim.py); return its thread count."""
+        # Only ints and tuples of ints are looked up: 3.0 and (3.0, 2) hash like 3 and (3, 2), and
+        # must reach launch_shape's TypeError.
+        exact = type(dim) is int or (type(dim) is tuple and all(type(s) is int for s in dim))
+        b = self.bounds.get(dim) if exact else None
         if b is None:
-            shape = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
-            if not 1 <= len(shape) <= 4 or not all(isinstance(s, (int, np.integer)) and s >= 0 for s in shape):
-                raise ValueError(f"{self.kernel.name}(): dim must be a non-negative int or a tuple of 1 to 4 of them, "
-                                 f"got {dim!r}")
+            shape = launch_shape(self.kernel.name, dim, self.tid_dims)
             if self.tid_dims and len(shape) != self.tid_dims:
                 raise ValueError(f"{self.kernel.name}(): the kernel unpacks sk.tid() into {self.tid_dims} index(es), "
                                  f"but was launched with a {len(shape)}-d dim {dim!r}")
@@ -397,8 +400,10 @@ class Plan:
             for k, s in enumerate(shape):
                 b.shape[k] = int(s)
             b.ndim = len(shape)
-            b.size = int(np.prod(shape))
-            b = self.bounds[dim] = (bytes(b), b.size)
+            b.size = math.prod(shape)
+            b = (bytes(b), b.size)
+            if exact:
+                self.bounds[dim] = b
         self.view[:_BOUNDS_SIZE] = b[0]
         return b[1]
 
@@ -523,7 +528,8 @@ def plan_for(kernel) -> Plan:
 
 def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), device: str | None = None,
            adjoint: bool = False, adj_inputs: Sequence | None = None, adj_outputs: Sequence | None = None) -> None:
-    """Run ``kernel`` over a grid of ``dim`` (an int or a tuple of up to 4 ints).
+    """Run ``kernel`` over a grid of ``dim`` (an int or a tuple of up to 4 ints; a float is a
+    TypeError, a negative size or one the runtime cannot index a ValueError).
 
     ``inputs`` then ``outputs`` give the kernel's parameters in order. numpy arrays,
     torch tensors and other CUDA-array-interface objects are wrapped zero-copy. The
@@ -562,8 +568,10 @@ def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), devi
                         f"got {len(values)}")
     if plan.forwarded and not adjoint:
         refuse_forwarding_alias(plan, values)
-    if hooks and _intercepted(kernel, plan, dim, values, device, adjoint):
-        return
+    if hooks:
+        plan.set_bounds(dim)  # a bad dim raises before a tape or capture records the launch
+        if _intercepted(kernel, plan, dim, values, device, adjoint):
+            return
     if device is not None and device != "cpu":
         return launch_on(plan, dim, values, device, adjoint)
     try:
