@@ -387,11 +387,16 @@ class Plan:
 
     def set_bounds(self, dim) -> int:
         """Write the bounds of a launch over ``dim`` (checked, see launch_dim.py); return its thread count."""
-        # Only ints and tuples of ints are looked up: 3.0 and (3.0, 2) hash like 3 and (3, 2), and
-        # must reach launch_shape's TypeError.
-        exact = type(dim) is int or (type(dim) is tuple and all(type(s) is int for s in dim))
-        b = self.bounds.get(dim) if exact else None
+        # Only ints and tuples of ints are cached: 3.0 and (3.0, 2) equal 3 and (3, 2), and must reach
+        # launch_shape's TypeError. On a hit, dim's entries equal ints, so sum() is safe and cheap.
+        t = type(dim)
+        if t is not int and t is not tuple and isinstance(dim, np.integer):
+            dim, t = int(dim), int  # a numpy int shares the int's cached bounds
+        b = self.bounds.get(dim) if t is int or t is tuple else None
+        if b is not None and t is tuple and type(sum(dim)) is not int:
+            b = None
         if b is None:
+            exact = t is int or (t is tuple and all(type(s) is int for s in dim))
             shape = launch_shape(self.kernel.name, dim, self.tid_dims)
             if self.tid_dims and len(shape) != self.tid_dims:
                 raise ValueError(f"{self.kernel.name}(): the kernel unpacks sk.tid() into {self.tid_dims} index(es), "
