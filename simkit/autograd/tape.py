@@ -157,7 +157,8 @@ class Tape:
             # a copy: the seed may be the grad of an array this backward clears first
             data = np.array(seed.numpy() if isinstance(seed, Array) else seed, dtype=a._np_dtype, copy=True)
             if data.shape != a._host_shape:
-                raise ValueError(f"seed of shape {data.shape} does not match {_describe(a)}")
+                raise ValueError(f"seed of shape {data.shape} does not match {_describe(a)}: its seed has the "
+                                 f"shape of its .numpy(), {a._host_shape}")
             seeds[id(a)] = (a, data)
         for a, _data in seeds.values():
             if id(a) not in self.touched:

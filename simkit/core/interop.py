@@ -26,7 +26,9 @@ def _check_components(shape: tuple, strides: tuple, itemsize: int, dtype, what: 
     """The number of array dims once ``dtype``'s trailing component dims are split off (checked compact)."""
     tail = tuple(dtype._sk_shape)
     if tail and tuple(shape[-len(tail):]) != tail:
-        raise ValueError(f"{what}: last dims {tuple(shape[-len(tail):])} do not match {T.type_name(dtype)} {tail}")
+        lead = tuple(shape[:-len(tail)] if len(shape) > len(tail) else shape[:1])
+        raise ValueError(f"{what}: data of shape {tuple(shape)} does not hold elements of {T.type_name(dtype)}: "
+                         f"its last dims must be {tail}, as in numpy shape {(*lead, *tail)}")
     nd = len(shape) - len(tail)
     step = itemsize
     for n, st in zip(reversed(tail), reversed(strides[nd:])):

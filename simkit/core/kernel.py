@@ -356,6 +356,8 @@ class FuncSpec:
         self.fn = fn
         self.param_types = param_types
         key = fn.func.__module__ + "." + fn.func.__qualname__ + ":" + ",".join(t._sk_ctype for t in param_types)
+        if fn.grouped:  # overloads share a qualified name: a generic one may specialise like another
+            key += f"@{fn.func.__code__.co_firstlineno}"
         self.cname = f"{fn.name}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
         names = list(fn.arg_types)
         self.ir = frontend.build(fn.func, dict(zip(names, param_types)), is_kernel=False, name=fn.name, cname=self.cname,
@@ -396,10 +398,22 @@ class Function:
         self._building = False
         self.custom_grad: Function | None = None
         self.grad_of: Function | None = None  # set on a custom adjoint: the function it differentiates
+        # The definitions a call picks from (func_overloads.py): this one alone unless the name
+        # was defined again in the same scope with other parameter types.
+        self.members: list[Function] = [self]
+        self.grouped = False
         self.__doc__ = pyfunc.__doc__
         self.__wrapped__ = pyfunc
 
     def specialize_for(self, args, builder, node) -> FuncSpec:
+        """The specialisation a call with ``args`` (IR values) takes, of the overload they match."""
+        if len(self.members) > 1:
+            from . import func_overloads
+
+            return func_overloads.pick_for_kernel(self, args, builder, node)._specialize(args, builder, node)
+        return self._specialize(args, builder, node)
+
+    def _specialize(self, args, builder, node) -> FuncSpec:
         from . import builtins as B
 
         if len(args) != len(self.arg_types):
@@ -448,16 +462,24 @@ class Function:
         return self._specs[key]
 
     def __call__(self, *args):
+        if len(self.members) > 1:
+            from . import func_overloads
+
+            return func_overloads.pick_for_python(self, args).func(*args)
         return self.func(*args)
 
     def __repr__(self):
-        return f"<sk.func {self.name}>"
+        n = len(self.members)
+        return f"<sk.func {self.name}" + (f" ({n} overloads)>" if n > 1 else ">")
 
 
 def func(f: Callable) -> Function:
     """Decorate a helper callable from kernels; unannotated parameters take the caller's types.
 
-    The rules are in docs/design.md, "Functions: @sk.func and @sk.func_grad".
+    Defined again under the same name in the same scope with other parameter types, it
+    is overloaded by type as in Warp (see func_overloads.py); with the same types, the new
+    definition replaces the old. The rules are in docs/design.md, "Functions: @sk.func and
+    @sk.func_grad".
 
     Example::
 
@@ -465,7 +487,11 @@ def func(f: Callable) -> Function:
         def spring_force(d: sk.vec3, k: float) -> sk.vec3:
             return -k * d
     """
-    return Function(f)
+    from . import func_overloads
+
+    fn = Function(f)
+    func_overloads.group_with_previous(fn, sys._getframe(1).f_locals)
+    return fn
 
 
 def func_grad(f: Function):

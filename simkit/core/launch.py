@@ -20,6 +20,7 @@ Example::
 from __future__ import annotations
 
 import ctypes
+import math
 import signal
 import sys
 import threading
@@ -36,6 +37,8 @@ from .config import config
 from .device import DeviceMismatch
 from .errors import KernelRuntimeError
 from .interop import as_array
+from .launch_args import with_adjoints
+from .launch_dim import launch_shape
 from .private import descriptors
 
 # Grids of less work than this run inline on the calling thread, where work is elements
@@ -384,12 +387,18 @@ class Plan:
                              f"{device}; move it with .to('{device}') or launch on its device") from None
 
     def set_bounds(self, dim) -> int:
-        b = self.bounds.get(dim)
+        """Write the bounds of a launch over ``dim`` (checked, see launch_dim.py); return its thread count."""
+        # Only ints and tuples of ints are cached: 3.0 and (3.0, 2) equal 3 and (3, 2), and must reach
+        # launch_shape's TypeError. On a hit, dim's entries equal ints, so sum() is safe and cheap.
+        t = type(dim)
+        if t is not int and t is not tuple and isinstance(dim, np.integer):
+            dim, t = int(dim), int  # a numpy int shares the int's cached bounds
+        b = self.bounds.get(dim) if t is int or t is tuple else None
+        if b is not None and t is tuple and type(sum(dim)) is not int:
+            b = None
         if b is None:
-            shape = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
-            if not 1 <= len(shape) <= 4 or not all(isinstance(s, (int, np.integer)) and s >= 0 for s in shape):
-                raise ValueError(f"{self.kernel.name}(): dim must be a non-negative int or a tuple of 1 to 4 of them, "
-                                 f"got {dim!r}")
+            exact = t is int or (t is tuple and all(type(s) is int for s in dim))
+            shape = launch_shape(self.kernel.name, dim, self.tid_dims)
             if self.tid_dims and len(shape) != self.tid_dims:
                 raise ValueError(f"{self.kernel.name}(): the kernel unpacks sk.tid() into {self.tid_dims} index(es), "
                                  f"but was launched with a {len(shape)}-d dim {dim!r}")
@@ -397,8 +406,10 @@ class Plan:
             for k, s in enumerate(shape):
                 b.shape[k] = int(s)
             b.ndim = len(shape)
-            b.size = int(np.prod(shape))
-            b = self.bounds[dim] = (bytes(b), b.size)
+            b.size = math.prod(shape)
+            b = (bytes(b), b.size)
+            if exact:
+                self.bounds[dim] = b
         self.view[:_BOUNDS_SIZE] = b[0]
         return b[1]
 
@@ -523,7 +534,8 @@ def plan_for(kernel) -> Plan:
 
 def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), device: str | None = None,
            adjoint: bool = False, adj_inputs: Sequence | None = None, adj_outputs: Sequence | None = None) -> None:
-    """Run ``kernel`` over a grid of ``dim`` (an int or a tuple of up to 4 ints).
+    """Run ``kernel`` over a grid of ``dim`` (an int or a tuple of up to 4 ints; a float is a
+    TypeError, a negative size or one the runtime cannot index a ValueError).
 
     ``inputs`` then ``outputs`` give the kernel's parameters in order. numpy arrays,
     torch tensors and other CUDA-array-interface objects are wrapped zero-copy. The
@@ -534,8 +546,9 @@ def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), devi
     ``adj_inputs`` and ``adj_outputs`` (lists parallel to ``inputs`` and ``outputs``)
     give the adjoint buffers of the array arguments instead of their ``.grad``: the
     adjoint reads the output seeds from them and accumulates the input gradients into
-    them (None: that array takes no part; non-array entries are ignored). As on the tape,
-    the seed of an output the kernel stores (``y[i] = ...``) is consumed: left zero. A ``dim`` larger than an
+    them (None, as in Warp: that array's own ``.grad``, which a float array must then have;
+    non-array entries are ignored). As on the tape, the seed of an output the kernel
+    stores (``y[i] = ...``) is consumed: left zero. A ``dim`` larger than an
     array axis that every thread indexes by its ``sk.tid()`` raises ValueError before
     anything runs; on the CPU, Ctrl-C stops a launch and raises KeyboardInterrupt.
 
@@ -561,8 +574,10 @@ def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), devi
                         f"got {len(values)}")
     if plan.forwarded and not adjoint:
         refuse_forwarding_alias(plan, values)
-    if hooks and _intercepted(kernel, plan, dim, values, device, adjoint):
-        return
+    if hooks:
+        plan.set_bounds(dim)  # a bad dim raises before a tape or capture records the launch
+        if _intercepted(kernel, plan, dim, values, device, adjoint):
+            return
     if device is not None and device != "cpu":
         return launch_on(plan, dim, values, device, adjoint)
     try:
@@ -583,39 +598,6 @@ def launch(kernel, dim: Any, inputs: Sequence = (), outputs: Sequence = (), devi
                 v = getattr(v, f)
             if type(v) is Array:
                 v._version += 1
-
-
-def with_adjoints(kernel, values, inputs, outputs, adj_inputs, adj_outputs, adjoint: bool) -> list:
-    """``values`` with each array argument replaced by an alias of it (same data) whose grad is
-    the adjoint buffer given for it, for a hand-run adjoint launch."""
-    if not adjoint:
-        raise ValueError(f"{kernel.name}(): adj_inputs/adj_outputs are only used by an adjoint launch; "
-                         "pass adjoint=True")
-    adjs = []
-    for what, given, primal in (("adj_inputs", adj_inputs, inputs), ("adj_outputs", adj_outputs, outputs)):
-        given = [None] * len(primal) if given is None else list(given)
-        if len(given) != len(primal):
-            raise ValueError(f"{kernel.name}(): {what} has {len(given)} entries, but the launch has "
-                             f"{len(primal)} {what[4:]}")
-        adjs += given
-    out = []
-    for name, v, g in zip(kernel.arg_names, values, adjs):
-        if type(v) is not Array:
-            if g is not None and getattr(type(v), "_sk_kind", None) == "struct":
-                raise TypeError(f"{kernel.name}(): argument '{name}' is a struct; its adjoint is accumulated into "
-                                "the .grad of its array fields, so its adj_inputs/adj_outputs entry must be None")
-            out.append(v)
-            continue
-        if g is not None and type(g) is not Array:
-            raise TypeError(f"{kernel.name}(): the adjoint given for argument '{name}' must be an sk array or None, "
-                            f"got {type(g).__name__}")
-        alias = Array(v._np, v.dtype, v.shape, v.device, owner=v, ptr=v._ptr, strides=v._strides)
-        try:
-            alias.grad = g
-        except (TypeError, ValueError) as e:
-            raise type(e)(f"{kernel.name}(): the adjoint given for argument '{name}': {e}") from None
-        out.append(alias)
-    return out
 
 
 def launch_device(plan: Plan, values, device: str | None) -> str:
