@@ -15,9 +15,10 @@ from .array import Array
 def with_adjoints(kernel, values, inputs, outputs, adj_inputs, adj_outputs, adjoint: bool) -> list:
     """``values`` with each array argument given an adjoint buffer replaced by an alias of it (same
     data) whose grad is that buffer, for a hand-run adjoint launch. A None entry means the array's
-    own ``.grad`` (Warp's meaning); a float array without one is refused, naming it, since its
-    seed would silently read as zero or its gradient go nowhere. An omitted list (``adj_inputs``
-    or ``adj_outputs`` left None) is a plain adjoint launch for its arrays."""
+    own ``.grad`` (Warp's meaning). An input without one takes no gradient, as in Warp (nobody asked
+    for it); an output without one is refused, naming it, since its seed would read as zero and
+    every gradient of the launch silently be zero. An omitted list (``adj_inputs`` or
+    ``adj_outputs`` left None) is a plain adjoint launch for its arrays."""
     if not adjoint:
         raise ValueError(f"{kernel.name}(): adj_inputs/adj_outputs are only used by an adjoint launch; "
                          "pass adjoint=True")
@@ -39,10 +40,11 @@ def with_adjoints(kernel, values, inputs, outputs, adj_inputs, adj_outputs, adjo
             out.append(v)
             continue
         if g is None:
-            if slot is not None and v._grad is None and v.dtype._sk_scalar.is_float:
+            if slot is not None and slot.startswith("adj_outputs") and v._grad is None \
+                    and v.dtype._sk_scalar.is_float:
                 raise ValueError(f"{kernel.name}(): {slot} is None, which means the .grad of argument '{name}', "
-                                 f"but that array has none; give it one ({name}.requires_grad = True, or assign "
-                                 f"{name}.grad) or pass its adjoint buffer in {slot}")
+                                 f"but that array has none, so its seed would be zero; give it one ({name}.grad = seed) or "
+                                 f"pass its seed in {slot}")
             out.append(v)
             continue
         if type(g) is not Array:

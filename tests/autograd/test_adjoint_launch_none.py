@@ -39,6 +39,12 @@ def square_2d(a: sk.array(dtype=F64, ndim=2), b: sk.array(dtype=F64, ndim=2)):
 
 
 @sk.kernel
+def product(a: sk.array(dtype=F64), c: sk.array(dtype=F64), b: sk.array(dtype=F64)):
+    i = sk.tid()
+    b[i] = a[i] * c[i]
+
+
+@sk.kernel
 def gather(idx: sk.array(dtype=sk.int32), a: sk.array(dtype=F64), b: sk.array(dtype=F64)):
     i = sk.tid()
     b[i] = a[idx[i]] * 2.0
@@ -131,12 +137,20 @@ def test_gradients_land_in_a_2d_plane_of_a_3d_array():
     np.testing.assert_array_equal(gbase, expected)
 
 
-def test_none_for_a_float_array_without_grad_names_it():
-    a, b = _f64([1.0, 2.0]), _f64([0.0, 0.0], grad=True)
-    with pytest.raises(ValueError, match=r"adj_inputs\[0\] is None.*argument 'a'.*has none"):
+def test_none_for_an_output_without_grad_names_it():
+    # its seed would read as zero and every gradient of the launch silently be zero
+    a, b = _f64([1.0, 2.0], grad=True), _f64([0.0, 0.0])
+    with pytest.raises(ValueError, match=r"adj_outputs\[0\] is None.*argument 'b'.*has none"):
         sk.launch(square, 2, inputs=[a], outputs=[b], adjoint=True, adj_inputs=[None], adj_outputs=[None])
-    with pytest.raises(ValueError, match=r"adj_outputs\[0\] is None.*argument 'b'"):
-        sk.launch(square, 2, inputs=[b], outputs=[a], adjoint=True, adj_inputs=[None], adj_outputs=[None])
+
+
+def test_none_for_an_input_without_grad_takes_no_gradient():
+    # as in Warp: nobody asked for that input's gradient; the others' are still computed
+    a, c, b = _f64([1.0, 2.0]), _f64([3.0, 4.0], grad=True), _f64([0.0, 0.0], grad=True)
+    b.grad = _f64([1.0, 1.0])
+    sk.launch(product, 2, inputs=[a, c], outputs=[b], adjoint=True, adj_inputs=[None, None], adj_outputs=[None])
+    assert a.grad is None
+    np.testing.assert_array_equal(c.grad.numpy(), [1.0, 2.0])
 
 
 def test_none_for_an_integer_array_needs_no_grad():
