@@ -402,6 +402,13 @@ class ExprMixin:
         self.scratch_count = getattr(self, "scratch_count", 0) + 1
         return f"{prefix}{self.scratch_count}"
 
+    def bind_scratch(self, name: str, make) -> None:
+        """Bind ``name`` to ``make()`` in the current arm of a branch. ``make`` runs first: an
+        operand that branches itself (a nested and / or / if-else) replaces ``self.vars``, and
+        the binding must land in the replacement, not in the dict it replaced."""
+        value = make()
+        self.vars[name] = value
+
     def expr_BoolOp(self, node):
         # Short-circuit: later operands are evaluated only when needed (e.g. i < n and a[i] > 0).
         is_and = isinstance(node.op, ast.And)
@@ -418,7 +425,7 @@ class ExprMixin:
             if not is_and:
                 cond = self.new_var(T.bool_)
                 self.emit([cond], [result], "$o0 = !$a0;")
-            self.branch(cond, lambda: self.vars.__setitem__(tmp, self.to_bool(self.expr(rhs), node)), None, node)
+            self.branch(cond, lambda: self.bind_scratch(tmp, lambda: self.to_bool(self.expr(rhs), node)), None, node)
             result = self.vars.pop(tmp)
         return result
 
@@ -427,8 +434,8 @@ class ExprMixin:
         if isinstance(cond, ir.Const):
             return self.expr(node.body if cond.value else node.orelse)
         tmp = self.scratch_name("__ifexp")
-        self.branch(cond, lambda: self.vars.__setitem__(tmp, self.expr(node.body)),
-                    lambda: self.vars.__setitem__(tmp, self.expr(node.orelse)), node)
+        self.branch(cond, lambda: self.bind_scratch(tmp, lambda: self.expr(node.body)),
+                    lambda: self.bind_scratch(tmp, lambda: self.expr(node.orelse)), node)
         return self.vars.pop(tmp)
 
     def expr_Tuple(self, node):

@@ -166,6 +166,39 @@ def test_and_or_short_circuit_never_read_out_of_bounds():
 
 
 @sk.kernel
+def nested_logic(bits: sk.array(dtype=int), out: sk.array(dtype=int, ndim=2)):
+    i = sk.tid()
+    a = bits[i] & 1 != 0
+    b = bits[i] & 2 != 0
+    c = bits[i] & 4 != 0
+    d = bits[i] & 8 != 0
+    out[i, 0] = int(a or (b and c))
+    out[i, 1] = int(a and (b or c))
+    out[i, 2] = int(a or b or (c and d))
+    out[i, 3] = int((a and b) or (c and d))
+    out[i, 4] = 1 if a else (2 if b else 3)
+    out[i, 5] = int(a or (b if c else d))
+    r = 0
+    for _k in range(2):  # the form the mesh distance's triangle search had (issue 28)
+        if a or b or (c and d):
+            r = r + 1
+    out[i, 6] = r
+
+
+def test_nested_and_or_and_conditional_expressions_give_what_python_gives():
+    # an operand that itself branches (a nested and / or / if-else) was evaluated into a
+    # branch's discarded copy of the variables: `a or (b and c)` was `a` (issue 28)
+    bits = np.arange(16, dtype=np.int32)
+    out = sk.zeros((16, 7), dtype=int)
+    run(nested_logic, 16, bits, out)
+    for n, row in zip(bits, out.numpy()):
+        a, b, c, d = (bool(n & k) for k in (1, 2, 4, 8))
+        expected = [a or (b and c), a and (b or c), a or b or (c and d), (a and b) or (c and d),
+                    1 if a else (2 if b else 3), a or (b if c else d), 2 * (a or b or (c and d))]
+        assert row.tolist() == [int(e) for e in expected], (a, b, c, d)
+
+
+@sk.kernel
 def comparisons(x: sk.array(dtype=float), out: sk.array(dtype=int)):
     i = sk.tid()
     v = x[i]

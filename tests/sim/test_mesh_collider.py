@@ -168,6 +168,37 @@ def test_mesh_box_rests_on_a_static_mesh_box(integrator):
     assert q[1] == pytest.approx(0.2, abs=2e-3)
 
 
+def crate_and_particle(kind, particle):
+    """docs/meshes.md's scene: a 16 kg crate (half extents 0.2, 0.1, 0.2) on a body, as a mesh
+    or a box, falling 0.4 m onto a mesh floor, and a 0.1 kg particle of radius 0.05 at ``particle``."""
+    h = np.array([0.2, 0.1, 0.2])
+    b = sk.sim.ModelBuilder(ground=False)
+    b.add_shape_mesh(-1, FLOOR_V, FLOOR_F)
+    crate = b.add_body(sk.transform((0.0, 0.5, 0.0), (0.0, 0.0, 0.0, 1.0)))
+    if kind == "mesh":
+        b.add_shape_mesh(crate, *box_mesh(h), density=500.0)
+    else:
+        b.add_shape_box((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), h, body=crate, density=500.0)
+    b.add_particle(particle, (0.0, 0.0, 0.0), mass=0.1, radius=0.05)
+    return b.finalize(dtype=sk.float64)
+
+
+# a particle 5 cm beside the crate, level with its bottom face (the plane of a mesh edge), and
+# one resting on its top, right above the edge of the top and a side face
+@pytest.mark.parametrize("particle, rest_height", [((0.1, 0.4, 0.3), 0.05), ((0.1, 0.65, 0.2), 0.25)],
+                         ids=["beside", "on-top-edge"])
+def test_particle_by_a_mesh_crate_lands_where_it_lands_by_a_box_crate(particle, rest_height):
+    # XPBD threw the particle beside the crate off at 25 m/s and tipped the crate over: the
+    # mesh distance took the bottom face's sign at the edge (issue 28)
+    finals = [rest(crate_and_particle(kind, particle), sk.sim.XPBD, steps=1000) for kind in ("mesh", "box")]
+    for final in finals:
+        np.testing.assert_allclose(final.body_q.numpy()[0], [0.0, 0.1, 0.0, 0.0, 0.0, 0.0, 1.0], atol=1e-3)
+        np.testing.assert_allclose(final.particle_q.numpy()[0], [particle[0], rest_height, particle[2]], atol=1e-3)
+    # the mesh's friction is solved per point, the box's per patch: the landings slip a little differently
+    np.testing.assert_allclose(finals[0].particle_q.numpy(), finals[1].particle_q.numpy(), atol=1e-3)
+    np.testing.assert_allclose(finals[0].body_q.numpy(), finals[1].body_q.numpy(), atol=1e-3)
+
+
 def test_particle_pushes_a_mesh_body_and_momentum_is_conserved():
     # no gravity: a particle hits a free mesh box; contact forces are equal and opposite
     b = sk.sim.ModelBuilder(gravity=0.0, ground=False)
