@@ -30,6 +30,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..core import device as D
+from ..sim.validate import float_problem
 from .meshes import MESH_EXTENSIONS, load_tet_mesh
 from .overrides import apply_overrides, describe_overrides
 from .robots import ROBOT_KEYS, read_robot
@@ -245,6 +246,11 @@ def _sim(root: Table, device: str | None, frames: int | None) -> dict:
         "up_axis": sim.choice("up_axis", ("x", "y", "z"), "y"),
         "ground": sim.boolean("ground", True),
     }
+    problem = float_problem(out["dt"], np.dtype(out["dtype"]))
+    if problem is not None:
+        hint = ' or set sim.dtype = "float64"' if out["dtype"] == "float32" and out["dt"] < 1.0 else ""
+        raise sim.error("dt", f'expected a number > 0 that sim.dtype = "{out["dtype"]}" can hold, got '
+                              f'{describe(out["dt"])}, which {problem}; change sim.dt{hint}')
     if sim.has("iterations") and out["integrator"] != "xpbd":
         raise sim.error("iterations", 'only used by integrator = "xpbd"; remove it or set integrator = "xpbd"')
     if device is not None:

@@ -88,6 +88,44 @@ def positive(value: Any, where: str) -> float:
     return v
 
 
+def float_problem(value: float, float_type: Any) -> str | None:
+    """What goes wrong with the number ``value`` once converted to ``float_type`` (an
+    ``sk.float32``/``sk.float64`` or a numpy float dtype), or None when it stays a finite
+    normal number: 1e-300 is 0 in float32 and 1e-40 a subnormal, so a kernel stepping by it
+    silently moves nothing.
+
+    Example::
+
+        float_problem(1e-300, sk.float32)   # 'is 0 in float32 (its smallest normal number is 1.17549e-38)'
+    """
+    np_type = np.dtype(getattr(float_type, "np_dtype", float_type))
+    info = np.finfo(np_type)
+    with np.errstate(over="ignore"):
+        converted = np_type.type(value)
+    if not np.isfinite(converted):
+        return f"overflows to {float(converted)} in {np_type.name} (its largest number is {float(info.max):.6g})"
+    if value != 0.0 and converted == 0.0:
+        return f"is 0 in {np_type.name} (its smallest normal number is {float(info.tiny):.6g})"
+    if converted != 0.0 and abs(converted) < info.tiny:
+        return f"is a subnormal number in {np_type.name} (its smallest normal number is {float(info.tiny):.6g})"
+    return None
+
+
+def normal_in(value: float, float_type: Any, where: str) -> float:
+    """``value`` when it stays a finite normal number in ``float_type`` (see
+    :func:`float_problem`); a ValueError naming ``where`` and the float type otherwise.
+
+    Example::
+
+        normal_in(1e-300, sk.float32, "step: dt")   # ValueError: step: dt = 1e-300 is 0 in float32 ...
+    """
+    problem = float_problem(value, float_type)
+    if problem is not None:
+        raise ValueError(f"{where} = {value!r} {problem}; the model computes in "
+                         f"{np.dtype(getattr(float_type, 'np_dtype', float_type)).name}")
+    return float(value)
+
+
 def count(value: Any, where: str) -> int:
     """An int >= 1."""
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:

@@ -37,6 +37,11 @@ CASES = {
     "bad parameter": ("ball_bounce", ['parameters = ["ball.velocity"]', 'parameters = ["ball.k_mu"]'],
                       "optimize.parameters[0]", "expected one of the parameters of a particles entry after the "
                                                 "dot (velocity)"),
+    "dt that is 0 in float32": ("cloth_drape", ["dt = 5.0e-4", "dt = 1e-300"], "sim.dt",
+                                'expected a number > 0 that sim.dtype = "float32" can hold, got 1e-300 (a number), '
+                                "which is 0 in float32"),
+    "dt subnormal in float64": ("ball_bounce", ["dt = 5.0e-4", "dt = 1e-310"], "sim.dt",
+                                "which is a subnormal number in float64"),
     "xpbd setting without xpbd": ("flag", ["frames = 100", "frames = 100\niterations = 8"], "sim.iterations",
                                   'only used by integrator = "xpbd"'),
 }
