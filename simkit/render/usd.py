@@ -170,7 +170,8 @@ class UsdExporter:
     The stage lives in memory until :meth:`close`, which saves it to a temporary file next to
     ``path`` and renames it onto ``path``: a run that crashes, or never closes, leaves
     ``path`` as it was. Used as a context manager, the file is written when the block ends
-    normally and discarded when it raises.
+    normally and discarded when it raises. The folder of ``path`` must exist (no folder is
+    created, as with the command line's ``--usd``: a mistyped folder is a FileNotFoundError).
 
     Particles referenced by a cloth triangle or a tetrahedron are drawn only as that mesh's
     vertices; every other particle is a point of ``/World/Particles`` (width 2 * radius).
@@ -205,7 +206,9 @@ class UsdExporter:
         if os.path.isdir(path):
             raise ValueError(f"UsdExporter: path {path!r} is a directory")
         if not os.path.isdir(os.path.dirname(path)):
-            raise FileNotFoundError(f"UsdExporter: the directory of {path!r} does not exist")
+            raise FileNotFoundError(f"UsdExporter: the folder {os.path.dirname(path)} of {path!r} does not exist "
+                                    "(no folder is created for an output, as the simkit command line does not; "
+                                    "create it first)")
         if not isinstance(model, Model):
             raise TypeError(f"UsdExporter: model must be a simkit.sim.Model, got {type(model).__name__}")
         fps = _real(fps, "UsdExporter: fps")

@@ -321,7 +321,7 @@ def sweep(scene: str | os.PathLike, grid: Grid | None = None,
                                                "or the sweep does not optimize")
     out = Path(out)
     table, meta_path = out / TABLE, out / META
-    check_writable(table, "--out")
+    check_writable(table, "--out", makes_folder=True)
     columns = _columns(keys, optimizing)
     meta = _meta(path, base, frames, optimizing, iterations, keys, points)
     if resume:

@@ -420,9 +420,11 @@ def test_constructor_rejects_bad_arguments(tmp_path, kwargs, error, message):
         UsdExporter(tmp_path / "a.usda", **args)
 
 
-def test_constructor_rejects_missing_directory(tmp_path):
-    with pytest.raises(FileNotFoundError, match="UsdExporter: the directory"):
+def test_constructor_rejects_a_missing_folder_naming_it_and_creates_none(tmp_path):
+    # the same rule as the CLI's --usd: no folder is created for an output
+    with pytest.raises(FileNotFoundError, match=f"UsdExporter: the folder {tmp_path / 'missing'} of .* does not exist"):
         UsdExporter(tmp_path / "missing" / "a.usda", rest_model())
+    assert not (tmp_path / "missing").exists()
 
 
 def test_import_simkit_does_not_load_pxr():

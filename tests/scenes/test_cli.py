@@ -400,6 +400,34 @@ def test_optimize_checks_that_each_output_can_be_written_before_the_run(option, 
     assert f"{blocker / name}: {option}: cannot be created: {blocker} is not a directory" in err
 
 
+def test_run_refuses_a_usd_in_a_missing_folder_and_creates_no_folder(scenes_dir, tmp_path, no_run, capsys):
+    usd = tmp_path / "typo" / "deeper" / "x.usda"
+    assert main(["run", str(scenes_dir / "ball_bounce.toml"), "--usd", str(usd), *FAST]) == 2
+    err = capsys.readouterr().err
+    assert f"{usd}: --usd: cannot be written: the folder {usd.parent} does not exist" in err
+    assert not (tmp_path / "typo").exists()
+
+
+@pytest.mark.parametrize("option", ["--usd", "--checkpoint", "--plot"])
+def test_optimize_refuses_an_output_in_a_missing_folder_and_creates_no_folder(option, scenes_dir, tmp_path, no_run,
+                                                                              capsys):
+    name = {"--usd": "o.usda", "--checkpoint": "c.npz", "--plot": "loss.png"}[option]
+    paths = {"--usd": tmp_path / "o.usda", "--checkpoint": tmp_path / "c.npz", "--plot": tmp_path / "loss.png"}
+    paths[option] = tmp_path / "typo" / name
+    args = ["optimize", str(scenes_dir / "ball_bounce.toml"), *[x for k, v in paths.items() for x in (k, str(v))]]
+    assert main([*args, *FAST]) == 2
+    assert f"{option}: cannot be written: the folder {tmp_path / 'typo'} does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "typo").exists()
+
+
+def test_sweep_makes_its_out_folder_but_not_the_folders_above_it(scenes_dir, tmp_path, capsys):
+    out = tmp_path / "typo" / "sweep"
+    args = ["sweep", str(scenes_dir / "ball_bounce.toml"), "--set", "sim.dt=1e-3", "--frames", "2", "--run-only", "--quiet"]
+    assert main([*args, "--out", str(out)]) == 2
+    assert f"--out: cannot be written: the folder {tmp_path / 'typo'} does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "typo").exists()
+
+
 def test_run_checks_that_the_usd_can_be_written_before_the_run(scenes_dir, tmp_path, no_run, capsys):
     folder = tmp_path / "out.usda"
     folder.mkdir()
