@@ -35,6 +35,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import platform
@@ -42,6 +43,7 @@ import shlex
 import subprocess
 import sys
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -556,7 +558,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else EXIT_USAGE
     try:
-        return args.handler(args)
+        with _warnings_as_lines():
+            return args.handler(args)
     except (SceneError, UsageError) as e:
         print(f"simkit: error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -570,6 +573,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif not _explains_itself(e):
             print("simkit: (run with --traceback for the details)", file=sys.stderr)
         return EXIT_FAILED
+
+
+@contextlib.contextmanager
+def _warnings_as_lines():
+    """Show each warning of a command as one line, ``simkit: warning: ...``: the Python source
+    line a warning would point at is simkit's, not the user's, whose file the message names."""
+    with warnings.catch_warnings():
+        def show(message, category, filename, lineno, file=None, line=None):
+            print(f"simkit: warning: {message} ({category.__name__})", file=sys.stderr if file is None else file)
+
+        warnings.showwarning = show
+        yield
 
 
 def _explains_itself(e: Exception) -> bool:

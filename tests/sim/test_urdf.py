@@ -248,3 +248,12 @@ def test_missing_mesh_file_is_warned_about_and_not_a_collider(tmp_path):
     with pytest.warns(RobotFileWarning, match="no such mesh file"):
         b.add_urdf(str(path))
     assert b.shape_count == 0
+
+
+def test_a_robot_file_warning_points_at_the_callers_line_not_simkits(tmp_path):
+    pytest.importorskip("trimesh")
+    path = tmp_path / "robot.urdf"
+    path.write_text(MESH_LINK.format(filename="part.stl"))
+    with pytest.warns(RobotFileWarning, match="no such mesh file") as caught:
+        sk.sim.ModelBuilder(up_axis="z").add_urdf(str(path))
+    assert [w.filename for w in caught] == [__file__]

@@ -9,6 +9,8 @@ articulation. Quaternions here are (x, y, z, w), like simkit's.
 from __future__ import annotations
 
 import math
+import os
+import sys
 import warnings
 from dataclasses import dataclass, field
 
@@ -192,6 +194,19 @@ class Body:
     inertial: tuple | None = None   # (mass, com, inertia) as the file gives it, if it does
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _caller_outside_simkit() -> int:
+    """The ``stacklevel`` of the first caller outside the simkit package, for a warning
+    raised from its caller: the warning then shows the user's line that imported the robot
+    file, not a line of simkit's, however deep in simkit the import ran."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 @dataclass
 class ImportRecord:
     """What an importer made of a robot file, in ``builder.imports[articulation]``.
@@ -230,7 +245,7 @@ class ImportRecord:
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
-        warnings.warn(message, RobotFileWarning, stacklevel=4)
+        warnings.warn(message, RobotFileWarning, stacklevel=_caller_outside_simkit())
 
     def joint_q_from_mujoco(self, qpos) -> np.ndarray:
         """The articulation's ``joint_q`` (to put at ``model.articulation_coords(a)``) for
