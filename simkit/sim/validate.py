@@ -8,6 +8,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -112,14 +113,24 @@ def float_problem(value: float, float_type: Any) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=None)
+def _normal_range(np_type: np.dtype) -> tuple[float, float]:
+    info = np.finfo(np_type)
+    return float(info.tiny), float(info.max)
+
+
 def normal_in(value: float, float_type: Any, where: str) -> float:
-    """``value`` when it stays a finite normal number in ``float_type`` (see
-    :func:`float_problem`); a ValueError naming ``where`` and the float type otherwise.
+    """``value`` (> 0) when it stays a finite normal number in ``float_type`` (see
+    :func:`float_problem`); a ValueError naming ``where`` and the float type otherwise. Cheap
+    enough for every step: a comparison with the type's range, cached.
 
     Example::
 
         normal_in(1e-300, sk.float32, "step: dt")   # ValueError: step: dt = 1e-300 is 0 in float32 ...
     """
+    low, high = _normal_range(getattr(float_type, "np_dtype", None) or np.dtype(float_type))
+    if low <= value <= high:
+        return float(value)
     problem = float_problem(value, float_type)
     if problem is not None:
         raise ValueError(f"{where} = {value!r} {problem}; the model computes in "
