@@ -489,7 +489,8 @@ def test_optimize_refuses_an_output_in_a_missing_folder_and_creates_no_folder(op
 
 def test_sweep_makes_its_out_folder_but_not_the_folders_above_it(scenes_dir, tmp_path, capsys):
     out = tmp_path / "typo" / "sweep"
-    args = ["sweep", str(scenes_dir / "ball_bounce.toml"), "--set", "sim.dt=1e-3", "--frames", "2", "--run-only", "--quiet"]
+    args = ["sweep", str(scenes_dir / "ball_bounce.toml"), "--set", "sim.dt=1e-3", "--frames", "2", "--run-only",
+            "--quiet"]
     assert main([*args, "--out", str(out)]) == 2
     assert f"--out: cannot be written: the folder {tmp_path / 'typo'} does not exist" in capsys.readouterr().err
     assert not (tmp_path / "typo").exists()
