@@ -36,6 +36,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import platform
@@ -43,6 +44,7 @@ import shlex
 import subprocess
 import sys
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -121,12 +123,26 @@ def _check_plot_path(value: str | None) -> None:
 
 
 def _viewer() -> Any:
-    """The viewer module, imported only when a command needs a window."""
+    """The viewer module, imported only when a command needs a window. A viewer that cannot
+    load is a usage error (exit 2), as a missing display is (see :func:`_in_window`)."""
     try:
         return importlib.import_module("simkit.render.viewer")
     except Exception as e:
-        raise RuntimeError(f"the viewer could not be loaded ({type(e).__name__}: {e}); it needs pyglet and a "
-                           "display") from e
+        raise UsageError(f"the viewer could not be loaded ({type(e).__name__}: {e}); it needs pyglet and a "
+                         "display") from e
+
+
+def _in_window(name: str, *args: Any, **kwargs: Any) -> None:
+    """Call the viewer's ``name`` (``play_live``, ``play_usd``); no display to open a window on
+    is the machine's setup, not a failed run: a usage error (exit 2), like --plot without
+    matplotlib."""
+    viewer = _viewer()
+    try:
+        getattr(viewer, name)(*args, **kwargs)
+    except RuntimeError as e:
+        if str(e).startswith(getattr(viewer, "NO_DISPLAY", "no display")):
+            raise UsageError(str(e)) from None
+        raise
 
 
 def _progress(total: int, initial: int, unit: str, desc: str, quiet: bool) -> Any:
@@ -151,10 +167,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     scene = load_scene(resolve_scene(args.scene), device=args.device, frames=args.frames)
     st = scene.settings
     if args.view:
-        viewer = _viewer()
         stepper = scene.stepper()
-        viewer.play_live(scene.model, stepper.reset, stepper.advance, fps=scene.output["fps"],
-                         title=f"simkit: {scene.name}")
+        _in_window("play_live", scene.model, stepper.reset, stepper.advance, fps=scene.output["fps"],
+                   title=f"simkit: {scene.name}")
         return EXIT_OK
     usd = args.usd or scene.output["usd"]
     check_outputs(_scene_inputs(scene), {"--usd" if args.usd else "output.usd": usd})
@@ -263,7 +278,8 @@ def _finish_optimize(args: argparse.Namespace, scene: Any, opt: Any, say: Any) -
     usd = args.usd or scene.output["usd"]
     final_loss, result = opt.replay(usd_path=usd)
     if args.plot:
-        plot_losses(opt.losses + [final_loss], args.plot, title=f"{scene.name}: loss per iteration")
+        plot_losses(opt.losses + [final_loss], args.plot,
+                    title=f"{scene.name}: loss over {opt.iteration} iterations")
     first = f"{opt.losses[0]:.4e} -> " if opt.losses else ""
     say(f"{scene.name}: loss {first}{final_loss:.4e} after {opt.iteration} iterations")
     for p in opt.parameters:
@@ -490,7 +506,7 @@ def _cmd_view(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.file}: expected a USD file ending in {', '.join(USD_EXTENSIONS)}")
     if not path.is_file():
         raise UsageError(f"{args.file}: no such file")
-    _viewer().play_usd(str(path))
+    _in_window("play_usd", str(path))
     return EXIT_OK
 
 
@@ -603,8 +619,9 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Optimize the parameters of a scene's [optimize] table, with checkpoints "
                                      "to resume from, then write the optimized run to USD.")
     opt.add_argument("scene", metavar="SCENE", help="a scene file (.toml) with an [optimize] table")
-    opt.add_argument("--iterations", type=_count, metavar="N", help="iterations in total (default: "
-                     "optimize.iterations)")
+    opt.add_argument("--iterations", type=_count, metavar="N", help="iterations in total, those of a --resume'd "
+                     "checkpoint included (default: optimize.iterations; a checkpoint at 60 with --iterations 70 "
+                     "runs 10 more)")
     opt.add_argument("--resume", action="store_true", help="continue from the checkpoint")
     opt.add_argument("--plot", metavar="PATH", help="save the loss per iteration as an image (needs matplotlib)")
     opt.add_argument("--checkpoint", metavar="PATH", help="the checkpoint file (default: optimize.checkpoint)")
@@ -686,7 +703,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else EXIT_USAGE
     try:
-        return args.handler(args)
+        with _warnings_as_lines():
+            return args.handler(args)
     except (SceneError, UsageError) as e:
         print(f"simkit: error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -700,6 +718,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif not _explains_itself(e):
             print("simkit: (run with --traceback for the details)", file=sys.stderr)
         return EXIT_FAILED
+
+
+@contextlib.contextmanager
+def _warnings_as_lines():
+    """Show each warning of a command as one line, ``simkit: warning: ...``: the Python source
+    line a warning would point at is simkit's, not the user's, whose file the message names."""
+    with warnings.catch_warnings():
+        def show(message, category, filename, lineno, file=None, line=None):
+            print(f"simkit: warning: {message} ({category.__name__})", file=sys.stderr if file is None else file)
+
+        warnings.showwarning = show
+        yield
 
 
 def _explains_itself(e: Exception) -> bool:

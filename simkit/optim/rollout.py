@@ -53,6 +53,7 @@ from ..core import types as T
 from ..core.array import Array, clone, copy, zeros
 from ..sim.model import Control, Model, State
 from ..sim.stability import BoundCheck, StabilityCheck
+from ..sim.validate import normal_in
 
 LossFn = Callable[[State, Array], None]
 FrameLossFn = Callable[[int, State, Array], None]
@@ -206,7 +207,7 @@ class Rollout:
         if isinstance(dt, bool) or not isinstance(dt, (int, float, np.integer, np.floating)) \
                 or not math.isfinite(dt) or dt <= 0.0:
             raise ValueError(f"Rollout: dt must be a finite number > 0, got {dt!r}")
-        self.dt = float(dt)
+        self.dt = normal_in(float(dt), model.dtype, "Rollout: dt")
         if loss is None and frame_loss is None:
             raise ValueError("Rollout: give loss=fn(state, loss) on the final state, frame_loss=fn(frame, state, "
                              "loss) on every frame, or both")

@@ -170,7 +170,8 @@ class UsdExporter:
     The stage lives in memory until :meth:`close`, which saves it to a temporary file next to
     ``path`` and renames it onto ``path``: a run that crashes, or never closes, leaves
     ``path`` as it was. Used as a context manager, the file is written when the block ends
-    normally and discarded when it raises.
+    normally and discarded when it raises. The folder of ``path`` must exist (no folder is
+    created, as with the command line's ``--usd``: a mistyped folder is a FileNotFoundError).
 
     Particles referenced by a cloth triangle or a tetrahedron are drawn only as that mesh's
     vertices; every other particle is a point of ``/World/Particles`` (width 2 * radius).
@@ -205,7 +206,9 @@ class UsdExporter:
         if os.path.isdir(path):
             raise ValueError(f"UsdExporter: path {path!r} is a directory")
         if not os.path.isdir(os.path.dirname(path)):
-            raise FileNotFoundError(f"UsdExporter: the directory of {path!r} does not exist")
+            raise FileNotFoundError(f"UsdExporter: the folder {os.path.dirname(path)} of {path!r} does not exist "
+                                    "(no folder is created for an output, as the simkit command line does not; "
+                                    "create it first)")
         if not isinstance(model, Model):
             raise TypeError(f"UsdExporter: model must be a simkit.sim.Model, got {type(model).__name__}")
         fps = _real(fps, "UsdExporter: fps")
@@ -362,8 +365,30 @@ class UsdExporter:
                              f"frame (time code {self._last_code:g}); times must increase")
         return code
 
+    def _check_finite(self, particle_q: np.ndarray, body_q: np.ndarray | None, code: float) -> None:
+        """Refuse a state holding a NaN or infinite position or body pose: a viewer shows such a
+        frame as nothing (or breaks on it), so the file would silently lose the motion."""
+        where = f"frame {self._frames} (time {code / self._fps:g} s, time code {code:g})"
+        rows = np.asarray(particle_q, dtype=np.float64).reshape(-1, 3)
+        bad = np.flatnonzero(~np.isfinite(rows).all(axis=1))
+        if len(bad):
+            i = int(bad[0])
+            prim = next((str(ps.prim.GetPath()) for ps in self._point_sets if np.any(ps.ids == i)), "no prim")
+            raise ValueError(f"UsdExporter.write: {where}: particle {i} (of {prim}) has a non-finite position "
+                             f"{rows[i].tolist()} ({len(bad)} particle(s) in all); the frame is not written (the "
+                             "simulation diverged: lower dt or soften the stiffness)")
+        if body_q is not None:
+            bad = np.flatnonzero(~np.isfinite(body_q).all(axis=1))
+            if len(bad):
+                b = int(bad[0])
+                raise ValueError(f"UsdExporter.write: {where}: body {b} (/World/Bodies/body_{b}) has a non-finite "
+                                 f"pose {body_q[b].tolist()} ({len(bad)} body(ies) in all); the frame is not written "
+                                 "(the simulation diverged: lower dt or soften the stiffness)")
+
     def write(self, state: State, time: float) -> None:
         """Record ``state`` at ``time`` seconds (time code ``time * fps``); times must increase.
+        A state holding a NaN or infinite position or body pose is refused (a ValueError naming
+        the frame, time and prim); the frames written before it stay and :meth:`close` saves them.
 
         Example::
 
@@ -378,10 +403,12 @@ class UsdExporter:
         code = self._time_code(time)
         bodies = self._bodies
         particle_q = np.asarray(state.particle_q.numpy())
+        body_q = np.asarray(state.body_q.numpy(), dtype=np.float64).reshape(-1, 7) if bodies is not None else None
+        self._check_finite(particle_q, body_q, code)
         for point_set in self._point_sets:
             point_set.set(particle_q, code)
         if bodies is not None:
-            bodies.set(np.asarray(state.body_q.numpy(), dtype=np.float64).reshape(-1, 7), code)
+            bodies.set(body_q, code)
         if self._last_code is None:
             self._stage.SetStartTimeCode(code)
         self._stage.SetEndTimeCode(code)

@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import os
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -38,15 +39,20 @@ def load_tet_mesh(path: str | os.PathLike, error: Any = None) -> tuple[np.ndarra
         def error(key: str, message: str) -> SceneError:
             return SceneError(path, "", message)
     if path.suffix.lower() == ".npz":
+        if not zipfile.is_zipfile(path):
+            # np.load takes anything that is not a zip for a pickle and says so, which misleads
+            raise error("file", f"{str(path)!r} is not an .npz archive (the zip of arrays numpy.savez writes); "
+                                "expected arrays 'vertices' (N x 3) and 'tets' (M x 4)")
         try:
             with np.load(path, allow_pickle=False) as data:
                 missing = [k for k in ("vertices", "tets") if k not in data.files]
-                if missing:
-                    raise error("file", f"{str(path)!r} lacks the array(s) {', '.join(missing)}; expected "
-                                        "'vertices' (N x 3) and 'tets' (M x 4)")
-                vertices, tets = data["vertices"], data["tets"]
-        except (OSError, ValueError) as e:
+                if not missing:
+                    vertices, tets = data["vertices"], data["tets"]
+        except (OSError, ValueError, zipfile.BadZipFile) as e:
             raise error("file", f"{str(path)!r} is not a readable .npz file: {e}") from None
+        if missing:
+            raise error("file", f"{str(path)!r} lacks the array(s) {', '.join(missing)}; expected "
+                                "'vertices' (N x 3) and 'tets' (M x 4)")
     else:
         vertices, tets = _read_tet_text(path, error)
     vertices, tets = np.asarray(vertices), np.asarray(tets)

@@ -270,7 +270,8 @@ _PARAMETERS = {"velocity": VelocityParameter, "activation": ActivationParameter}
 
 class Optimization:
     """The ``[optimize]`` table of ``scene`` ready to run: ``iterations`` (default: the
-    table's) in total, checkpoints at ``checkpoint`` (default: the table's ``checkpoint``,
+    table's) in total, those of a resumed checkpoint included (fewer than the checkpoint
+    holds is a SceneError), checkpoints at ``checkpoint`` (default: the table's ``checkpoint``,
     relative to the working directory); ``resume=True`` first loads the checkpoint (a
     SceneError when there is none, or when it was written for another version of the scene).
 
@@ -317,6 +318,15 @@ class Optimization:
         self.saved_iteration: int | None = None
         if resume:
             self.load_checkpoint()
+            if self.iteration > self.iterations:
+                if iterations is not None:
+                    raise SceneError(scene.path, "--iterations",
+                                     f"{iterations} iterations in all, but the checkpoint {self.checkpoint_path} "
+                                     f"already holds {self.iteration}; --iterations counts every iteration, those "
+                                     f"of the checkpoint included: give --iterations {self.iteration + iterations} "
+                                     f"for {iterations} more")
+                # resumed without --iterations from a run given more than the table's: it is done
+                self.iterations = self.iteration
         self._snapshot = self._capture()
 
     # -- one iteration -----------------------------------------------------------------
@@ -529,12 +539,15 @@ def matplotlib_missing() -> str | None:
 
 
 def plot_losses(losses: list[float], path: str | os.PathLike, title: str = "") -> Path:
-    """Save the loss per iteration as an image (format from the extension: .png, .pdf, .svg),
-    atomically; a log scale when every loss is > 0. Needs matplotlib.
+    """Save the loss curve as an image (format from the extension: .png, .pdf, .svg),
+    atomically; a log scale when every loss is > 0. Needs matplotlib. ``losses[k]`` is the
+    loss after ``k`` iterations (``k = 0``: the starting parameters), drawn at x = k: N
+    iterations and the loss of their result are N + 1 points from 0 to N, as ``simkit
+    optimize --plot`` draws them (``opt.losses`` plus the final replay's loss).
 
     Example::
 
-        plot_losses(opt.losses, "loss.png", title="ball_bounce")
+        plot_losses(opt.losses + [final_loss], "loss.png", title="ball_bounce")
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -543,10 +556,10 @@ def plot_losses(losses: list[float], path: str | os.PathLike, title: str = "") -
     fig = Figure(figsize=(6.0, 4.0))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    ax.plot(np.arange(1, len(losses) + 1), losses, marker="o", markersize=3)
+    ax.plot(np.arange(len(losses)), losses, marker="o", markersize=3)
     if losses and min(losses) > 0.0:
         ax.set_yscale("log")
-    ax.set_xlabel("iteration")
+    ax.set_xlabel("iterations done (0: the starting parameters)")
     ax.set_ylabel("loss")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)

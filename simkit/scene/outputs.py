@@ -31,29 +31,30 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
-def _existing_ancestor(path: Path) -> Path:
-    p = path.absolute().parent
-    while not p.exists() and p != p.parent:
-        p = p.parent
-    return p
-
-
-def check_writable(path: PathLike, option: str) -> None:
+def check_writable(path: PathLike, option: str, *, makes_folder: bool = False) -> None:
     """Raise a :class:`SceneError` naming ``path`` and ``option`` unless a file can be written
-    at ``path`` (its missing folders created): an existing ``path`` must be a writable file, and
-    the nearest existing folder above it must accept a new file (tried with a temporary one,
-    which catches read-only file systems and permissions alike).
+    at ``path``: an existing ``path`` must be a writable file, and the folder that holds it must
+    exist and accept a new file (tried with a temporary one, which catches read-only file
+    systems and permissions alike). Missing folders are not created, as ``UsdExporter`` and
+    ``open`` do not: a mistyped folder fails here, before the run, instead of quietly becoming
+    a new folder. ``makes_folder``: the command creates the folder holding ``path`` itself (a
+    sweep's ``--out DIR``), so the folder above that one must exist.
 
     Example::
 
-        check_writable("out/ball.usda", "--usd")
+        check_writable("out/ball.usda", "--usd")   # SceneError unless the folder out/ exists
     """
     p = Path(path)
     if p.is_dir():
         raise SceneError(p, option, "is a directory; give a file name")
     if p.exists() and not os.access(p, os.W_OK):
         raise SceneError(p, option, "exists and is not writable")
-    folder = _existing_ancestor(p)
+    folder = p.absolute().parent
+    if makes_folder and not folder.exists():
+        folder = folder.parent
+    if not folder.exists():
+        raise SceneError(p, option, f"cannot be written: the folder {folder} does not exist (simkit creates no "
+                                    "folders for its outputs; check the path or create the folder first)")
     if not folder.is_dir():
         raise SceneError(p, option, f"cannot be created: {folder} is not a directory")
     try:

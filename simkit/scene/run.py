@@ -90,7 +90,6 @@ def run_scene(scene: Scene, *, usd_path: str | os.PathLike | None = None, initia
     from ..render.usd import UsdExporter
 
     path = Path(usd_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fps = scene.output["fps"]
     with UsdExporter(path, scene.model, fps=fps) as usd:
         usd.write(state, 0.0)

@@ -30,6 +30,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..core import device as D
+from ..sim.validate import float_problem, grid_size_problem
 from .meshes import MESH_EXTENSIONS, load_tet_mesh
 from .overrides import apply_overrides, describe_overrides
 from .robots import ROBOT_KEYS, read_robot
@@ -245,6 +246,11 @@ def _sim(root: Table, device: str | None, frames: int | None) -> dict:
         "up_axis": sim.choice("up_axis", ("x", "y", "z"), "y"),
         "ground": sim.boolean("ground", True),
     }
+    problem = float_problem(out["dt"], np.dtype(out["dtype"]))
+    if problem is not None:
+        hint = ' or set sim.dtype = "float64"' if out["dtype"] == "float32" and out["dt"] < 1.0 else ""
+        raise sim.error("dt", f'expected a number > 0 that sim.dtype = "{out["dtype"]}" can hold, got '
+                              f'{describe(out["dt"])}, which {problem}; change sim.dt{hint}')
     if sim.has("iterations") and out["integrator"] != "xpbd":
         raise sim.error("iterations", 'only used by integrator = "xpbd"; remove it or set integrator = "xpbd"')
     if device is not None:
@@ -316,9 +322,19 @@ def _fixes(t: Table) -> dict:
     return {k: t.boolean(k, False) for k in ("fix_left", "fix_right", "fix_top", "fix_bottom")}
 
 
+def _grid_dims(t: Table, axes: str) -> dict:
+    """The ``dim_*`` of a grid, refused (naming ``dim_x``) before anything is built when the
+    grid has more particles than a model can index or needs more memory than there is."""
+    dims = {f"dim_{a}": t.integer(f"dim_{a}", low=1) for a in axes}
+    problem = grid_size_problem(dims)
+    if problem is not None:
+        raise t.error("dim_x", f"expected a grid that fits: {problem}")
+    return dims
+
+
 def _cloth(t: Table, config: SceneConfig, folder: Path) -> dict:
     return {"pos": t.vector("pos", 3), "rot": t.quat(), "velocity": t.vector("velocity", 3, (0.0, 0.0, 0.0)),
-            "dim_x": t.integer("dim_x", low=1), "dim_y": t.integer("dim_y", low=1),
+            **_grid_dims(t, "xy"),
             "cell_x": _positive(t, "cell_x"), "cell_y": _positive(t, "cell_y"), "mass": _positive(t, "mass"),
             **_fixes(t), "k_mu": _nonneg(t, "k_mu", 1.0e3), "k_lambda": _nonneg(t, "k_lambda", 1.0e3),
             "k_damp": _nonneg(t, "k_damp", 0.0), "edge_ke": _nonneg(t, "edge_ke", 0.1),
@@ -332,7 +348,7 @@ def _soft_common(t: Table) -> dict:
 
 
 def _soft_grid(t: Table, config: SceneConfig, folder: Path) -> dict:
-    dims = {f"dim_{a}": t.integer(f"dim_{a}", low=1) for a in "xyz"}
+    dims = _grid_dims(t, "xyz")
     cells = {f"cell_{a}": _positive(t, f"cell_{a}") for a in "xyz"}
     return {"pos": t.vector("pos", 3), "rot": t.quat(), **dims, **cells, **_fixes(t), **_soft_common(t)}
 

@@ -271,11 +271,12 @@ def _check_resume(meta_path: Path, meta: dict) -> None:
             from None
     if not isinstance(old, dict) or old.get("format") != META_FORMAT:
         raise SceneError(meta_path, "--resume", "not written by simkit sweep")
-    for what, key in (("scene file", "scene"), ("scene (its contents changed)", "fingerprint"), ("frames", "frames"),
-                      ("mode (run or optimize)", "optimize"), ("iterations", "iterations"),
-                      ("swept keys or values", "keys"), ("swept keys or values", "points")):
+    for what, key in (("scene file differs", "scene"), ("scene differs (its contents changed)", "fingerprint"),
+                      ("frames differ", "frames"), ("mode (run or optimize) differs", "optimize"),
+                      ("iterations differ", "iterations"), ("swept keys or values differ", "keys"),
+                      ("swept keys or values differ", "points")):
         if old.get(key) != meta[key]:
-            raise SceneError(meta_path, "--resume", f"the results here are of another sweep: its {what} differ "
+            raise SceneError(meta_path, "--resume", f"the results here are of another sweep: its {what} "
                                                     "from this one's; use the same scene and options, or another --out")
 
 
@@ -321,7 +322,7 @@ def sweep(scene: str | os.PathLike, grid: Grid | None = None,
                                                "or the sweep does not optimize")
     out = Path(out)
     table, meta_path = out / TABLE, out / META
-    check_writable(table, "--out")
+    check_writable(table, "--out", makes_folder=True)
     columns = _columns(keys, optimizing)
     meta = _meta(path, base, frames, optimizing, iterations, keys, points)
     if resume:

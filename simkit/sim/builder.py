@@ -257,6 +257,8 @@ class ModelBuilder(MeshBuilder, RigidBuilder, ImporterMixin):
                                      mass=0.01, fix_left=True)
         """
         dim_x, dim_y = V.count(dim_x, "add_cloth_grid: dim_x"), V.count(dim_y, "add_cloth_grid: dim_y")
+        if (problem := V.grid_size_problem({"dim_x": dim_x, "dim_y": dim_y}, self.particle_count)) is not None:
+            raise ValueError(f"add_cloth_grid: {problem}")
         cell_x, cell_y = V.positive(cell_x, "add_cloth_grid: cell_x"), V.positive(cell_y, "add_cloth_grid: cell_y")
         origin, q, v = V.vec3(pos, "add_cloth_grid: pos"), V.quat(rot, "add_cloth_grid: rot"), V.vec3(vel, "add_cloth_grid: vel")
         mass, k_mu, k_lambda, k_damp, edge_ke, edge_kd, radius = (
@@ -368,6 +370,9 @@ class ModelBuilder(MeshBuilder, RigidBuilder, ImporterMixin):
                             density=1000.0, k_mu=1e4, k_lambda=1e4, k_damp=0.0)
         """
         dims = [V.count(d, f"add_soft_grid: dim_{a}") for d, a in zip((dim_x, dim_y, dim_z), "xyz")]
+        problem = V.grid_size_problem({f"dim_{a}": d for d, a in zip(dims, "xyz")}, self.particle_count)
+        if problem is not None:
+            raise ValueError(f"add_soft_grid: {problem}")
         cells = [V.positive(c, f"add_soft_grid: cell_{a}") for c, a in zip((cell_x, cell_y, cell_z), "xyz")]
         origin, q, v = V.vec3(pos, "add_soft_grid: pos"), V.quat(rot, "add_soft_grid: rot"), V.vec3(vel, "add_soft_grid: vel")
         density = V.positive(density, "add_soft_grid: density")

@@ -19,6 +19,7 @@ from ..kernels.particles import particle_kernels
 from ..kernels.structs import JOINT_BALL, JOINT_UNIVERSAL, NO_LIMIT
 from .forces import eval_body_forces, eval_forces
 from .model import Control, Model, State
+from .validate import normal_in
 
 
 def check_step(model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> Control:
@@ -36,6 +37,7 @@ def check_step(model: Model, state_in: State, state_out: State, control: Control
                          "the other)")
     if not isinstance(dt, (int, float)) or isinstance(dt, bool) or not math.isfinite(dt) or dt <= 0.0:
         raise ValueError(f"step: dt must be a finite number > 0, got {dt!r}")
+    normal_in(dt, model.dtype, "step: dt")
     if control is None:
         control = model.__dict__.get("_zero_control")
         if control is None:

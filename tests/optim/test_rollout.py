@@ -245,6 +245,7 @@ def test_a_rollout_without_a_loss_is_a_value_error():
 @pytest.mark.parametrize("kwargs, match", [
     ({"steps": 0}, "steps must be an int >= 1"),
     ({"dt": -1.0}, "dt must be a finite number > 0"),
+    ({"dt": 1e-310}, "Rollout: dt = 1e-310 is a subnormal number in float64"),
     ({"substeps": 0}, "substeps must be an int >= 1"),
     ({"checkpoint_every": 0}, "checkpoint_every must be an int >= 1"),
     ({"checkpoint_every": "sqrt"}, "checkpoint_every must be None, 'auto' or an int"),

@@ -392,6 +392,33 @@ def test_write_rejects_time_that_does_not_increase(tmp_path):
     assert usd.frame_count == 2
 
 
+def test_write_refuses_a_nan_particle_naming_frame_time_and_prim_and_keeps_the_earlier_frames(tmp_path):
+    model = rest_model()
+    usd = UsdExporter(tmp_path / "a.usda", model, fps=10)
+    usd.write(model.state(), 0.0)
+    bad = model.state()
+    bad.particle_q.assign(np.array([[0.0, float("nan"), 0.0]]))
+    with pytest.raises(ValueError, match=r"UsdExporter.write: frame 1 \(time 0.1 s, time code 1\): particle 0 "
+                                         r"\(of /World/Particles\) has a non-finite position \[0.0, nan, 0.0\]"):
+        usd.write(bad, 0.1)
+    assert usd.frame_count == 1
+    usd.close()
+    stage = Usd.Stage.Open(str(tmp_path / "a.usda"))
+    assert stage.GetEndTimeCode() == 0.0 and np.all(np.isfinite(points_at(stage, "/World/Particles", 0.0)))
+
+
+def test_write_refuses_an_infinite_body_pose_naming_the_body_prim(tmp_path):
+    b = sk.sim.ModelBuilder(ground=False)
+    body = b.add_body(sk.transform((0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 1.0)))
+    b.add_shape_sphere((0.0, 0.0, 0.0), 0.1, body=body)
+    model = b.finalize()
+    state = model.state()
+    state.body_q.assign(np.array([[float("inf"), 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]]))
+    with pytest.raises(ValueError, match=r"frame 0 \(time 0 s, time code 0\): body 0 \(/World/Bodies/body_0\) has a "
+                                         r"non-finite pose"):
+        UsdExporter(tmp_path / "a.usda", model).write(state, 0.0)
+
+
 def test_write_after_close_raises(tmp_path):
     model = rest_model()
     usd = UsdExporter(tmp_path / "a.usda", model)
@@ -420,9 +447,11 @@ def test_constructor_rejects_bad_arguments(tmp_path, kwargs, error, message):
         UsdExporter(tmp_path / "a.usda", **args)
 
 
-def test_constructor_rejects_missing_directory(tmp_path):
-    with pytest.raises(FileNotFoundError, match="UsdExporter: the directory"):
+def test_constructor_rejects_a_missing_folder_naming_it_and_creates_none(tmp_path):
+    # the same rule as the CLI's --usd: no folder is created for an output
+    with pytest.raises(FileNotFoundError, match=f"UsdExporter: the folder {tmp_path / 'missing'} of .* does not exist"):
         UsdExporter(tmp_path / "missing" / "a.usda", rest_model())
+    assert not (tmp_path / "missing").exists()
 
 
 def test_import_simkit_does_not_load_pxr():

@@ -125,13 +125,41 @@ def test_view_refuses_what_it_cannot_play(name, message, tmp_path, fake_viewer, 
     assert message in capsys.readouterr().err and fake_viewer == []
 
 
-def test_view_without_a_working_viewer_exits_1(tmp_path, monkeypatch, capsys):
+def test_view_without_a_working_viewer_is_a_usage_error_exit_2(tmp_path, monkeypatch, capsys):
     usd = tmp_path / "x.usda"
     usd.write_text("#usda 1.0\n")
     monkeypatch.setitem(sys.modules, "simkit.render.viewer", None)      # importing it fails
-    assert main(["view", str(usd)]) == 1
+    assert main(["view", str(usd)]) == 2
     err = capsys.readouterr().err
     assert "the viewer could not be loaded" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["run", "view"])
+def test_view_without_a_display_is_a_usage_error_exit_2(command, scenes_dir, tmp_path, fake_viewer, monkeypatch,
+                                                        capsys):
+    viewer = sys.modules["simkit.render.viewer"]
+    message = "no display: set DISPLAY or run under xvfb-run"
+
+    def no_window(*args, **kwargs):
+        raise RuntimeError(f"{message}; DISPLAY is not set")
+
+    monkeypatch.setattr(viewer, "NO_DISPLAY", message, raising=False)
+    monkeypatch.setattr(viewer, "play_live", no_window)
+    monkeypatch.setattr(viewer, "play_usd", no_window)
+    usd = tmp_path / "x.usda"
+    usd.write_text("#usda 1.0\n")
+    argv = ["run", str(scenes_dir / "ball_bounce.toml"), "--view"] if command == "run" else ["view", str(usd)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"simkit: error: {message}; DISPLAY is not set\n"
+
+
+def test_view_that_fails_otherwise_still_exits_1(scenes_dir, fake_viewer, monkeypatch, capsys):
+    def broken(*args, **kwargs):
+        raise RuntimeError("shader compile failed")
+
+    monkeypatch.setattr(sys.modules["simkit.render.viewer"], "play_live", broken)
+    assert main(["run", str(scenes_dir / "ball_bounce.toml"), "--view"]) == 1
+    assert "shader compile failed" in capsys.readouterr().err
 
 
 # ----------------------------------------------------------------------------------
@@ -246,6 +274,45 @@ def test_optimize_plot_saves_the_loss_curve_as_a_png(scenes_dir, tmp_path, capsy
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
     assert str(plot) in capsys.readouterr().out
     assert not list(tmp_path.glob(".*tmp*"))
+
+
+def test_optimize_plot_draws_the_loss_after_0_to_n_iterations(scenes_dir, tmp_path, monkeypatch, capsys):
+    pytest.importorskip("matplotlib")
+    from matplotlib.axes import Axes
+
+    drawn, plot = [], Axes.plot
+
+    def record(self, x, y, *args, **kwargs):
+        drawn.append((list(x), list(y), self))
+        return plot(self, x, y, *args, **kwargs)
+
+    monkeypatch.setattr(Axes, "plot", record)
+    assert main(optimize_args(scenes_dir, tmp_path, "--iterations", "3", "--plot", str(tmp_path / "l.png"),
+                              "--quiet")) == 0
+    (x, y, ax), = drawn
+    _, losses, _ = read_checkpoint(tmp_path / "ckpt.npz")
+    assert x == [0, 1, 2, 3] and y[:3] == list(losses)      # the start, then after each of the 3 iterations
+    assert ax.get_xlabel() == "iterations done (0: the starting parameters)"
+    assert ax.get_title().endswith("loss over 3 iterations")
+
+
+def test_optimize_resume_with_fewer_iterations_than_the_checkpoint_is_a_usage_error(scenes_dir, tmp_path, capsys):
+    assert main(optimize_args(scenes_dir, tmp_path, "--iterations", "3", "--quiet")) == 0
+    before = (tmp_path / "ckpt.npz").read_bytes()
+    assert main(optimize_args(scenes_dir, tmp_path, "--iterations", "2", "--resume")) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "--iterations: 2 iterations in all, but the checkpoint" in err
+    assert "already holds 3; --iterations counts every iteration, those of the checkpoint included: give " \
+           "--iterations 5 for 2 more" in err
+    assert (tmp_path / "ckpt.npz").read_bytes() == before
+
+
+def test_optimize_resume_with_more_iterations_runs_the_difference(scenes_dir, tmp_path, capsys):
+    assert main(optimize_args(scenes_dir, tmp_path, "--iterations", "2", "--quiet")) == 0
+    assert main(optimize_args(scenes_dir, tmp_path, "--iterations", "3", "--resume")) == 0
+    out = capsys.readouterr().out
+    assert "iteration    3  loss" in out and "iteration    2  loss" not in out and "after 3 iterations" in out
+    assert read_checkpoint(tmp_path / "ckpt.npz")[0] == 3
 
 
 def test_optimize_plot_without_matplotlib_says_how_to_get_it_and_does_nothing(scenes_dir, tmp_path, monkeypatch,
@@ -398,6 +465,35 @@ def test_optimize_checks_that_each_output_can_be_written_before_the_run(option, 
     assert main([*args, *FAST]) == 2
     err = capsys.readouterr().err
     assert f"{blocker / name}: {option}: cannot be created: {blocker} is not a directory" in err
+
+
+def test_run_refuses_a_usd_in_a_missing_folder_and_creates_no_folder(scenes_dir, tmp_path, no_run, capsys):
+    usd = tmp_path / "typo" / "deeper" / "x.usda"
+    assert main(["run", str(scenes_dir / "ball_bounce.toml"), "--usd", str(usd), *FAST]) == 2
+    err = capsys.readouterr().err
+    assert f"{usd}: --usd: cannot be written: the folder {usd.parent} does not exist" in err
+    assert not (tmp_path / "typo").exists()
+
+
+@pytest.mark.parametrize("option", ["--usd", "--checkpoint", "--plot"])
+def test_optimize_refuses_an_output_in_a_missing_folder_and_creates_no_folder(option, scenes_dir, tmp_path, no_run,
+                                                                              capsys):
+    name = {"--usd": "o.usda", "--checkpoint": "c.npz", "--plot": "loss.png"}[option]
+    paths = {"--usd": tmp_path / "o.usda", "--checkpoint": tmp_path / "c.npz", "--plot": tmp_path / "loss.png"}
+    paths[option] = tmp_path / "typo" / name
+    args = ["optimize", str(scenes_dir / "ball_bounce.toml"), *[x for k, v in paths.items() for x in (k, str(v))]]
+    assert main([*args, *FAST]) == 2
+    assert f"{option}: cannot be written: the folder {tmp_path / 'typo'} does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "typo").exists()
+
+
+def test_sweep_makes_its_out_folder_but_not_the_folders_above_it(scenes_dir, tmp_path, capsys):
+    out = tmp_path / "typo" / "sweep"
+    args = ["sweep", str(scenes_dir / "ball_bounce.toml"), "--set", "sim.dt=1e-3", "--frames", "2", "--run-only",
+            "--quiet"]
+    assert main([*args, "--out", str(out)]) == 2
+    assert f"--out: cannot be written: the folder {tmp_path / 'typo'} does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "typo").exists()
 
 
 def test_run_checks_that_the_usd_can_be_written_before_the_run(scenes_dir, tmp_path, no_run, capsys):

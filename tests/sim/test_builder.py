@@ -1,5 +1,7 @@
 """ModelBuilder, Model, State and Control: what they build, and the errors bad input gets."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -132,6 +134,30 @@ def test_step_refuses_a_non_positive_dt(dt):
     m = two_particles().finalize()
     with pytest.raises(ValueError, match="dt must be a finite number > 0"):
         sk.sim.SemiImplicitEuler().step(m, m.state(), m.state(), None, dt)
+
+
+@pytest.mark.parametrize("integrator", [sk.sim.SemiImplicitEuler, sk.sim.XPBD, sk.sim.Featherstone])
+@pytest.mark.parametrize("dtype, dt, problem", [
+    (sk.float32, 1e-300, "is 0 in float32"),
+    (sk.float32, 1e-40, "is a subnormal number in float32"),
+    (sk.float32, 1e300, "overflows to inf in float32"),
+    (sk.float64, 1e-310, "is a subnormal number in float64"),
+])
+def test_step_refuses_a_dt_the_model_float_type_cannot_hold_and_leaves_the_state(integrator, dtype, dt, problem):
+    m = two_particles().finalize(dtype=dtype)
+    s_in, s_out = m.state(), m.state()
+    before = s_out.particle_q.numpy().copy()
+    with pytest.raises(ValueError, match=re.escape(f"step: dt = {dt!r} {problem}")):
+        integrator().step(m, s_in, s_out, None, dt)
+    assert np.array_equal(s_out.particle_q.numpy(), before)
+
+
+def test_step_takes_a_dt_float64_holds_that_float32_cannot():
+    m = two_particles().finalize(dtype=sk.float64)
+    s_in, s_out = m.state(), m.state()
+    s_in.particle_qd.assign(np.ones((2, 3)))
+    sk.sim.SemiImplicitEuler().step(m, s_in, s_out, None, 1e-300)
+    assert np.allclose(s_out.particle_q.numpy()[0], 1e-300, rtol=1e-6, atol=0.0)
 
 
 def test_step_refuses_a_state_of_another_model_and_leaves_both_untouched():

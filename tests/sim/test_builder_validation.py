@@ -4,11 +4,13 @@ and a refused call leaves the builder as it was."""
 
 import inspect
 import os
+import re
 
 import numpy as np
 import pytest
 
 import simkit as sk
+from simkit.sim import validate as V
 from simkit.sim.columns import Column
 
 NAN, INF = float("nan"), float("inf")
@@ -188,3 +190,22 @@ def test_finalize_refuses_a_non_finite_number_put_into_a_list_directly():
     b.particle_mass[2] = float("nan")
     with pytest.raises(ValueError, match=r"finalize: particle_mass\[2\] holds a non-finite number"):
         b.finalize()
+
+
+@pytest.mark.parametrize("method, args, expected", [
+    ("add_cloth_grid", (100000, 100000, 0.1, 0.1, 0.01),
+     "add_cloth_grid: dim_x = 100000 by dim_y = 100000 cells make 10000200001 particles, more than a model can index"),
+    ("add_cloth_grid", (40000, 40000, 0.1, 0.1, 0.01),
+     "add_cloth_grid: dim_x = 40000 by dim_y = 40000 cells make 1600080001 particles and would need at least "
+     "309.9 GiB of memory to build, more than this machine's 16.0 GiB"),
+    ("add_soft_grid", (2000, 2000, 2000, 0.1, 0.1, 0.1, 1000.0, 1.0, 1.0, 0.0),
+     "add_soft_grid: dim_x = 2000 by dim_y = 2000 by dim_z = 2000 cells make 8012006001 particles"),
+])
+def test_a_grid_too_big_to_build_is_refused_before_allocating_and_leaves_the_builder(method, args, expected,
+                                                                                     monkeypatch):
+    monkeypatch.setattr(V, "physical_memory", lambda: 16 * 2**30)   # the same on any machine
+    b = scene()
+    before = _lists(b)
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        getattr(b, method)((0, 0, 0), (0, 0, 0, 1), (0, 0, 0), *args)
+    assert _lists(b) == before

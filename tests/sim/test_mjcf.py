@@ -374,6 +374,34 @@ def test_bad_files_are_clear_errors(tmp_path, text, match):
         sk.sim.ModelBuilder().add_mjcf(path)
 
 
+def one_body(inside: str) -> str:
+    return f"<mujoco><worldbody><body name='arm'><joint type='hinge'/>{inside}</body></worldbody></mujoco>"
+
+
+@pytest.mark.parametrize("text,match", [
+    (one_body("<inertial pos='0 0 0' mass='-1' diaginertia='1 1 1'/>"),
+     r"<inertial> of <body name='arm'> in .*model.xml: mass must be a finite number >= 0, got '-1'"),
+    (one_body("<inertial pos='0 0 0' mass='1' diaginertia='-1 1 1'/>"),
+     r"<inertial> of <body name='arm'> in .*model.xml: diaginertia must be finite with moments ixx, iyy, izz >= 0"),
+    (one_body("<inertial pos='0 0 0' mass='1' fullinertia='1 1 nan 0 0 0'/>"),
+     r"<inertial> of <body name='arm'> in .*model.xml: fullinertia must be finite"),
+    (one_body("<geom name='g' size='0.1' mass='-1'/>"),
+     r"<geom name='g'> of <body name='arm'> in .*model.xml: mass must be a finite number >= 0, got '-1'"),
+    (one_body("<geom name='g' size='0.1' density='-1'/>"),
+     r"<geom name='g'> of <body name='arm'> in .*model.xml: density must be a finite number >= 0, got '-1'"),
+    (one_body("<geom name='g' size='0.1' mass='inf'/>"),
+     r"<geom name='g'> of <body name='arm'> in .*model.xml: mass must be a finite number >= 0, got 'inf'"),
+    (one_body("<geom name='g' size='0.1' density='dense'/>"),
+     r"<geom name='g'> of <body name='arm'> in .*model.xml: density='dense' is not a number"),
+])
+def test_negative_or_non_finite_masses_inertias_and_densities_are_refused_naming_the_body(tmp_path, text, match):
+    # MuJoCo refuses these too ("mass, inertia or density are negative in geom")
+    b = sk.sim.ModelBuilder()
+    with pytest.raises(RobotFileError, match=match):
+        b.add_mjcf(write(tmp_path, text))
+    assert b.body_count == 0
+
+
 def test_bad_file_leaves_the_builder_untouched(tmp_path):
     path = write(tmp_path, "<mujoco><worldbody><body><joint type='screw'/></body></worldbody></mujoco>")
     b = sk.sim.ModelBuilder()

@@ -190,6 +190,32 @@ def test_bad_files_are_clear_errors(tmp_path, body, match):
     assert (b.body_count, b.joint_count) == (0, 0)
 
 
+def inertial_link(mass: str, ixx: str = "0.01", ixy: str = "0") -> str:
+    return (f'<robot><link name="arm"><inertial><mass value="{mass}"/><inertia ixx="{ixx}" iyy="0.01" izz="0.01" '
+            f'ixy="{ixy}" ixz="0" iyz="0"/></inertial></link></robot>')
+
+
+@pytest.mark.parametrize("body,match", [
+    (inertial_link("-5"), r"<link name='arm'> in .*robot.urdf: <mass value> must be a finite number >= 0, got '-5'"),
+    (inertial_link("nan"), r"<link name='arm'> in .*robot.urdf: <mass value> must be a finite number >= 0, got 'nan'"),
+    (inertial_link("heavy"), r"<link name='arm'> in .*robot.urdf: <mass value>='heavy' is not a number"),
+    (inertial_link("1", ixx="-0.01"), r"<link name='arm'> in .*robot.urdf: <inertia> must be finite with moments "
+                                      r"ixx, iyy, izz >= 0, got ixx=-0.01"),
+    (inertial_link("1", ixy="inf"), r"<link name='arm'> in .*robot.urdf: <inertia> must be finite"),
+])
+def test_negative_or_non_finite_masses_and_inertias_are_refused_naming_the_link(tmp_path, body, match):
+    b = sk.sim.ModelBuilder()
+    with pytest.raises(RobotFileError, match=match):
+        b.add_urdf(write(tmp_path, body))
+    assert b.body_count == 0
+
+
+def test_a_link_of_mass_zero_is_still_a_massless_frame(tmp_path):
+    b = sk.sim.ModelBuilder()
+    b.add_urdf(write(tmp_path, inertial_link("0", ixx="0")))
+    assert b.body_count == 1
+
+
 MESH_LINK = """<robot name="r"><link name="base"><inertial><mass value="2.0"/>
   <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
   <collision><geometry><mesh filename="{filename}" scale="1 1 2"/></geometry></collision></link></robot>"""
@@ -222,3 +248,12 @@ def test_missing_mesh_file_is_warned_about_and_not_a_collider(tmp_path):
     with pytest.warns(RobotFileWarning, match="no such mesh file"):
         b.add_urdf(str(path))
     assert b.shape_count == 0
+
+
+def test_a_robot_file_warning_points_at_the_callers_line_not_simkits(tmp_path):
+    pytest.importorskip("trimesh")
+    path = tmp_path / "robot.urdf"
+    path.write_text(MESH_LINK.format(filename="part.stl"))
+    with pytest.warns(RobotFileWarning, match="no such mesh file") as caught:
+        sk.sim.ModelBuilder(up_axis="z").add_urdf(str(path))
+    assert [w.filename for w in caught] == [__file__]

@@ -9,6 +9,8 @@ articulation. Quaternions here are (x, y, z, w), like simkit's.
 from __future__ import annotations
 
 import math
+import os
+import sys
 import warnings
 from dataclasses import dataclass, field
 
@@ -74,6 +76,41 @@ def transform_multiply(a, b) -> np.ndarray:
 
 def translation(p) -> np.ndarray:
     return np.concatenate([np.asarray(p, dtype=np.float64), IDENTITY_QUAT])
+
+
+# -- mass values read from a file: finite and >= 0 (MuJoCo refuses negative masses,
+#    inertias and densities too; a mass of 0 stays allowed: a massless frame link) ------------
+
+def mass_value(text: str, where: str, attr: str) -> float:
+    """The number ``text`` of attribute ``attr`` (a mass or density): finite and >= 0, else a
+    RobotFileError naming ``where`` (the element and the file).
+
+    Example::
+
+        mass_value("-5", "<link name='arm'> in robot.urdf", "mass value")   # RobotFileError
+    """
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        raise RobotFileError(f"{where}: {attr}={text!r} is not a number") from None
+    if not math.isfinite(v) or v < 0.0:
+        raise RobotFileError(f"{where}: {attr} must be a finite number >= 0, got {text!r}")
+    return v
+
+
+def check_inertia(I: np.ndarray, where: str, attr: str) -> np.ndarray:
+    """``I`` (a 3x3 inertia matrix read from ``attr``) when finite with moments >= 0 on its
+    diagonal, else a RobotFileError naming ``where`` and the values.
+
+    Example::
+
+        check_inertia(np.diag([-1.0, 1.0, 1.0]), "<inertial> of <body name='arm'> in arm.xml", "diaginertia")
+    """
+    if not np.all(np.isfinite(I)) or np.any(np.diag(I) < 0.0):
+        raise RobotFileError(f"{where}: {attr} must be finite with moments ixx, iyy, izz >= 0, got "
+                             f"ixx={I[0, 0]:g} iyy={I[1, 1]:g} izz={I[2, 2]:g} ixy={I[0, 1]:g} ixz={I[0, 2]:g} "
+                             f"iyz={I[1, 2]:g}")
+    return I
 
 
 # -- mass of primitive geoms (MuJoCo's formulas: capsules and cylinders along z) -----------
@@ -157,6 +194,19 @@ class Body:
     inertial: tuple | None = None   # (mass, com, inertia) as the file gives it, if it does
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _caller_outside_simkit() -> int:
+    """The ``stacklevel`` of the first caller outside the simkit package, for a warning
+    raised from its caller: the warning then shows the user's line that imported the robot
+    file, not a line of simkit's, however deep in simkit the import ran."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 @dataclass
 class ImportRecord:
     """What an importer made of a robot file, in ``builder.imports[articulation]``.
@@ -195,7 +245,7 @@ class ImportRecord:
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
-        warnings.warn(message, RobotFileWarning, stacklevel=4)
+        warnings.warn(message, RobotFileWarning, stacklevel=_caller_outside_simkit())
 
     def joint_q_from_mujoco(self, qpos) -> np.ndarray:
         """The articulation's ``joint_q`` (to put at ``model.articulation_coords(a)``) for

@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import geometry as G
-from ._tree import (IDENTITY_QUAT, Body, Geom, ImportRecord, Joint, RobotFileError, emit, primitive_mass,
-                    quat_axis_angle, quat_from_matrix, quat_z_to, transform_multiply)
+from ._tree import (IDENTITY_QUAT, Body, Geom, ImportRecord, Joint, RobotFileError, check_inertia, emit, mass_value,
+                    primitive_mass, quat_axis_angle, quat_from_matrix, quat_z_to, transform_multiply)
 
 _ACTUATORS = ("general", "motor", "position", "velocity", "intvelocity", "damper", "cylinder", "muscle", "adhesion",
               "plugin")
@@ -140,6 +140,11 @@ class _Reader:
         name = elem.get("name")
         return f"<{elem.tag}{'' if name is None else f' name={name!r}'}> in {self.path}"
 
+    def where_in(self, elem: ET.Element, body: Body) -> str:
+        """``elem`` of ``body`` in the file, for errors about a body's mass."""
+        name = elem.get("name")
+        return f"<{elem.tag}{'' if name is None else f' name={name!r}'}> of {body.where}"
+
     # -- orientations ---------------------------------------------------------------------
     def orientation(self, elem: ET.Element, defaults: dict) -> np.ndarray:
         own = [k for k in ("quat", "axisangle", "euler", "xyaxes", "zaxis") if k in elem.attrib]
@@ -239,8 +244,10 @@ class _Reader:
                     I = np.diag(_floats(a["diaginertia"], self.where(child), "diaginertia", 3))
                 else:
                     raise RobotFileError(f"{self.where(child)}: an inertial needs diaginertia or fullinertia")
+                where = self.where_in(child, self.bodies[body])
+                I = check_inertia(I, where, "fullinertia" if "fullinertia" in a else "diaginertia")
                 R = G.quat_to_matrix(X[3:])
-                self.bodies[body].inertial = (float(a["mass"]), X[:3], R @ I @ R.T)
+                self.bodies[body].inertial = (mass_value(a["mass"], where, "mass"), X[:3], R @ I @ R.T)
             elif tag not in _QUIET_IN_BODY:
                 self.record.warn(f"{self.where(child)} is not supported and is ignored")
 
@@ -294,8 +301,9 @@ class _Reader:
         group = int(a.get("group", "0"))
         if not self.groups[0] <= group <= self.groups[1]:
             return
-        density = float(a.get("density", "1000"))
-        mass = float(a["mass"]) if "mass" in a else None
+        of_body = self.where_in(elem, self.bodies[body])
+        density = mass_value(a.get("density", "1000"), of_body, "density")
+        mass = mass_value(a["mass"], of_body, "mass") if "mass" in a else None
         if kind in ("sphere", "box", "capsule", "cylinder", "ellipsoid"):
             m, moments = primitive_mass(kind, size, density, mass)
             R = G.quat_to_matrix(X[3:])

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import geometry as G
-from ._tree import (IDENTITY_QUAT, Body, Geom, ImportRecord, Joint, RobotFileError, emit, quat_axis_angle)
+from ._tree import (IDENTITY_QUAT, Body, Geom, ImportRecord, Joint, RobotFileError, check_inertia, emit, mass_value,
+                    quat_axis_angle)
 from .mjcf import _floats, _load_xml
 
 _JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
@@ -63,8 +64,9 @@ def _link(elem: ET.Element, path: Path, record: ImportRecord) -> Body:
         except ValueError:
             raise RobotFileError(f"{where}: <inertia> has a value that is not a number: {i.attrib}") from None
         I = np.array([[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]], [v["ixz"], v["iyz"], v["izz"]]])
+        I = check_inertia(I, where, "<inertia>")
         R = G.quat_to_matrix(X[3:])
-        b.mass, b.com, b.inertia = float(m.get("value")), X[:3], R @ I @ R.T
+        b.mass, b.com, b.inertia = mass_value(m.get("value"), where, "<mass value>"), X[:3], R @ I @ R.T
     for c in elem.findall("collision"):
         g = _geometry(c, path, record)
         if g is not None:
