@@ -4,7 +4,8 @@
 The active slots of :mod:`simkit.kernels.contact_rows` are compacted into a list of at most
 ``max_contacts`` contacts. Contact ``c`` owns rows ``4 c .. 4 c + 3``: with ``condim`` 3 the
 four edges of the pyramidal friction cone, ``J_n +- mu J_t1`` and ``J_n +- mu J_t2`` (forces
->= 0), with ``condim`` 1 the normal alone (row ``4 c``; the other three carry no force).
+>= 0; ``condim`` 4 and 6 the same, without torsional or rolling friction), with ``condim`` 1
+the normal alone (row ``4 c``; the other three carry no force).
 Per row: the Jacobian ``J`` (``rows x dofs``, dense) from the motion subspaces of the dofs
 that move each body, ``X = M^-1 J^T`` by the articulation's Cholesky factor, the Delassus
 matrix ``A = J X`` (never formed: Gauss-Seidel reads ``A f`` as ``J (X f)``), and MuJoCo's reference acceleration ``aref = -B (J v) - K d(r) r`` and
@@ -60,9 +61,9 @@ def tangents(n: Any):
 @sk.func
 def row_direction(n: Any, mu: Any, e: int, condim: int):
     """The direction of row ``e`` of a contact: the normal (``condim`` 1), else the pyramid
-    edge ``n +- mu t``."""
+    edge ``n +- mu t`` (``condim`` 3; 4 and 6 too, without their torsional and rolling rows)."""
     u = n
-    if condim == 3:
+    if condim >= 3:
         t1, t2 = tangents(n)
         t = t1
         if e >= 2:
@@ -87,14 +88,15 @@ def point_jacobian(S_dof: AnyArray, dof_body: ints, nb: int, d: int, body: int, 
 
 @sk.kernel
 def row_jacobian(count: ints, contact_slot: ints, slot_body: ints, slot_point: AnyArray, slot_normal: AnyArray,
-                 slot_mu: AnyArray, condim: int, S_dof: AnyArray, dof_body: ints, nb: int, nd: int, J: AnyArray):
+                 slot_mu: AnyArray, slot_condim: ints, S_dof: AnyArray, dof_body: ints, nb: int, nd: int,
+                 J: AnyArray):
     row, d = sk.tid()
     c = row // ROWS_PER_CONTACT
     if c >= count[0]:
         return
     e = row - c * ROWS_PER_CONTACT
     s = contact_slot[c]
-    u = row_direction(slot_normal[s], slot_mu[s], e, condim)
+    u = row_direction(slot_normal[s], slot_mu[s], e, slot_condim[s])
     p = slot_point[s]
     J[row * nd + d] = (point_jacobian(S_dof, dof_body, nb, d, slot_body[2 * s], u, p)
                        - point_jacobian(S_dof, dof_body, nb, d, slot_body[2 * s + 1], u, p))
@@ -176,15 +178,19 @@ def impedance(solimp: Any, r: Any):
 
 @sk.kernel
 def row_terms(count: ints, contact_slot: ints, slot_body: ints, slot_dist: AnyArray, slot_mu: AnyArray,
-              invweight: AnyArray, condim: int, margin: Any, solref: Any, solimp: Any,
-              impratio: Any, dt: Any, nd: int, J: AnyArray, qd: AnyArray, a0: AnyArray, b_out: AnyArray,
-              R_out: AnyArray):
+              slot_condim: ints, slot_solref: AnyArray, slot_solimp: AnyArray, slot_margin: AnyArray,
+              invweight: AnyArray, impratio: Any, dt: Any, nd: int, J: AnyArray, qd: AnyArray, a0: AnyArray,
+              b_out: AnyArray, R_out: AnyArray):
     i = sk.tid()
     c = i // ROWS_PER_CONTACT
     if c >= count[0]:
         return
     e = i - c * ROWS_PER_CONTACT
     s = contact_slot[c]
+    condim = slot_condim[s]
+    solref = slot_solref[s]
+    solimp = slot_solimp[s]
+    margin = slot_margin[s]
     zero = J.dtype(0.0)
     if condim == 1 and e > 0:
         b_out[i] = zero
@@ -216,7 +222,7 @@ def row_terms(count: ints, contact_slot: ints, slot_body: ints, slot_dist: AnyAr
         B = -solref[1] / dmax
     aref = -B * v - K * imp * r
     R = (1.0 - imp) / imp * tran
-    if condim == 3:
+    if condim >= 3:
         mu = slot_mu[s]
         R = 2.0 * mu * mu * R * (1.0 + mu * mu) / impratio
     b_out[i] = ja0 - aref
@@ -224,14 +230,14 @@ def row_terms(count: ints, contact_slot: ints, slot_body: ints, slot_dist: AnyAr
 
 
 @sk.kernel
-def warm_start(count: ints, contact_slot: ints, condim: int, slot_force: AnyArray, f: AnyArray):
+def warm_start(count: ints, contact_slot: ints, slot_condim: ints, slot_force: AnyArray, f: AnyArray):
     # each row starts from its slot's force of the previous step (zero for a new contact)
     i = sk.tid()
     c = i // ROWS_PER_CONTACT
     f[i] = f.dtype(0.0)
     if c < count[0]:
         e = i - c * ROWS_PER_CONTACT
-        if condim == 3 or e == 0:
+        if slot_condim[contact_slot[c]] >= 3 or e == 0:
             f[i] = slot_force[ROWS_PER_CONTACT * contact_slot[c] + e]
 
 
@@ -365,8 +371,9 @@ def _param_types(real) -> dict:
     S = model_structs(real)
     reals = sk.array(dtype=real)
     types = {"body_q": sk.array(dtype=S.transform), "bodies": S.Bodies, "slot_point": sk.array(dtype=S.vec3),
-             "slot_normal": sk.array(dtype=S.vec3), "S_dof": sk.array(dtype=S.spatial), "margin": real,
-             "solref": sk.vector(2, real), "solimp": sk.vector(5, real), "impratio": real, "dt": real, "tol": real}
+             "slot_normal": sk.array(dtype=S.vec3), "S_dof": sk.array(dtype=S.spatial),
+             "slot_solref": sk.array(dtype=S.vec2), "slot_solimp": sk.array(dtype=S.vec5), "slot_margin": reals,
+             "impratio": real, "dt": real, "tol": real}
     types.update(dict.fromkeys(["slot_mu", "slot_dist", "slot_force", "invweight", "J", "X", "Y", "L", "A", "b",
                                 "R", "f", "qd", "a0", "qdd", "b_out", "R_out", "g", "mu", "t", "jt_mu", "Z", "X_grad", "J_grad",
                                 "b_grad", "R_grad", "M_grad"], reals))

@@ -26,7 +26,6 @@ from ..autograd.tape import active_tapes, paused_tapes
 from ..core import array as A
 from ..core import types as T
 from ..core.launch import launch
-from ..core.types import vector
 from ..kernels.contact_rows import contact_row_kernels
 from ..kernels.featherstone import featherstone_kernels
 from ..kernels.contact_solve import ROWS_PER_CONTACT, compact, contact_solve_kernels
@@ -107,7 +106,9 @@ class ContactSolve:
 
         w = SimpleNamespace(slot_body=zeros(2 * self.slots, T.int32), slot_point=zeros(self.slots, S.vec3),
                             slot_normal=zeros(self.slots, S.vec3), slot_dist=zeros(self.slots),
-                            slot_mu=zeros(self.slots), slot_active=zeros(self.slots, T.int32),
+                            slot_mu=zeros(self.slots), slot_condim=zeros(self.slots, T.int32),
+                            slot_solref=zeros(self.slots, S.vec2), slot_solimp=zeros(self.slots, S.vec5),
+                            slot_margin=zeros(self.slots), slot_active=zeros(self.slots, T.int32),
                             contact_slot=zeros(self.max_contacts, T.int32), count=zeros(1, T.int32),
                             J=zeros(mr * nd), Y=zeros(mr * nd), X=zeros(mr * nd), b=zeros(mr), R=zeros(mr),
                             f=zeros(mr), out=zeros(nd))
@@ -126,20 +127,21 @@ class ContactSolve:
         if self.invweight is None:
             with paused_tapes():
                 self._invweight(model, state, topo, S_dof, L)
-        margin, condim, mr = float(params["margin"]), params["condim"], self.max_rows
-        slots = [w.slot_body, w.slot_point, w.slot_normal, w.slot_dist, w.slot_mu, w.slot_active]
+        mr = self.max_rows
+        slots = [w.slot_body, w.slot_point, w.slot_normal, w.slot_dist, w.slot_mu, w.slot_condim, w.slot_solref,
+                 w.slot_solimp, w.slot_margin, w.slot_active]
         # recorded: the rows' geometry, their Jacobians and reference terms (generated adjoints)
         if self.ground_slots:
             launch(kr.ground_rows, (model.shape_count, MAX_PLANE_POINTS),
-                   inputs=[state.body_q, model.shapes, model.contact, margin], outputs=slots)
+                   inputs=[state.body_q, model.shapes, model.contact], outputs=slots)
         if self.pairs.shape[0]:
             launch(kr.pair_rows, (self.pairs.shape[0], MAX_SHAPE_POINTS),
-                   inputs=[self.pairs, state.body_q, model.shapes, margin, self.ground_slots], outputs=slots)
+                   inputs=[self.pairs, state.body_q, model.shapes, model.contact, self.ground_slots], outputs=slots)
         with paused_tapes():
             launch(k.clear_inactive, self.slots * ROWS_PER_CONTACT, inputs=[w.slot_active], outputs=[self.slot_force])
             launch(compact, 1, inputs=[w.slot_active, self.slots, self.max_contacts], outputs=[w.contact_slot, w.count])
         launch(k.row_jacobian, (mr, nd),
-               inputs=[w.count, w.contact_slot, w.slot_body, w.slot_point, w.slot_normal, w.slot_mu, condim, S_dof,
+               inputs=[w.count, w.contact_slot, w.slot_body, w.slot_point, w.slot_normal, w.slot_mu, w.slot_condim, S_dof,
                        self.dof_body, nb, nd], outputs=[w.J])
         minv_inputs = [w.count, ROWS_PER_CONTACT, topo["dof_start"], topo["dof_count"], topo["entry_start"], nd, L]
         with paused_tapes():
@@ -163,13 +165,13 @@ class ContactSolve:
             for tape in tapes:
                 tape.record_func(minv_backward, arrays=[w.J, M, w.X])
         launch(k.row_terms, mr,
-               inputs=[w.count, w.contact_slot, w.slot_body, w.slot_dist, w.slot_mu, self.invweight, condim, margin,
-                       vector(2, real)(*params["solref"]), vector(5, real)(*params["solimp"]),
-                       float(params["impratio"]), float(dt), nd, w.J, state.joint_qd, a0],
+               inputs=[w.count, w.contact_slot, w.slot_body, w.slot_dist, w.slot_mu, w.slot_condim, w.slot_solref,
+                       w.slot_solimp, w.slot_margin, self.invweight, float(params["impratio"]), float(dt), nd, w.J,
+                       state.joint_qd, a0],
                outputs=[w.b, w.R])
         iterations, tol = params["iterations"], float(params["tolerance"])
         with paused_tapes():
-            launch(k.warm_start, mr, inputs=[w.count, w.contact_slot, condim, self.slot_force], outputs=[w.f])
+            launch(k.warm_start, mr, inputs=[w.count, w.contact_slot, w.slot_condim, self.slot_force], outputs=[w.f])
             launch(k.pgs, 1, inputs=[w.count, nd, iterations, tol, w.J, w.X, w.b, w.R, a0],
                    outputs=[w.f, w.out, self.iterations])
             launch(k.store, mr, inputs=[w.count, w.contact_slot, w.f], outputs=[self.slot_force])

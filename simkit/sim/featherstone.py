@@ -188,36 +188,16 @@ def _fk_current(state: State) -> bool:
     return mark[0] == versions and tapes <= mark[1]
 
 
-def _check_contact_args(contact, solref, solimp, condim, impratio, margin, max_contacts, iterations,
-                        tolerance) -> str:
-    """``contact`` after checking every argument of the contact model (clear errors naming
+def _check_contact_args(contact, impratio, max_contacts, iterations, tolerance) -> str:
+    """``contact`` after checking every argument of the contact solve (clear errors naming
     the parameter)."""
     if contact not in ("penalty", "constraint"):
         raise ValueError(f"Featherstone: contact must be 'penalty' or 'constraint', got {contact!r}")
-
-    def numbers(name, value, n):
-        try:
-            values = [float(x) for x in value]
-        except TypeError:
-            raise TypeError(f"Featherstone: {name} must be a sequence of {n} numbers, got {value!r}") from None
-        if len(values) != n or not np.all(np.isfinite(values)):
-            raise ValueError(f"Featherstone: {name} must be {n} finite numbers, got {value!r}")
-        return values
-
-    ref = numbers("solref", solref, 2)
-    imp = numbers("solimp", solimp, 5)
-    if ref[0] > 0.0 and not ref[1] > 0.0:
-        raise ValueError(f"Featherstone: solref = (timeconst, dampratio) needs dampratio > 0, got {solref!r}")
-    if not (0.0 < imp[0] < 1.0 and 0.0 < imp[1] < 1.0 and imp[2] > 0.0 and 0.0 < imp[3] < 1.0 and imp[4] >= 1.0):
-        raise ValueError("Featherstone: solimp = (dmin, dmax, width, midpoint, power) needs 0 < dmin, dmax < 1, "
-                         f"width > 0, 0 < midpoint < 1 and power >= 1, got {solimp!r}")
-    if condim not in (1, 3):
-        raise ValueError(f"Featherstone: condim must be 1 (frictionless) or 3 (sliding friction), got {condim!r}")
-    for name, value in (("impratio", impratio), ("tolerance", tolerance)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0.0:
-            raise ValueError(f"Featherstone: {name} must be a positive number, got {value!r}")
-    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not margin >= 0.0:
-        raise ValueError(f"Featherstone: margin must be a number >= 0, got {margin!r}")
+    if impratio is not None and (isinstance(impratio, bool) or not isinstance(impratio, (int, float))
+                                 or not impratio > 0.0):
+        raise ValueError(f"Featherstone: impratio must be None (the model's) or a positive number, got {impratio!r}")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance > 0.0:
+        raise ValueError(f"Featherstone: tolerance must be a positive number, got {tolerance!r}")
     for name, value in (("max_contacts", max_contacts), ("iterations", iterations)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"Featherstone: {name} must be a positive integer, got {value!r}")
@@ -263,11 +243,11 @@ class Featherstone:
 
     ``contact="constraint"`` replaces the penalty contacts of the body shapes by MuJoCo's
     soft contact constraints, solved for the contact forces in joint space each step
-    (:mod:`simkit.sim.contact_constraint`, docs/contact.md): ``solref = (timeconst,
-    dampratio)`` (or ``(-stiffness, -damping)``), ``solimp = (dmin, dmax, width, midpoint,
-    power)``, ``condim`` 1 (frictionless) or 3 (pyramidal friction cone), ``impratio``,
-    ``margin``, as in MuJoCo; at most ``max_contacts`` contacts, projected Gauss-Seidel to
-    ``tolerance`` or ``iterations`` sweeps, warm-started. Its gradient is implicit
+    (:mod:`simkit.sim.contact_constraint`, docs/contact.md) with each shape's MuJoCo
+    parameters (``solref``, ``solimp``, ``condim`` 1 or 3, ``margin``, friction, collision
+    masks; mixed per pair as MuJoCo does) and the model's ``impratio`` (``impratio`` here
+    overrides it) on the pyramidal cone; at most ``max_contacts`` contacts, projected
+    Gauss-Seidel to ``tolerance`` or ``iterations`` sweeps, warm-started. Its gradient is implicit
     differentiation at the solution. Models with bodies outside articulations need
     ``contact="penalty"``.
 
@@ -285,21 +265,17 @@ class Featherstone:
             integrator.step(model, states[k], states[k + 1], control, dt=1e-3)
     """
 
-    def __init__(self, friction_scale: float = 1.0e-4, contact: str = "penalty",
-                 solref: tuple = (0.02, 1.0), solimp: tuple = (0.9, 0.95, 0.001, 0.5, 2.0), condim: int = 3,
-                 impratio: float = 1.0, margin: float = 0.0, max_contacts: int = 128, iterations: int = 200,
-                 tolerance: float = 1.0e-10):
+    def __init__(self, friction_scale: float = 1.0e-4, contact: str = "penalty", impratio: float | None = None,
+                 max_contacts: int = 128, iterations: int = 200, tolerance: float = 1.0e-10):
         if isinstance(friction_scale, bool) or not isinstance(friction_scale, (int, float)):
             raise TypeError(f"Featherstone: friction_scale must be a number, got {type(friction_scale).__name__}")
         if not friction_scale > 0.0 or not np.isfinite(friction_scale):
             raise ValueError(f"Featherstone: friction_scale must be a positive velocity, got {friction_scale}")
         self.friction_scale = float(friction_scale)
-        self.contact = _check_contact_args(contact, solref, solimp, condim, impratio, margin, max_contacts,
-                                           iterations, tolerance)
+        self.contact = _check_contact_args(contact, impratio, max_contacts, iterations, tolerance)
         self.max_contacts = int(max_contacts)
-        self._contact_params = dict(solref=tuple(map(float, solref)), solimp=tuple(map(float, solimp)),
-                                    condim=int(condim), impratio=float(impratio), margin=float(margin),
-                                    iterations=int(iterations), tolerance=float(tolerance))
+        self.impratio = None if impratio is None else float(impratio)
+        self._contact_params = dict(iterations=int(iterations), tolerance=float(tolerance))
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         """Advance ``state_in`` by ``dt`` into ``state_out`` (its joint coordinates and their
@@ -313,6 +289,10 @@ class Featherstone:
         if topo is None:
             topo = model._featherstone = _topology(model)
         if self.contact == "constraint":
+            if model.contact_cone != "pyramidal":
+                raise ValueError(f"Featherstone(contact='constraint'): the model's contact_cone is "
+                                 f"{model.contact_cone!r}; only 'pyramidal' is supported so far "
+                                 "(ModelBuilder.set_contact_options(cone='pyramidal'))")
             if topo["free_bodies"]:
                 raise ValueError("Featherstone(contact='constraint'): the model has bodies outside articulations; "
                                  "their contacts are penalty forces only, so use contact='penalty' (or put each "
@@ -372,7 +352,8 @@ class Featherstone:
             solve = topo.get("contact_solve")
             if solve is None:
                 solve = topo["contact_solve"] = ContactSolve(model, self.max_contacts)
-            qdd = solve.qdd(model, state_in, topo, S_dof, L, M, qdd, dt, self._contact_params)
+            params = dict(self._contact_params, impratio=model.impratio if self.impratio is None else self.impratio)
+            qdd = solve.qdd(model, state_in, topo, S_dof, L, M, qdd, dt, params)
         launch(k.integrate, nj,
                inputs=[model.joints, model.joint_articulation, model.joint_q_start, model.joint_qd_start, joint_q,
                        joint_qd, qdd, dt], outputs=[state_out.joint_q, state_out.joint_qd])

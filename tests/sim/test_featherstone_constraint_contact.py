@@ -19,6 +19,7 @@ SLOPE = np.radians(20.0)
 
 def box_on_incline(mu: float, real=F64, half: float = 0.1):
     b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="z", ground=True)
+    b.set_ground_material(mu=mu)      # a pair's friction is the larger of the two (MuJoCo's rule)
     b.add_articulation()
     body = b.add_body(((0.0, 0.0, half - 1e-4), (0.0, 0.0, 0.0, 1.0)))
     b.add_shape_box((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (half, half, half), body=body,
@@ -116,13 +117,10 @@ def test_stack_of_five_boxes_stays_stacked():
 
 @pytest.mark.parametrize("kwargs, error", [
     (dict(contact="rigid"), "contact must be 'penalty' or 'constraint'"),
-    (dict(solref=(0.02,)), "solref must be 2 finite numbers"),
-    (dict(solref=0.02), "solref must be a sequence of 2 numbers"),
-    (dict(solimp=(0.9, 0.95, 0.001, 0.5, 0.5)), "solimp = "),
-    (dict(condim=6), "condim must be 1"),
-    (dict(impratio=0.0), "impratio must be a positive number"),
-    (dict(margin=-1.0), "margin must be a number >= 0"),
+    (dict(impratio=0.0), "impratio must be None"),
+    (dict(tolerance=-1.0), "tolerance must be a positive number"),
     (dict(max_contacts=0), "max_contacts must be a positive integer"),
+    (dict(iterations=2.5), "iterations must be a positive integer"),
 ])
 def test_bad_contact_arguments_are_refused_with_the_parameter_named(kwargs, error):
     with pytest.raises((ValueError, TypeError), match=error):
@@ -140,3 +138,48 @@ def test_constraint_contact_refuses_bodies_outside_articulations():
     model = b.finalize(dtype=F64)
     with pytest.raises(ValueError, match="bodies outside articulations"):
         sk.sim.Featherstone(contact="constraint").step(model, model.state(), model.state(), None, 1e-3)
+
+
+def test_constraint_contact_refuses_the_elliptic_cone_it_does_not_have():
+    b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="z", ground=True)
+    b.set_contact_options(cone="elliptic")
+    b.add_articulation()
+    body = b.add_body(((0.0, 0.0, 0.1), (0.0, 0.0, 0.0, 1.0)))
+    b.add_shape_box((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (0.1, 0.1, 0.1), body=body)
+    b.add_joint_free(-1, body)
+    model = b.finalize(dtype=F64)
+    with pytest.raises(ValueError, match="only 'pyramidal' is supported"):
+        sk.sim.Featherstone(contact="constraint").step(model, model.state(), model.state(), None, 1e-3)
+
+
+def test_frictionless_condim_1_contact_lets_the_box_slide_freely():
+    # condim = 1: a normal row only, so the box on the incline accelerates at g sin(20)
+    b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="z", ground=True)
+    b.set_ground_material(condim=1)
+    b.add_articulation()
+    body = b.add_body(((0.0, 0.0, 0.1 - 1e-4), (0.0, 0.0, 0.0, 1.0)))
+    b.add_shape_box((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (0.1, 0.1, 0.1), body=body, density=125.0, mu=0.8,
+                    condim=1)
+    b.add_joint_free(-1, body)
+    model = b.finalize(dtype=F64)
+    model.gravity = type(model.gravity)(9.81 * np.sin(SLOPE), 0.0, -9.81 * np.cos(SLOPE))
+    q0 = model.state().joint_q.numpy()
+    q = run(model, sk.sim.Featherstone(contact="constraint"), 1e-3, 0.5)
+    assert q[0] - q0[0] == pytest.approx(0.5 * 9.81 * np.sin(SLOPE) * 0.25, rel=0.01)
+
+
+def test_shapes_whose_masks_exclude_each_other_pass_through():
+    # two stacked boxes, the upper one's contype and conaffinity exclude the lower one's: it
+    # falls through it onto the ground (whose conaffinity 3 takes both), as in MuJoCo
+    b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="z", ground=True)
+    b.set_ground_material(conaffinity=3)
+    for i in range(2):
+        b.add_articulation()
+        body = b.add_body(((0.0, 0.0, 0.1 + 0.2 * i), (0.0, 0.0, 0.0, 1.0)))
+        b.add_shape_box((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (0.1, 0.1, 0.1), body=body, density=125.0,
+                        contype=1 if i == 0 else 2, conaffinity=1 if i == 0 else 2)
+        b.add_joint_free(-1, body)
+    model = b.finalize(dtype=F64)
+    q = run(model, sk.sim.Featherstone(contact="constraint"), 2e-3, 0.5).reshape(2, 7)
+    assert q[1, 2] == pytest.approx(0.1, abs=1e-3)      # through the lower box, onto the ground
+    assert q[0, 2] == pytest.approx(0.1, abs=1e-3)

@@ -25,6 +25,7 @@ STATES = {  # friction coefficient, initial joint_qd (linear, angular)
 def rollout(mu: float, x: np.ndarray, tape=None, steps: int = 20, dt: float = 1e-3):
     # a new model per run: each starts with the same (empty) warm start
     b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="z", ground=True)
+    b.set_ground_material(mu=mu)
     b.add_articulation()
     body = b.add_body(((0.0, 0.0, 0.1 - 5e-5), (0.0, 0.0, 0.0, 1.0)))
     b.add_shape_box((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (0.1, 0.1, 0.1), body=body, density=125.0, mu=mu)
