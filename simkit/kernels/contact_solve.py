@@ -16,7 +16,7 @@ then ``qdd = a0 + X f``.
 Example::
 
     k = contact_solve_kernels(sk.float64)
-    k.row_jacobian, k.minv_rows, k.row_terms, k.pgs, k.store
+    k.row_jacobian, k.minv_rows, k.row_terms, k.pgs
 """
 
 import functools
@@ -35,13 +35,18 @@ ROWS_PER_CONTACT = 4
 
 
 @sk.kernel
-def compact(slot_active: ints, slot_count: int, max_contacts: int, contact_slot: ints, count: ints):
-    # one thread: the active slots in ascending order, at most max_contacts of them
+def compact(slot_active: ints, slot_count: int, max_contacts: int, contact_slot: ints, count: ints,
+            slot_force: AnyArray):
+    # one thread: the active slots in ascending order, at most max_contacts of them; an
+    # inactive slot forgets its force (a contact made again starts from zero)
     n = int(0)
     for s in range(slot_count):
         if slot_active[s] == 1 and n < max_contacts:
             contact_slot[n] = s
             n = n + 1
+        if slot_active[s] == 0:
+            for e in range(ROWS_PER_CONTACT):
+                slot_force[ROWS_PER_CONTACT * s + e] = slot_force.dtype(0.0)
     count[0] = n
 
 
@@ -90,7 +95,8 @@ def point_jacobian(S_dof: AnyArray, dof_body: ints, nb: int, d: int, body: int, 
 def row_jacobian(count: ints, contact_slot: ints, slot_body: ints, slot_point: AnyArray, slot_normal: AnyArray,
                  slot_mu: AnyArray, slot_condim: ints, S_dof: AnyArray, dof_body: ints, nb: int, nd: int,
                  J: AnyArray):
-    row, d = sk.tid()
+    # one thread per row, its dofs in a loop (a thread per entry costs more than the entry)
+    row = sk.tid()
     c = row // ROWS_PER_CONTACT
     if c >= count[0]:
         return
@@ -98,8 +104,11 @@ def row_jacobian(count: ints, contact_slot: ints, slot_body: ints, slot_point: A
     s = contact_slot[c]
     u = row_direction(slot_normal[s], slot_mu[s], e, slot_condim[s])
     p = slot_point[s]
-    J[row * nd + d] = (point_jacobian(S_dof, dof_body, nb, d, slot_body[2 * s], u, p)
-                       - point_jacobian(S_dof, dof_body, nb, d, slot_body[2 * s + 1], u, p))
+    a = slot_body[2 * s]
+    b = slot_body[2 * s + 1]
+    for d in range(nd):
+        J[row * nd + d] = (point_jacobian(S_dof, dof_body, nb, d, a, u, p)
+                           - point_jacobian(S_dof, dof_body, nb, d, b, u, p))
 
 
 @sk.kernel
@@ -230,25 +239,22 @@ def row_terms(count: ints, contact_slot: ints, slot_body: ints, slot_dist: AnyAr
 
 
 @sk.kernel
-def warm_start(count: ints, contact_slot: ints, slot_condim: ints, slot_force: AnyArray, f: AnyArray):
-    # each row starts from its slot's force of the previous step (zero for a new contact)
-    i = sk.tid()
-    c = i // ROWS_PER_CONTACT
-    f[i] = f.dtype(0.0)
-    if c < count[0]:
-        e = i - c * ROWS_PER_CONTACT
-        if slot_condim[contact_slot[c]] >= 3 or e == 0:
-            f[i] = slot_force[ROWS_PER_CONTACT * contact_slot[c] + e]
-
-
-@sk.kernel
-def pgs(count: ints, nd: int, iterations: int, tol: Any, J: AnyArray, X: AnyArray, b: AnyArray, R: AnyArray,
-        a0: AnyArray, f: AnyArray, qdd: AnyArray, iters_out: ints):
+def pgs(count: ints, contact_slot: ints, slot_condim: ints, nd: int, iterations: int, tol: Any, J: AnyArray,
+        X: AnyArray, b: AnyArray, R: AnyArray, a0: AnyArray, slot_force: AnyArray, f: AnyArray, qdd: AnyArray,
+        iters_out: ints):
     # One thread: projected Gauss-Seidel on the dual. The rows' residuals are read through
     # the constrained acceleration's change w = X f (kept in qdd, which ends as a0 + w):
     # (A f)_i = J_i . w, so a sweep costs O(rows x dofs) and A is never formed (only its
     # diagonal, J_i . X_i). Sweeps stop when no force changes its row's residual by tol.
+    # Each row starts from its slot's force of the previous step (the warm start), and
+    # leaves its force there for the next.
     n = count[0] * ROWS_PER_CONTACT
+    for i in range(n):
+        c = i // ROWS_PER_CONTACT
+        e = i - c * ROWS_PER_CONTACT
+        f[i] = f.dtype(0.0)
+        if slot_condim[contact_slot[c]] >= 3 or e == 0:
+            f[i] = slot_force[ROWS_PER_CONTACT * contact_slot[c] + e]
     for d in range(nd):
         w = a0.dtype(0.0)
         for i in range(n):
@@ -274,6 +280,9 @@ def pgs(count: ints, nd: int, iterations: int, tol: Any, J: AnyArray, X: AnyArra
         it = it + 1
     for d in range(nd):
         qdd[d] = qdd[d] + a0[d]
+    for i in range(n):
+        c = i // ROWS_PER_CONTACT
+        slot_force[ROWS_PER_CONTACT * contact_slot[c] + i - c * ROWS_PER_CONTACT] = f[i]
     iters_out[0] = it
 
 
@@ -347,22 +356,6 @@ def minv_mass_grad(count: ints, nd: int, entry_row: ints, entry_col: ints, Z: An
     for i in range(count[0] * ROWS_PER_CONTACT):
         v = v + Z[i * nd + r] * X[i * nd + c]
     M_grad[e] = M_grad[e] - v
-
-
-@sk.kernel
-def clear_inactive(slot_active: ints, slot_force: AnyArray):
-    i = sk.tid()
-    if slot_active[i // ROWS_PER_CONTACT] == 0:
-        slot_force[i] = slot_force.dtype(0.0)
-
-
-@sk.kernel
-def store(count: ints, contact_slot: ints, f: AnyArray, slot_force: AnyArray):
-    i = sk.tid()
-    c = i // ROWS_PER_CONTACT
-    if c >= count[0]:
-        return
-    slot_force[ROWS_PER_CONTACT * contact_slot[c] + i - c * ROWS_PER_CONTACT] = f[i]
 
 
 @sk.overload_types

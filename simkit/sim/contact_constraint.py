@@ -27,8 +27,8 @@ from ..core import array as A
 from ..core import types as T
 from ..core.launch import launch
 from ..kernels.contact_rows import contact_row_kernels
+from ..kernels.contact_solve import ROWS_PER_CONTACT, contact_solve_kernels
 from ..kernels.featherstone import featherstone_kernels
-from ..kernels.contact_solve import ROWS_PER_CONTACT, compact, contact_solve_kernels
 from ..kernels.shapes import MAX_PLANE_POINTS, MAX_SHAPE_POINTS, collision_pairs
 from .model import Model, State
 
@@ -138,9 +138,9 @@ class ContactSolve:
             launch(kr.pair_rows, (self.pairs.shape[0], MAX_SHAPE_POINTS),
                    inputs=[self.pairs, state.body_q, model.shapes, model.contact, self.ground_slots], outputs=slots)
         with paused_tapes():
-            launch(k.clear_inactive, self.slots * ROWS_PER_CONTACT, inputs=[w.slot_active], outputs=[self.slot_force])
-            launch(compact, 1, inputs=[w.slot_active, self.slots, self.max_contacts], outputs=[w.contact_slot, w.count])
-        launch(k.row_jacobian, (mr, nd),
+            launch(k.compact, 1, inputs=[w.slot_active, self.slots, self.max_contacts],
+                   outputs=[w.contact_slot, w.count, self.slot_force])
+        launch(k.row_jacobian, mr,
                inputs=[w.count, w.contact_slot, w.slot_body, w.slot_point, w.slot_normal, w.slot_mu, w.slot_condim, S_dof,
                        self.dof_body, nb, nd], outputs=[w.J])
         minv_inputs = [w.count, ROWS_PER_CONTACT, topo["dof_start"], topo["dof_count"], topo["entry_start"], nd, L]
@@ -171,10 +171,8 @@ class ContactSolve:
                outputs=[w.b, w.R])
         iterations, tol = params["iterations"], float(params["tolerance"])
         with paused_tapes():
-            launch(k.warm_start, mr, inputs=[w.count, w.contact_slot, w.slot_condim, self.slot_force], outputs=[w.f])
-            launch(k.pgs, 1, inputs=[w.count, nd, iterations, tol, w.J, w.X, w.b, w.R, a0],
-                   outputs=[w.f, w.out, self.iterations])
-            launch(k.store, mr, inputs=[w.count, w.contact_slot, w.f], outputs=[self.slot_force])
+            launch(k.pgs, 1, inputs=[w.count, w.contact_slot, w.slot_condim, nd, iterations, tol, w.J, w.X, w.b, w.R,
+                                     a0], outputs=[self.slot_force, w.f, w.out, self.iterations])
         inputs = [w.J, w.X, w.b, w.R, a0]
         if tapes and any(x.requires_grad for x in inputs):
             w.out.requires_grad = True

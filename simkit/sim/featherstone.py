@@ -266,7 +266,7 @@ class Featherstone:
     """
 
     def __init__(self, friction_scale: float = 1.0e-4, contact: str = "penalty", impratio: float | None = None,
-                 max_contacts: int = 128, iterations: int = 200, tolerance: float = 1.0e-10):
+                 max_contacts: int = 128, iterations: int = 100, tolerance: float = 1.0e-8):
         if isinstance(friction_scale, bool) or not isinstance(friction_scale, (int, float)):
             raise TypeError(f"Featherstone: friction_scale must be a number, got {type(friction_scale).__name__}")
         if not friction_scale > 0.0 or not np.isfinite(friction_scale):
