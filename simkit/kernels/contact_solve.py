@@ -5,7 +5,8 @@ The active slots of :mod:`simkit.kernels.contact_rows` are compacted into a list
 ``max_contacts`` contacts. Contact ``c`` owns rows ``4 c .. 4 c + 3``: with ``condim`` 3 the
 four edges of the pyramidal friction cone, ``J_n +- mu J_t1`` and ``J_n +- mu J_t2`` (forces
 >= 0; ``condim`` 4 and 6 the same, without torsional or rolling friction), with ``condim`` 1
-the normal alone (row ``4 c``; the other three carry no force).
+the normal alone (row ``4 c``; the other three carry no force); with the elliptic cone the
+normal and the two tangents (row 3 unused), solved as one block inside ``|f_t| <= mu f_n``.
 Per row: the Jacobian ``J`` (``rows x dofs``, dense) from the motion subspaces of the dofs
 that move each body, ``X = M^-1 J^T`` by the articulation's Cholesky factor, the Delassus
 matrix ``A = J X`` (never formed: Gauss-Seidel reads ``A f`` as ``J (X f)``), and MuJoCo's reference acceleration ``aref = -B (J v) - K d(r) r`` and
@@ -64,11 +65,20 @@ def tangents(n: Any):
 
 
 @sk.func
-def row_direction(n: Any, mu: Any, e: int, condim: int):
+def row_direction(n: Any, mu: Any, e: int, condim: int, elliptic: int):
     """The direction of row ``e`` of a contact: the normal (``condim`` 1), else the pyramid
-    edge ``n +- mu t`` (``condim`` 3; 4 and 6 too, without their torsional and rolling rows)."""
+    edge ``n +- mu t`` (``condim`` 3; 4 and 6 too, without their torsional and rolling rows),
+    or with the elliptic cone the normal, the two tangents and nothing (row 3)."""
     u = n
-    if condim >= 3:
+    if condim >= 3 and elliptic == 1:
+        t1, t2 = tangents(n)
+        if e == 1:
+            u = t1
+        elif e == 2:
+            u = t2
+        elif e == 3:
+            u = n * 0.0
+    elif condim >= 3:
         t1, t2 = tangents(n)
         t = t1
         if e >= 2:
@@ -93,8 +103,8 @@ def point_jacobian(S_dof: AnyArray, dof_body: ints, nb: int, d: int, body: int, 
 
 @sk.kernel
 def row_jacobian(count: ints, contact_slot: ints, slot_body: ints, slot_point: AnyArray, slot_normal: AnyArray,
-                 slot_mu: AnyArray, slot_condim: ints, S_dof: AnyArray, dof_body: ints, nb: int, nd: int,
-                 J: AnyArray):
+                 slot_mu: AnyArray, slot_condim: ints, elliptic: int, S_dof: AnyArray, dof_body: ints, nb: int,
+                 nd: int, J: AnyArray):
     # one thread per row, its dofs in a loop (a thread per entry costs more than the entry)
     row = sk.tid()
     c = row // ROWS_PER_CONTACT
@@ -102,7 +112,7 @@ def row_jacobian(count: ints, contact_slot: ints, slot_body: ints, slot_point: A
         return
     e = row - c * ROWS_PER_CONTACT
     s = contact_slot[c]
-    u = row_direction(slot_normal[s], slot_mu[s], e, slot_condim[s])
+    u = row_direction(slot_normal[s], slot_mu[s], e, slot_condim[s], elliptic)
     p = slot_point[s]
     a = slot_body[2 * s]
     b = slot_body[2 * s + 1]
@@ -188,8 +198,8 @@ def impedance(solimp: Any, r: Any):
 @sk.kernel
 def row_terms(count: ints, contact_slot: ints, slot_body: ints, slot_dist: AnyArray, slot_mu: AnyArray,
               slot_condim: ints, slot_solref: AnyArray, slot_solimp: AnyArray, slot_margin: AnyArray,
-              invweight: AnyArray, impratio: Any, dt: Any, nd: int, J: AnyArray, qd: AnyArray, a0: AnyArray,
-              b_out: AnyArray, R_out: AnyArray):
+              invweight: AnyArray, elliptic: int, impratio: Any, dt: Any, nd: int, J: AnyArray, qd: AnyArray,
+              a0: AnyArray, b_out: AnyArray, R_out: AnyArray):
     i = sk.tid()
     c = i // ROWS_PER_CONTACT
     if c >= count[0]:
@@ -201,7 +211,7 @@ def row_terms(count: ints, contact_slot: ints, slot_body: ints, slot_dist: AnyAr
     solimp = slot_solimp[s]
     margin = slot_margin[s]
     zero = J.dtype(0.0)
-    if condim == 1 and e > 0:
+    if (condim == 1 and e > 0) or (elliptic == 1 and e == 3):
         b_out[i] = zero
         R_out[i] = zero + 1.0
         return
@@ -229,19 +239,83 @@ def row_terms(count: ints, contact_slot: ints, slot_body: ints, slot_dist: AnyAr
         # the direct form: -stiffness, -damping
         K = -solref[0] / (dmax * dmax)
         B = -solref[1] / dmax
-    aref = -B * v - K * imp * r
     R = (1.0 - imp) / imp * tran
-    if condim >= 3:
+    if condim >= 3 and elliptic == 1:
+        if e > 0:
+            # the friction rows of the elliptic cone: no position, their regularizer the
+            # normal's over impratio
+            K = zero
+            R = R / impratio
+    elif condim >= 3:
         mu = slot_mu[s]
         R = 2.0 * mu * mu * R * (1.0 + mu * mu) / impratio
+    aref = -B * v - K * imp * r
     b_out[i] = ja0 - aref
     R_out[i] = sk.max(R, 1.0e-15)
 
 
+@sk.func
+def cone_projection(y: Any, mu: Any):
+    """The nearest point to ``y = (normal, t1, t2)`` in the cone ``|t| <= mu normal``."""
+    t = sk.sqrt(y[1] * y[1] + y[2] * y[2])
+    out = y
+    if t > mu * y[0]:
+        if mu * t <= -y[0]:
+            out = y * 0.0
+        else:
+            a = (mu * t + y[0]) / (1.0 + mu * mu)
+            out[0] = a
+            out[1] = mu * a * y[1] / t
+            out[2] = mu * a * y[2] / t
+    return out
+
+
+@sk.func
+def elliptic_block(i0: int, mu: Any, nd: int, J: AnyArray, X: AnyArray, b: AnyArray, R: AnyArray, f: AnyArray,
+                   qdd: AnyArray):
+    """One Gauss-Seidel step on the three rows of an elliptic contact from row ``i0``: the
+    exact minimizer of the dual over the block inside the cone (unconstrained when it is
+    inside, else projected gradient steps in the block's metric), then ``qdd`` updated.
+    Returns the largest change of a row's residual."""
+    vec3 = sk.vector(3, J.dtype)
+    r = vec3(0.0, 0.0, 0.0)
+    H = sk.outer(r, r)
+    f0 = vec3(f[i0], f[i0 + 1], f[i0 + 2])
+    for k in range(3):
+        i = i0 + k
+        v = b[i] + R[i] * f[i]
+        for d in range(nd):
+            v = v + J[i * nd + d] * qdd[d]
+        r[k] = v
+        for l in range(3):
+            h = J.dtype(0.0)
+            for d in range(nd):
+                h = h + J[i * nd + d] * X[(i0 + l) * nd + d]
+            H[k, l] = h
+        H[k, k] = H[k, k] + R[i]
+    y = f0 - sk.inverse(H) @ r
+    if sk.sqrt(y[1] * y[1] + y[2] * y[2]) > mu * y[0]:
+        L = J.dtype(0.0)
+        for k in range(3):
+            L = L + sk.abs(H[k, 0]) + sk.abs(H[k, 1]) + sk.abs(H[k, 2])
+        y = cone_projection(y, mu)
+        for _ in range(200):
+            y = cone_projection(y - (H @ (y - f0) + r) / L, mu)
+    delta = y - f0
+    change = sk.abs(delta[0]) * H[0, 0]
+    change = sk.max(change, sk.abs(delta[1]) * H[1, 1])
+    change = sk.max(change, sk.abs(delta[2]) * H[2, 2])
+    for k in range(3):
+        f[i0 + k] = y[k]
+        for d in range(nd):
+            qdd[d] = qdd[d] + X[(i0 + k) * nd + d] * delta[k]
+    return change
+
+
 @sk.kernel
-def pgs(count: ints, contact_slot: ints, slot_condim: ints, nd: int, iterations: int, tol: Any, J: AnyArray,
-        X: AnyArray, b: AnyArray, R: AnyArray, a0: AnyArray, slot_force: AnyArray, f: AnyArray, qdd: AnyArray,
-        iters_out: ints):
+def pgs(count: ints, contact_slot: ints, slot_condim: ints, slot_mu: AnyArray, elliptic: int, nd: int,
+        iterations: int, tol: Any, J: AnyArray, X: AnyArray, b: AnyArray, R: AnyArray, a0: AnyArray,
+        slot_force: AnyArray, f: AnyArray, qdd: AnyArray, iters_out: ints):
     # One thread: projected Gauss-Seidel on the dual. The rows' residuals are read through
     # the constrained acceleration's change w = X f (kept in qdd, which ends as a0 + w):
     # (A f)_i = J_i . w, so a sweep costs O(rows x dofs) and A is never formed (only its
@@ -264,7 +338,14 @@ def pgs(count: ints, contact_slot: ints, slot_condim: ints, nd: int, iterations:
     change = tol + 1.0
     while it < iterations and change > tol:
         change = tol * 0.0
+        for c in range(count[0]):
+            s = contact_slot[c]
+            if elliptic == 1 and slot_condim[s] >= 3:
+                change = sk.max(change, elliptic_block(c * ROWS_PER_CONTACT, slot_mu[s], nd, J, X, b, R, f, qdd))
         for i in range(n):
+            c = i // ROWS_PER_CONTACT
+            if elliptic == 1 and slot_condim[contact_slot[c]] >= 3:
+                continue
             r = b[i] + R[i] * f[i]
             diag = R[i]
             for d in range(nd):

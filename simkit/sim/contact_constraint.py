@@ -141,7 +141,7 @@ class ContactSolve:
             launch(k.compact, 1, inputs=[w.slot_active, self.slots, self.max_contacts],
                    outputs=[w.contact_slot, w.count, self.slot_force])
         launch(k.row_jacobian, mr,
-               inputs=[w.count, w.contact_slot, w.slot_body, w.slot_point, w.slot_normal, w.slot_mu, w.slot_condim, S_dof,
+               inputs=[w.count, w.contact_slot, w.slot_body, w.slot_point, w.slot_normal, w.slot_mu, w.slot_condim, params["elliptic"], S_dof,
                        self.dof_body, nb, nd], outputs=[w.J])
         minv_inputs = [w.count, ROWS_PER_CONTACT, topo["dof_start"], topo["dof_count"], topo["entry_start"], nd, L]
         with paused_tapes():
@@ -166,13 +166,14 @@ class ContactSolve:
                 tape.record_func(minv_backward, arrays=[w.J, M, w.X])
         launch(k.row_terms, mr,
                inputs=[w.count, w.contact_slot, w.slot_body, w.slot_dist, w.slot_mu, w.slot_condim, w.slot_solref,
-                       w.slot_solimp, w.slot_margin, self.invweight, float(params["impratio"]), float(dt), nd, w.J,
-                       state.joint_qd, a0],
+                       w.slot_solimp, w.slot_margin, self.invweight, params["elliptic"], float(params["impratio"]),
+                       float(dt), nd, w.J, state.joint_qd, a0],
                outputs=[w.b, w.R])
         iterations, tol = params["iterations"], float(params["tolerance"])
         with paused_tapes():
-            launch(k.pgs, 1, inputs=[w.count, w.contact_slot, w.slot_condim, nd, iterations, tol, w.J, w.X, w.b, w.R,
-                                     a0], outputs=[self.slot_force, w.f, w.out, self.iterations])
+            launch(k.pgs, 1, inputs=[w.count, w.contact_slot, w.slot_condim, w.slot_mu, params["elliptic"], nd,
+                                     iterations, tol, w.J, w.X, w.b, w.R, a0],
+                   outputs=[self.slot_force, w.f, w.out, self.iterations])
         inputs = [w.J, w.X, w.b, w.R, a0]
         if tapes and any(x.requires_grad for x in inputs):
             w.out.requires_grad = True

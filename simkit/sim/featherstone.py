@@ -246,7 +246,8 @@ class Featherstone:
     (:mod:`simkit.sim.contact_constraint`, docs/contact.md) with each shape's MuJoCo
     parameters (``solref``, ``solimp``, ``condim`` 1 or 3, ``margin``, friction, collision
     masks; mixed per pair as MuJoCo does) and the model's ``impratio`` (``impratio`` here
-    overrides it) on the pyramidal cone; at most ``max_contacts`` contacts, projected
+    overrides it) on the model's ``contact_cone`` (pyramidal, or elliptic: no gradient yet);
+    at most ``max_contacts`` contacts, projected
     Gauss-Seidel to ``tolerance`` or ``iterations`` sweeps, warm-started. Its gradient is implicit
     differentiation at the solution. Models with bodies outside articulations need
     ``contact="penalty"``.
@@ -289,10 +290,10 @@ class Featherstone:
         if topo is None:
             topo = model._featherstone = _topology(model)
         if self.contact == "constraint":
-            if model.contact_cone != "pyramidal":
-                raise ValueError(f"Featherstone(contact='constraint'): the model's contact_cone is "
-                                 f"{model.contact_cone!r}; only 'pyramidal' is supported so far "
-                                 "(ModelBuilder.set_contact_options(cone='pyramidal'))")
+            if model.contact_cone == "elliptic" and active_tapes():
+                raise NotImplementedError("Featherstone(contact='constraint'): the elliptic cone has no gradient "
+                                          "yet; record on a Tape with the pyramidal cone "
+                                          "(ModelBuilder.set_contact_options(cone='pyramidal'))")
             if topo["free_bodies"]:
                 raise ValueError("Featherstone(contact='constraint'): the model has bodies outside articulations; "
                                  "their contacts are penalty forces only, so use contact='penalty' (or put each "
@@ -352,7 +353,8 @@ class Featherstone:
             solve = topo.get("contact_solve")
             if solve is None:
                 solve = topo["contact_solve"] = ContactSolve(model, self.max_contacts)
-            params = dict(self._contact_params, impratio=model.impratio if self.impratio is None else self.impratio)
+            params = dict(self._contact_params, impratio=model.impratio if self.impratio is None else self.impratio,
+                          elliptic=int(model.contact_cone == "elliptic"))
             qdd = solve.qdd(model, state_in, topo, S_dof, L, M, qdd, dt, params)
         launch(k.integrate, nj,
                inputs=[model.joints, model.joint_articulation, model.joint_q_start, model.joint_qd_start, joint_q,
