@@ -280,7 +280,9 @@ class Featherstone:
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         """Advance ``state_in`` by ``dt`` into ``state_out`` (its joint coordinates and their
-        bodies); ``state_in.body_f`` receives the external wrenches of ``state_in``."""
+        bodies); ``state_in.body_f`` receives the external wrenches of ``state_in`` (with
+        ``contact="constraint"`` the contact forces are not among them: they act in joint
+        space)."""
         control = check_step(model, state_in, state_out, control, dt)
         if not model.articulation_count:
             raise ValueError("Featherstone.step: the model has no articulation (start one with "
