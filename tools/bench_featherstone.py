@@ -2,7 +2,8 @@
 
 Workload: gymnasium's ant.xml (free base + 8 hinges, 14 degrees of freedom, 9 bodies)
 loaded with ``ModelBuilder.add_mjcf`` on a ground plane, standing on its legs. Forward: one
-step between two preallocated states (nothing recorded), in float64 and float32. Backward: a
+step between two preallocated states (nothing recorded), in float64 and float32, with the
+penalty contacts (the default) and with ``contact="constraint"``. Backward: a
 rollout of ``ROLLOUT`` steps recorded on a tape (one state per step), then ``tape.backward``
 of the torso's pose, per step. MuJoCo: ``mj_step`` of the same file compiled by MuJoCo, on
 the CPU, once with the file's own integrator and once with its semi-implicit ``Euler`` (the
@@ -88,6 +89,17 @@ def simkit_contenders(path: str) -> dict:
             s1.joint_q.numpy()
 
         out[f"simkit {real.__name__} forward"] = forward
+    for real in (sk.float64, sk.float32):
+        model = ant_model(path, real)
+        s0, s1 = standing(model), model.state()
+        integrator = sk.sim.Featherstone(contact="constraint", tolerance=1e-10 if real is sk.float64 else 1e-5)
+
+        def forward(n, model=model, s0=s0, s1=s1, integrator=integrator):
+            for _ in range(n):
+                integrator.step(model, s0, s1, None, DT)
+            s1.joint_q.numpy()
+
+        out[f"simkit {real.__name__} forward, constraint contact"] = forward
     model = ant_model(path, sk.float32, worlds=WORLDS)
     s0, s1 = standing(model, 300), model.state()
 
@@ -102,7 +114,8 @@ def simkit_contenders(path: str) -> dict:
     seed = np.zeros((model.body_count, 7))
     seed[0, :3] = 1.0
 
-    def backward(n):
+    def backward(n, contact="penalty"):
+        integrator = sk.sim.Featherstone(contact=contact)
         for _ in range(n):
             s0 = model.state(requires_grad=True)
             for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
@@ -110,11 +123,12 @@ def simkit_contenders(path: str) -> dict:
             states = [s0] + [model.state(requires_grad=True) for _ in range(ROLLOUT)]
             with sk.Tape() as tape:
                 for k in range(ROLLOUT):
-                    sk.sim.Featherstone().step(model, states[k], states[k + 1], None, DT)
+                    integrator.step(model, states[k], states[k + 1], None, DT)
             tape.backward(grads={states[-1].body_q: seed})
             s0.joint_qd.grad.numpy()
 
     out["simkit float64 rollout+backward"] = backward
+    out["simkit float64 rollout+backward, constraint contact"] = lambda n: backward(n, "constraint")
     return out
 
 

@@ -59,6 +59,7 @@ import simkit as sk
 from ..core.launch import launch
 from .bodies import point_inverse_mass, point_velocity, wrench_at
 from .contact import scaled_penalty_force
+from .contact_params import ground_collides
 from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, collision_pairs, shape_bounding_radius, shape_distance,
                      shape_plane_point_count, shape_point, shape_point_count, shape_transform)
 from .structs import model_structs
@@ -71,7 +72,7 @@ def ground_contact(body_q: AnyArray, body_qd: AnyArray, bodies: Any, shapes: Any
     s, k = sk.tid()
     b = shapes.body[s]
     kind = shapes.kind[s]
-    if b < 0 or k >= shape_plane_point_count(kind):
+    if b < 0 or k >= shape_plane_point_count(kind) or ground_collides(shapes, contact, s) == 0:
         return
     X = sk.transform_multiply(body_q[b], shapes.xform[s])
     size = shapes.params[s]

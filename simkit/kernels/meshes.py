@@ -40,6 +40,7 @@ from ..core import array as A
 from ..core import types as T
 from ..core.array import ArrayType
 from ..core.struct import struct
+from .contact_params import shapes_touching_ground
 from .mesh_bvh import build_bvh
 from .shapes import _pair_list, shape_distance, shape_point
 from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, model_structs
@@ -351,7 +352,7 @@ def mesh_contact_rows(model) -> A.Array:
 
         found = []
         if model.ground:
-            for s in np.flatnonzero(mesh & (body >= 0)):
+            for s in np.flatnonzero(mesh & (body >= 0) & shapes_touching_ground(model)):
                 n = points(s)
                 found.append(np.stack([np.full(n, s), np.arange(n), np.full(n, -1)], axis=1))
         if mesh.any():

@@ -46,6 +46,9 @@ def model_structs(real) -> SimpleNamespace:
     spatial = T.vector(6, real)
     reals = ArrayType(real, 1)
     index2d = ArrayType(T.int32, 2)
+    vec2 = T.vector(2, real)
+    vec5 = T.vector(5, real)
+    ints = ArrayType(T.int32, 1)
 
     @struct
     class Particles:
@@ -99,7 +102,14 @@ def model_structs(real) -> SimpleNamespace:
         ``mu``; where ``time_constant`` ``tc`` is > 0, the gains add ``m / tc^2``, ``2 zeta m /
         tc`` and ``m / tc`` for a contact of effective mass ``m`` (``zeta`` the
         ``damping_ratio``). They are one-element arrays so that they can carry a gradient. The
-        ground is the plane ``dot(ground_normal, x) = 0`` when ``ground`` is 1."""
+        ground is the plane ``dot(ground_normal, x) = 0`` when ``ground`` is 1.
+
+        The ground's MuJoCo contact parameters (``ModelBuilder.set_ground_material``; one-element
+        arrays, meaning as the ``Shapes`` fields of the same names): ``ground_mu``,
+        ``ground_torsional_mu``, ``ground_rolling_mu``, ``ground_condim``, ``ground_solref``
+        (vec2), ``ground_solimp`` (5-vector), ``ground_margin``, ``ground_gap``,
+        ``ground_contype``, ``ground_conaffinity``. The penalty ground contact reads only the
+        two masks."""
         ke: reals
         kd: reals
         kf: reals
@@ -108,6 +118,16 @@ def model_structs(real) -> SimpleNamespace:
         damping_ratio: reals
         ground: T.int32
         ground_normal: vec3
+        ground_mu: reals
+        ground_torsional_mu: reals
+        ground_rolling_mu: reals
+        ground_condim: ints
+        ground_solref: ArrayType(vec2, 1)
+        ground_solimp: ArrayType(vec5, 1)
+        ground_margin: reals
+        ground_gap: reals
+        ground_contype: ints
+        ground_conaffinity: ints
 
     @struct
     class Shapes:
@@ -116,7 +136,15 @@ def model_structs(real) -> SimpleNamespace:
         ``params`` (sphere: radius, box: half extents, capsule: radius and half height along
         local y, mesh: its scale; the triangles are in ``Model.meshes``). ``ke``, ``kd``, ``kf``, ``mu``, ``time_constant``, ``damping_ratio`` are the
         penalty contact material of the shape in body contacts (as in ``Contact``; a pair
-        averages its two shapes); particle contacts use ``Contact``."""
+        averages its two shapes); particle contacts use ``Contact``.
+
+        MuJoCo's contact parameters (``add_shape_*`` keyword arguments, see
+        :mod:`simkit.sim.contact_params`), read by the constraint-based contact solve and mixed
+        per pair by :mod:`simkit.kernels.contact_params`: ``mu`` (sliding friction, shared with
+        the penalty contact), ``torsional_mu``, ``rolling_mu``, ``condim`` (1, 3, 4, 6),
+        ``solref`` (vec2: timeconst, dampratio, or -stiffness, -damping), ``solimp``
+        (5-vector: dmin, dmax, width, midpoint, power), ``margin``, ``gap``, and the
+        collision masks ``contype`` and ``conaffinity`` (32 bits, read as int32)."""
         kind: ArrayType(T.int32, 1)
         body: ArrayType(T.int32, 1)
         xform: ArrayType(transform, 1)
@@ -127,6 +155,15 @@ def model_structs(real) -> SimpleNamespace:
         mu: reals
         time_constant: reals
         damping_ratio: reals
+        torsional_mu: reals
+        rolling_mu: reals
+        condim: ints
+        solref: ArrayType(vec2, 1)
+        solimp: ArrayType(vec5, 1)
+        margin: reals
+        gap: reals
+        contype: ints
+        conaffinity: ints
 
     @struct
     class Bodies:
@@ -197,7 +234,7 @@ def model_structs(real) -> SimpleNamespace:
         start: ArrayType(T.int32, 1)
         shape: ArrayType(T.int32, 1)
 
-    return SimpleNamespace(real=real, vec3=vec3, mat22=mat22, mat33=mat33, transform=transform, spatial=spatial,
+    return SimpleNamespace(real=real, vec2=vec2, vec3=vec3, vec5=vec5, mat22=mat22, mat33=mat33, transform=transform, spatial=spatial,
                            Particles=Particles, Springs=Springs, Triangles=Triangles, Edges=Edges,
                            Tets=Tets, Contact=Contact, Shapes=Shapes, Bodies=Bodies, Joints=Joints,
                            ParticleShapes=ParticleShapes)

@@ -48,7 +48,8 @@ class MeshBuilder:
     def add_shape_mesh(self, body: int, vertices: Any, indices: Any, xform: Any = None,
                        scale: float | Sequence[float] = 1.0, density: float = 1000.0, *, ke: float | None = None,
                        kd: float | None = None, kf: float | None = None, mu: float | None = None,
-                       time_constant: float | None = None, damping_ratio: float | None = None) -> int:
+                       time_constant: float | None = None, damping_ratio: float | None = None,
+                       **contact: Any) -> int:
         """Add a triangle-mesh collider to ``body`` (-1: static, in the world) and return its
         shape index. ``vertices`` is an ``N x 3`` array, ``indices`` a ``T x 3`` integer array
         of triangles (or a flat one of ``3 T``) wound counterclockwise seen from outside (a
@@ -59,7 +60,8 @@ class MeshBuilder:
         A closed mesh (every edge shared by exactly two triangles, in opposite directions)
         gives the body the mass ``density * volume`` and the inertia of that solid
         (divergence theorem); an open one (a terrain, a floor) must have ``density=0`` on a
-        body (give the body its mass with ``add_body_inertia``). Material, collision filter
+        body (give the body its mass with ``add_body_inertia``). Material, MuJoCo's contact
+        parameters (``condim``, ``solref``, ...; see ``add_shape_sphere``), collision filter
         (``set_shape_collision``) and worlds as for the other shapes. Contacts: particles,
         primitives, other meshes and the ground, in ``SemiImplicitEuler`` and ``XPBD`` (see
         docs/meshes.md for what is tested against what and what it costs).
@@ -85,7 +87,7 @@ class MeshBuilder:
                              f"opposite directions) to have a volume; this one ({len(v)} vertices, {len(f)} "
                              "triangles) is open: pass density=0 and give the body a mass with add_body_inertia")
         shape = self._add_shape(SHAPE_MESH, X[:3], X[3:], s, body, 0.0, (ke, kd, kf, mu, time_constant,
-                                                                          damping_ratio), where)
+                                                                          damping_ratio), where, contact)
         self.shape_meshes[shape] = mesh
         if body >= 0 and density > 0.0:
             R = G.quat_to_matrix(X[3:])

@@ -24,6 +24,7 @@ from . import geometry as G
 from . import validate as V
 from .builder_joints import IDENTITY_XFORM, JointBuilder, transform_multiply
 from .contact_material import RIGID_PENALTY, contact_material
+from .contact_params import CONE_KINDS, CONTACT_ROW_WIDTH, contact_params, contact_row
 from .mass import body_mass_properties, combine_mass_properties
 
 # the contact material of a shape, in the order of ``shape_material``'s rows
@@ -48,6 +49,12 @@ class RigidBuilder(JointBuilder):
         self.shape_density: list = []
         self.shape_material: list = []
         self.shape_collision: list = []          # [group, mask] bitmasks, see set_shape_collision
+        self.shape_contact: list = []            # MuJoCo's contact parameters, rows of contact_params.contact_row
+        # the ground's MuJoCo contact parameters; its mu is the shapes' default, so that a default
+        # shape and the ground mix (max) to the mu the penalty ground contact uses
+        self.ground_material = dict(contact_params("ModelBuilder", {}), mu=self.rigid_contact["mu"])
+        self.contact_cone = "pyramidal"
+        self.impratio = 1.0
         self.joint_kind: list = []
         self.joint_parent: list = []
         self.joint_child: list = []
@@ -126,9 +133,11 @@ class RigidBuilder(JointBuilder):
         self.body_inertials.setdefault(body, []).append((mass, com, 0.5 * (I + I.T)))
 
     # -- shapes -------------------------------------------------------------------------
-    def _add_shape(self, kind: int, pos, rot, params, body, density, material, where: str) -> int:
+    def _add_shape(self, kind: int, pos, rot, params, body, density, material, where: str,
+                   contact: dict | None = None) -> int:
         body = V.index(body, self.body_count, "body", "bodies", where, allow_world=True)
         density = V.nonneg(density, f"{where}: density")
+        mujoco = contact_params(where, contact or {})
         ke, kd, kf, mu, time_constant, damping_ratio = material
         # gains left out come from the builder's when it has gains, as before per-mass materials
         penalty = RIGID_PENALTY if self.rigid_contact["time_constant"] > 0.0 else self.rigid_contact
@@ -141,16 +150,65 @@ class RigidBuilder(JointBuilder):
         self.shape_params.append(params)
         self.shape_density.append(density)
         self.shape_material.append(mat)
-        self.shape_collision.append([1, 1])
+        self.shape_collision.append([mujoco["contype"], mujoco["conaffinity"]])
+        self.shape_contact.append(contact_row(mujoco))
         return self.shape_count - 1
+
+    def set_ground_material(self, *, mu: float | None = None, torsional_mu: float | None = None,
+                            rolling_mu: float | None = None, condim: int | None = None, solref: Any = None,
+                            solimp: Any = None, margin: float | None = None, gap: float | None = None,
+                            contype: int | None = None, conaffinity: int | None = None) -> None:
+        """Set MuJoCo's contact parameters of the ground plane (``ModelBuilder(ground=True)``);
+        those not given keep their values (at first MuJoCo's defaults, and ``mu`` the builder's
+        ``rigid_contact_mu``). They mean what they mean for a shape (see
+        :meth:`add_shape_sphere` and :mod:`simkit.sim.contact_params`) and are mixed with the
+        shape's for a shape-ground contact by the constraint-based contact solve
+        (:mod:`simkit.kernels.contact_params`). The penalty ground contact of
+        ``SemiImplicitEuler`` and ``XPBD`` uses the shape's own material, and of these only
+        ``contype`` and ``conaffinity``: a shape touches the ground when ``contype_shape &
+        conaffinity_ground`` or ``contype_ground & conaffinity_shape`` is nonzero. Particles
+        touch the ground whatever the masks. On the model: ``model.contact.ground_mu``,
+        ``ground_torsional_mu``, ``ground_rolling_mu``, ``ground_condim``, ``ground_solref``,
+        ``ground_solimp``, ``ground_margin``, ``ground_gap``, ``ground_contype``,
+        ``ground_conaffinity`` (one-element arrays).
+
+        Example::
+
+            b.set_ground_material(mu=1.0, condim=3, solref=(0.02, 1.0), conaffinity=0)
+        """
+        where = "set_ground_material"
+        given = {"torsional_mu": torsional_mu, "rolling_mu": rolling_mu, "condim": condim, "solref": solref,
+                 "solimp": solimp, "margin": margin, "gap": gap, "contype": contype, "conaffinity": conaffinity}
+        material = contact_params(where, given, self.ground_material)
+        material["mu"] = self.ground_material["mu"] if mu is None else V.nonneg(mu, f"{where}: mu")
+        self.ground_material = material
+
+    def set_contact_options(self, *, cone: str | None = None, impratio: float | None = None) -> None:
+        """MuJoCo's model-wide contact options, for the constraint-based contact solve: the
+        friction ``cone`` (``"pyramidal"``, the default, or ``"elliptic"``) and ``impratio``
+        (default 1, > 0: the ratio of the frictional to the normal constraints' impedance).
+        Those not given keep their values. On the model: ``model.contact_cone`` and
+        ``model.impratio``.
+
+        Example::
+
+            b.set_contact_options(cone="elliptic", impratio=10.0)
+        """
+        if cone is not None:
+            if cone not in CONE_KINDS:
+                raise ValueError(f"set_contact_options: cone must be 'pyramidal' or 'elliptic', got {cone!r}")
+            self.contact_cone = cone
+        if impratio is not None:
+            self.impratio = V.positive(impratio, "set_contact_options: impratio")
 
     def set_shape_collision(self, shape: int, group: int = 1, mask: int = 1) -> None:
         """Which other shapes ``shape`` touches, with MuJoCo's rule for its contype/conaffinity:
         shapes ``a`` and ``b`` collide when ``group_a & mask_b`` or ``group_b & mask_a`` is
         nonzero. Every shape starts with group 1 and mask 1, so all collide; shapes of one
         robot given ``group=1, mask=0`` stop touching each other but still touch shapes of
-        mask 1 (static scenery). The filter is between shapes: the ground plane and particles
-        touch every shape. Both are bit masks of 32 bits.
+        mask 1 (static scenery). The ground has masks of its own (:meth:`set_ground_material`,
+        1 and 1 by default); particles touch every shape. Both are bit masks of 32 bits, the
+        shape's ``contype`` and ``conaffinity`` (also keyword arguments of ``add_shape_*``).
 
         Example::
 
@@ -167,26 +225,37 @@ class RigidBuilder(JointBuilder):
     def add_shape_sphere(self, pos: Sequence[float], radius: float, body: int = -1, density: float = 1000.0, *,
                          ke: float | None = None, kd: float | None = None, kf: float | None = None,
                          mu: float | None = None, time_constant: float | None = None,
-                         damping_ratio: float | None = None) -> int:
+                         damping_ratio: float | None = None, **contact: Any) -> int:
         """Add a sphere collider centered at ``pos`` (in the frame of ``body``, or the world
         when ``body=-1``, the default, which makes it static). ``density`` (kg/m^3) gives the
         body its mass; ``ke``, ``kd``, ``kf``, ``mu``, ``time_constant``, ``damping_ratio``
         override the builder's rigid contact material (gains or per unit mass, as in
         :class:`~simkit.sim.ModelBuilder`; those not given come from it).
 
+        MuJoCo's contact parameters of the shape, keyword arguments of every ``add_shape_*``
+        (their meaning and checks: :mod:`simkit.sim.contact_params`): ``torsional_mu``
+        (default 0.005 m), ``rolling_mu`` (1e-4 m), ``condim`` (1, 3, 4 or 6; default 3),
+        ``solref`` (``(timeconst, dampratio)``, default ``(0.02, 1.0)``, or MuJoCo's direct
+        ``(-stiffness, -damping)``), ``solimp`` (``(dmin, dmax, width, midpoint, power)``,
+        default ``(0.9, 0.95, 0.001, 0.5, 2.0)``), ``margin`` and ``gap`` (m, default 0),
+        ``contype`` and ``conaffinity`` (32-bit masks, default 1 and 1; see
+        :meth:`set_shape_collision`). The constraint-based contact solve reads them all
+        (``model.shapes.<name>``); the penalty contact reads only the two masks.
+
         Example::
 
             b.add_shape_sphere((0.0, 0.5, 0.0), radius=0.4)                # static
             b.add_shape_sphere((0.0, 0.0, 0.0), radius=0.1, body=ball)     # the ball's collider
+            b.add_shape_sphere((0.0, 0.0, 0.0), radius=0.1, body=ball, condim=1, solref=(0.01, 1.0))
         """
         return self._add_shape(SHAPE_SPHERE, V.vec3(pos, "add_shape_sphere: pos"), np.array([0.0, 0.0, 0.0, 1.0]),
                                np.array([V.positive(radius, "add_shape_sphere: radius"), 0.0, 0.0]), body, density,
-                               (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_sphere")
+                               (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_sphere", contact)
 
     def add_shape_box(self, pos: Sequence[float], rot: Sequence[float], half_extents: Sequence[float],
                       body: int = -1, density: float = 1000.0, *, ke: float | None = None, kd: float | None = None,
                       kf: float | None = None, mu: float | None = None, time_constant: float | None = None,
-                      damping_ratio: float | None = None) -> int:
+                      damping_ratio: float | None = None, **contact: Any) -> int:
         """Add a box collider with the given half extents along its local axes (static unless
         ``body`` is given; see :meth:`add_shape_sphere`).
 
@@ -198,12 +267,14 @@ class RigidBuilder(JointBuilder):
         if np.any(h <= 0.0):
             raise ValueError(f"add_shape_box: half_extents must be > 0, got {half_extents!r}")
         return self._add_shape(SHAPE_BOX, V.vec3(pos, "add_shape_box: pos"), V.quat(rot, "add_shape_box: rot"), h,
-                               body, density, (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_box")
+                               body, density, (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_box",
+                               contact)
 
     def add_shape_capsule(self, pos: Sequence[float], rot: Sequence[float], radius: float, half_height: float,
                           body: int = -1, density: float = 1000.0, *, ke: float | None = None,
                           kd: float | None = None, kf: float | None = None, mu: float | None = None,
-                          time_constant: float | None = None, damping_ratio: float | None = None) -> int:
+                          time_constant: float | None = None, damping_ratio: float | None = None,
+                          **contact: Any) -> int:
         """Add a capsule collider: a segment of length ``2 * half_height`` along its local y
         axis, thickened by ``radius`` (static unless ``body`` is given; see :meth:`add_shape_sphere`).
 
@@ -215,7 +286,8 @@ class RigidBuilder(JointBuilder):
                                V.quat(rot, "add_shape_capsule: rot"),
                                np.array([V.positive(radius, "add_shape_capsule: radius"),
                                          V.nonneg(half_height, "add_shape_capsule: half_height"), 0.0]),
-                               body, density, (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_capsule")
+                               body, density, (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_capsule",
+                               contact)
 
     # -- joints -------------------------------------------------------------------------
     # -- worlds ---------------------------------------------------------------------------
@@ -244,6 +316,7 @@ class RigidBuilder(JointBuilder):
         self.shape_density.extend(other.shape_density)
         self.shape_material.extend(list(m) for m in other.shape_material)
         self.shape_collision.extend(list(c) for c in other.shape_collision)
+        self.shape_contact.extend(list(c) for c in other.shape_contact)
         self.joint_kind.extend(other.joint_kind)
         self.joint_parent.extend(body(p) for p in other.joint_parent)
         self.joint_child.extend(body(c) for c in other.joint_child)
@@ -287,6 +360,9 @@ class RigidBuilder(JointBuilder):
             "shape_params": self.shape_params,
             **{f"shape_{name}": material[:, k] for k, name in enumerate(SHAPE_MATERIAL)},
             "shape_collision_group": collision[:, 0], "shape_collision_mask": collision[:, 1],
+            "shape_contact": np.asarray(self.shape_contact, dtype=np.float64).reshape(-1, CONTACT_ROW_WIDTH),
+            "ground_material": dict(self.ground_material), "contact_cone": self.contact_cone,
+            "impratio": self.impratio,
             "joint_kind": self.joint_kind, "joint_parent": self.joint_parent, "joint_child": self.joint_child,
             "joint_parent_xform": self.joint_parent_xform, "joint_child_xform": self.joint_child_xform,
             "joint_axis": self.joint_axis, "joint_axis2": self.joint_axis2, "joint_limit_lower": limits[:, 0], "joint_limit_upper": limits[:, 1],

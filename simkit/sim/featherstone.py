@@ -47,6 +47,7 @@ from ..kernels.featherstone import featherstone_kernels
 from ..kernels.particles import particle_kernels
 from ..kernels.structs import JOINT_BALL
 from .articulation import eval_fk
+from .contact_constraint import ContactSolve
 from .forces import eval_forces
 from .integrators import check_step
 from .model import Control, Model, State
@@ -136,9 +137,9 @@ def _buffers(model: Model, topo: dict):
     return buffer
 
 
-def _solve(model: Model, topo: dict, k, M: A.Array, rhs: A.Array, buffer) -> A.Array:
-    """``qdd = M^-1 rhs`` per articulation (M laid out by ``topo``'s entries): Cholesky, then
-    two substitutions. Their kernels read back what they wrote, so they run outside any Tape,
+def _solve(model: Model, topo: dict, k, M: A.Array, rhs: A.Array, buffer) -> tuple[A.Array, A.Array]:
+    """``qdd = M^-1 rhs`` per articulation (M laid out by ``topo``'s entries) and the Cholesky
+    factor: Cholesky, then two substitutions. Their kernels read back what they wrote, so they run outside any Tape,
     and each Tape records their adjoint instead (one more substitution with the same factor)."""
     n_art, nd, ne = model.articulation_count, model.joint_dof_count, topo["entry_count"]
 
@@ -150,7 +151,7 @@ def _solve(model: Model, topo: dict, k, M: A.Array, rhs: A.Array, buffer) -> A.A
         launch(k.solve, n_art, inputs=[topo["dof_start"], topo["dof_count"], topo["entry_start"], M, rhs],
                outputs=[L, y, qdd])
     if not tapes or not (M.requires_grad or rhs.requires_grad):
-        return qdd
+        return qdd, L
     qdd.requires_grad = True
 
     def backward() -> None:
@@ -166,7 +167,7 @@ def _solve(model: Model, topo: dict, k, M: A.Array, rhs: A.Array, buffer) -> A.A
 
     for tape in tapes:
         tape.record_func(backward, arrays=[M, rhs, qdd])
-    return qdd
+    return qdd, L
 
 
 def _fk_mark(state: State) -> tuple:
@@ -185,6 +186,22 @@ def _fk_current(state: State) -> bool:
         return False
     versions, tapes = _fk_mark(state)
     return mark[0] == versions and tapes <= mark[1]
+
+
+def _check_contact_args(contact, impratio, max_contacts, iterations, tolerance) -> str:
+    """``contact`` after checking every argument of the contact solve (clear errors naming
+    the parameter)."""
+    if contact not in ("penalty", "constraint"):
+        raise ValueError(f"Featherstone: contact must be 'penalty' or 'constraint', got {contact!r}")
+    if impratio is not None and (isinstance(impratio, bool) or not isinstance(impratio, (int, float))
+                                 or not impratio > 0.0):
+        raise ValueError(f"Featherstone: impratio must be None (the model's) or a positive number, got {impratio!r}")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance > 0.0:
+        raise ValueError(f"Featherstone: tolerance must be a positive number, got {tolerance!r}")
+    for name, value in (("max_contacts", max_contacts), ("iterations", iterations)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"Featherstone: {name} must be a positive integer, got {value!r}")
+    return contact
 
 
 class Featherstone:
@@ -224,6 +241,17 @@ class Featherstone:
     Joints outside articulations are ignored (their coordinates are copied); bodies outside
     articulations, and particles, move as in :class:`~simkit.sim.SemiImplicitEuler`.
 
+    ``contact="constraint"`` replaces the penalty contacts of the body shapes by MuJoCo's
+    soft contact constraints, solved for the contact forces in joint space each step
+    (:mod:`simkit.sim.contact_constraint`, docs/contact.md) with each shape's MuJoCo
+    parameters (``solref``, ``solimp``, ``condim`` 1 or 3, ``margin``, friction, collision
+    masks; mixed per pair as MuJoCo does) and the model's ``impratio`` (``impratio`` here
+    overrides it) on the model's ``contact_cone`` (pyramidal, or elliptic: no gradient yet);
+    at most ``max_contacts`` contacts, projected
+    Gauss-Seidel to ``tolerance`` or ``iterations`` sweeps, warm-started. Its gradient is implicit
+    differentiation at the solution. Models with bodies outside articulations need
+    ``contact="penalty"``.
+
     The coordinates are the state: a step first places ``state_in``'s bodies by forward
     kinematics of ``state_in.joint_q`` / ``joint_qd`` (writing ``state_in.body_q`` /
     ``body_qd``), unless a Featherstone step wrote them, nothing changed them since and the
@@ -238,16 +266,23 @@ class Featherstone:
             integrator.step(model, states[k], states[k + 1], control, dt=1e-3)
     """
 
-    def __init__(self, friction_scale: float = 1.0e-4):
+    def __init__(self, friction_scale: float = 1.0e-4, contact: str = "penalty", impratio: float | None = None,
+                 max_contacts: int = 128, iterations: int = 100, tolerance: float = 1.0e-8):
         if isinstance(friction_scale, bool) or not isinstance(friction_scale, (int, float)):
             raise TypeError(f"Featherstone: friction_scale must be a number, got {type(friction_scale).__name__}")
         if not friction_scale > 0.0 or not np.isfinite(friction_scale):
             raise ValueError(f"Featherstone: friction_scale must be a positive velocity, got {friction_scale}")
         self.friction_scale = float(friction_scale)
+        self.contact = _check_contact_args(contact, impratio, max_contacts, iterations, tolerance)
+        self.max_contacts = int(max_contacts)
+        self.impratio = None if impratio is None else float(impratio)
+        self._contact_params = dict(iterations=int(iterations), tolerance=float(tolerance))
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         """Advance ``state_in`` by ``dt`` into ``state_out`` (its joint coordinates and their
-        bodies); ``state_in.body_f`` receives the external wrenches of ``state_in``."""
+        bodies); ``state_in.body_f`` receives the external wrenches of ``state_in`` (with
+        ``contact="constraint"`` the contact forces are not among them: they act in joint
+        space)."""
         control = check_step(model, state_in, state_out, control, dt)
         if not model.articulation_count:
             raise ValueError("Featherstone.step: the model has no articulation (start one with "
@@ -256,6 +291,15 @@ class Featherstone:
         topo = model.__dict__.get("_featherstone")
         if topo is None:
             topo = model._featherstone = _topology(model)
+        if self.contact == "constraint":
+            if model.contact_cone == "elliptic" and active_tapes():
+                raise NotImplementedError("Featherstone(contact='constraint'): the elliptic cone has no gradient "
+                                          "yet; record on a Tape with the pyramidal cone "
+                                          "(ModelBuilder.set_contact_options(cone='pyramidal'))")
+            if topo["free_bodies"]:
+                raise ValueError("Featherstone(contact='constraint'): the model has bodies outside articulations; "
+                                 "their contacts are penalty forces only, so use contact='penalty' (or put each "
+                                 "body in an articulation with a free joint)")
         real = model.dtype
         k = featherstone_kernels(real)
         if not _fk_current(state_in):
@@ -265,7 +309,8 @@ class Featherstone:
             state_in._featherstone_fk = _fk_mark(state_in)
         state_in.clear_forces()
         eval_forces(model, state_in, control)
-        eval_body_contact_forces(model, state_in)
+        if self.contact == "penalty":
+            eval_body_contact_forces(model, state_in)
         if model.particle_count:
             launch(particle_kernels(real).integrate_particles, model.particle_count,
                    inputs=[state_in.particle_q, state_in.particle_qd, state_in.particle_f, model.particles,
@@ -305,7 +350,14 @@ class Featherstone:
                inputs=[topo["entry_row"], topo["entry_col"], topo["entry_joint"], topo["entry_local"], S_dof, m_j,
                        h_j, J_j, diag, block],
                outputs=[M])
-        qdd = _solve(model, topo, k, M, rhs, zeros)
+        qdd, L = _solve(model, topo, k, M, rhs, zeros)
+        if self.contact == "constraint":
+            solve = topo.get("contact_solve")
+            if solve is None:
+                solve = topo["contact_solve"] = ContactSolve(model, self.max_contacts)
+            params = dict(self._contact_params, impratio=model.impratio if self.impratio is None else self.impratio,
+                          elliptic=int(model.contact_cone == "elliptic"))
+            qdd = solve.qdd(model, state_in, topo, S_dof, L, M, qdd, dt, params)
         launch(k.integrate, nj,
                inputs=[model.joints, model.joint_articulation, model.joint_q_start, model.joint_qd_start, joint_q,
                        joint_qd, qdd, dt], outputs=[state_out.joint_q, state_out.joint_qd])

@@ -39,6 +39,7 @@ from ..kernels.particles import particle_kernels
 from ..kernels.meshes import build_meshes
 from ..kernels.structs import model_structs
 from .articulation import body_joints, coordinate_starts, initial_coordinates
+from .contact_params import mask_int32, split_rows
 
 # The kinds of things a model holds, and the attribute that counts each.
 WORLD_KINDS = {"particle": "particle_count", "spring": "spring_count", "triangle": "tri_count",
@@ -60,6 +61,12 @@ class Model:
     ``articulation_start`` (the first joint of each articulation) and ``body_joint`` (per
     body, the articulated joint whose child it is, -1: none). ``joint_q`` / ``joint_qd`` start
     at the coordinates of the bodies as built (what :func:`~simkit.sim.eval_ik` gives).
+
+    Contact options (MuJoCo's, for the constraint-based contact solve;
+    :meth:`~simkit.sim.ModelBuilder.set_contact_options`): ``contact_cone`` (``"pyramidal"``
+    or ``"elliptic"``) and ``impratio`` (float). MuJoCo's contact parameters of each shape are
+    fields of ``model.shapes`` and the ground's fields of ``model.contact`` (see
+    :mod:`simkit.sim.contact_params`).
 
     Worlds: ``world_count`` (0 for a model built without
     :meth:`~simkit.sim.ModelBuilder.add_builder`), and the int32 arrays ``particle_world``,
@@ -114,13 +121,23 @@ class Model:
                            volume=reals(data["tet_volume"]), k_mu=reals(data["tet_k_mu"]),
                            k_lambda=reals(data["tet_k_lambda"]), k_damp=reals(data["tet_k_damp"]))
 
-        c = data["contact"]
-        self.contact = S.Contact(ke=reals([c["ke"]]), kd=reals([c["kd"]]), kf=reals([c["kf"]]), mu=reals([c["mu"]]),
-                                 time_constant=reals([c["time_constant"]]), damping_ratio=reals([c["damping_ratio"]]),
-                                 ground=int(self.ground), ground_normal=vec3(*data["up_vector"]))
-
         def ints(x):
             return A.array(np.asarray(x, dtype=np.int32), dtype=T.int32, device=device)
+
+        c, g = data["contact"], data["ground_material"]
+        self.contact = S.Contact(ke=reals([c["ke"]]), kd=reals([c["kd"]]), kf=reals([c["kf"]]), mu=reals([c["mu"]]),
+                                 time_constant=reals([c["time_constant"]]), damping_ratio=reals([c["damping_ratio"]]),
+                                 ground=int(self.ground), ground_normal=vec3(*data["up_vector"]),
+                                 ground_mu=reals([g["mu"]]), ground_torsional_mu=reals([g["torsional_mu"]]),
+                                 ground_rolling_mu=reals([g["rolling_mu"]]), ground_condim=ints([g["condim"]]),
+                                 ground_solref=vectors([g["solref"]], S.vec2),
+                                 ground_solimp=vectors([g["solimp"]], S.vec5),
+                                 ground_margin=reals([g["margin"]]), ground_gap=reals([g["gap"]]),
+                                 ground_contype=ints(mask_int32([g["contype"]])),
+                                 ground_conaffinity=ints(mask_int32([g["conaffinity"]])))
+        # MuJoCo's model-wide contact options (ModelBuilder.set_contact_options)
+        self.contact_cone = data["contact_cone"]
+        self.impratio = float(data["impratio"])
 
         self.body_count = len(data["body_mass"])
         self.body_q = vectors(data["body_q"], S.transform)
@@ -136,12 +153,18 @@ class Model:
                                com=vectors(data["body_com"], vec3))
 
         self.shape_count = len(data["shape_kind"])
+        mujoco = split_rows(data["shape_contact"])
         self.shapes = S.Shapes(kind=ints(data["shape_kind"]), body=ints(data["shape_body"]),
                                xform=vectors(data["shape_xform"], S.transform, grad=False),
                                params=vectors(data["shape_params"], vec3, grad=False),
                                ke=reals(data["shape_ke"]), kd=reals(data["shape_kd"]), kf=reals(data["shape_kf"]),
                                mu=reals(data["shape_mu"]), time_constant=reals(data["shape_time_constant"]),
-                               damping_ratio=reals(data["shape_damping_ratio"]))
+                               damping_ratio=reals(data["shape_damping_ratio"]),
+                               torsional_mu=reals(mujoco["torsional_mu"]), rolling_mu=reals(mujoco["rolling_mu"]),
+                               condim=ints(mujoco["condim"]), solref=vectors(mujoco["solref"], S.vec2),
+                               solimp=vectors(mujoco["solimp"], S.vec5), margin=reals(mujoco["margin"]),
+                               gap=reals(mujoco["gap"]), contype=ints(mask_int32(data["shape_collision_group"])),
+                               conaffinity=ints(mask_int32(data["shape_collision_mask"])))
 
         self.joint_count = len(data["joint_kind"])
         self.joints = S.Joints(kind=ints(data["joint_kind"]), parent=ints(data["joint_parent"]),

@@ -106,6 +106,7 @@ from ..kernels.shapes import MAX_SHAPE_POINTS
 from ..kernels.xpbd import xpbd_kernels
 from ..kernels.xpbd_bodies import xpbd_body_kernels
 from ..kernels.xpbd_body_contact import xpbd_body_contact_kernels
+from ..kernels.contact_params import shapes_touching_ground
 from ..kernels.structs import JOINT_FREE
 from ..kernels.shapes import collision_pairs, particle_shape_rows
 from .integrators import check_step, warn_ignored_joint_features
@@ -138,7 +139,8 @@ def _patches(model: Model) -> A.Array:
     if patches is None:
         rows = []
         if model.ground and model.shape_count:
-            rows += [(s, -1, 0) for s in np.flatnonzero(model.shapes.body.numpy() >= 0)]
+            rows += [(s, -1, 0) for s in np.flatnonzero((model.shapes.body.numpy() >= 0)
+                                                        & shapes_touching_ground(model))]
         pairs = {(int(a), int(b)) for a, b in collision_pairs(model).numpy().reshape(-1, 2)}
         for a, b in sorted(pairs):
             if (b, a) not in pairs:

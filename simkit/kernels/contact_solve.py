@@ -1,0 +1,466 @@
+"""Kernels of the constraint-based contact solve of :class:`simkit.sim.Featherstone`
+(``contact="constraint"``), MuJoCo's soft-constraint model in joint space.
+
+The active slots of :mod:`simkit.kernels.contact_rows` are compacted into a list of at most
+``max_contacts`` contacts. Contact ``c`` owns rows ``4 c .. 4 c + 3``: with ``condim`` 3 the
+four edges of the pyramidal friction cone, ``J_n +- mu J_t1`` and ``J_n +- mu J_t2`` (forces
+>= 0; ``condim`` 4 and 6 the same, without torsional or rolling friction), with ``condim`` 1
+the normal alone (row ``4 c``; the other three carry no force); with the elliptic cone the
+normal and the two tangents (row 3 unused), solved as one block inside ``|f_t| <= mu f_n``.
+Per row: the Jacobian ``J`` (``rows x dofs``, dense) from the motion subspaces of the dofs
+that move each body, ``X = M^-1 J^T`` by the articulation's Cholesky factor, the Delassus
+matrix ``A = J X`` (never formed: Gauss-Seidel reads ``A f`` as ``J (X f)``), and MuJoCo's reference acceleration ``aref = -B (J v) - K d(r) r`` and
+regularizer ``R``. The dual ``min 0.5 f^T (A + R) f + f^T (J a0 - aref)``, ``f >= 0``, is
+solved by projected Gauss-Seidel, warm-started from each slot's force of the previous step;
+then ``qdd = a0 + X f``.
+
+Example::
+
+    k = contact_solve_kernels(sk.float64)
+    k.row_jacobian, k.minv_rows, k.row_terms, k.pgs
+"""
+
+import functools
+from types import SimpleNamespace
+from typing import Any
+
+import simkit as sk
+from .bodies import bottom, top
+from .featherstone import substitution
+from .structs import model_structs
+
+AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
+ints = sk.array(dtype=sk.int32)
+
+ROWS_PER_CONTACT = 4
+
+
+@sk.kernel
+def compact(slot_active: ints, slot_count: int, max_contacts: int, contact_slot: ints, count: ints,
+            slot_force: AnyArray):
+    # one thread: the active slots in ascending order, at most max_contacts of them; an
+    # inactive slot forgets its force (a contact made again starts from zero)
+    n = int(0)
+    for s in range(slot_count):
+        if slot_active[s] == 1 and n < max_contacts:
+            contact_slot[n] = s
+            n = n + 1
+        if slot_active[s] == 0:
+            for e in range(ROWS_PER_CONTACT):
+                slot_force[ROWS_PER_CONTACT * s + e] = slot_force.dtype(0.0)
+    count[0] = n
+
+
+@sk.func
+def tangents(n: Any):
+    """Two unit tangents completing the normal ``n`` to a right-handed frame (MuJoCo's
+    choice: the first is the world y axis, or x when ``n`` is near y, made orthogonal)."""
+    t = n * 0.0
+    if sk.abs(n[1]) < 0.5:
+        t[1] = 1.0
+    else:
+        t[0] = 1.0
+    t1 = sk.normalize(t - n * sk.dot(n, t))
+    return t1, sk.cross(n, t1)
+
+
+@sk.func
+def row_direction(n: Any, mu: Any, e: int, condim: int, elliptic: int):
+    """The direction of row ``e`` of a contact: the normal (``condim`` 1), else the pyramid
+    edge ``n +- mu t`` (``condim`` 3; 4 and 6 too, without their torsional and rolling rows),
+    or with the elliptic cone the normal, the two tangents and nothing (row 3)."""
+    u = n
+    if condim >= 3 and elliptic == 1:
+        t1, t2 = tangents(n)
+        if e == 1:
+            u = t1
+        elif e == 2:
+            u = t2
+        elif e == 3:
+            u = n * 0.0
+    elif condim >= 3:
+        t1, t2 = tangents(n)
+        t = t1
+        if e >= 2:
+            t = t2
+        if e % 2 == 1:
+            t = -t
+        u = n + t * mu
+    return u
+
+
+@sk.func
+def point_jacobian(S_dof: AnyArray, dof_body: ints, nb: int, d: int, body: int, u: Any, p: Any):
+    """``u . v(p)``: the velocity along ``u`` of the material point at ``p`` of ``body`` per
+    unit rate of dof ``d`` (zero when the dof does not move the body)."""
+    value = p[0] * 0.0
+    if body >= 0:
+        if dof_body[d * nb + body] == 1:
+            s = S_dof[d]
+            value = sk.dot(u, bottom(s) + sk.cross(top(s), p))
+    return value
+
+
+@sk.kernel
+def row_jacobian(count: ints, contact_slot: ints, slot_body: ints, slot_point: AnyArray, slot_normal: AnyArray,
+                 slot_mu: AnyArray, slot_condim: ints, elliptic: int, S_dof: AnyArray, dof_body: ints, nb: int,
+                 nd: int, J: AnyArray):
+    # one thread per row, its dofs in a loop (a thread per entry costs more than the entry)
+    row = sk.tid()
+    c = row // ROWS_PER_CONTACT
+    if c >= count[0]:
+        return
+    e = row - c * ROWS_PER_CONTACT
+    s = contact_slot[c]
+    u = row_direction(slot_normal[s], slot_mu[s], e, slot_condim[s], elliptic)
+    p = slot_point[s]
+    a = slot_body[2 * s]
+    b = slot_body[2 * s + 1]
+    for d in range(nd):
+        J[row * nd + d] = (point_jacobian(S_dof, dof_body, nb, d, a, u, p)
+                           - point_jacobian(S_dof, dof_body, nb, d, b, u, p))
+
+
+@sk.kernel
+def body_jacobian(body_q: AnyArray, bodies: Any, S_dof: AnyArray, dof_body: ints, nb: int, nd: int, J: AnyArray):
+    # rows 6 b .. 6 b + 2: the velocity of body b's center of mass along x, y, z; rows 6 b + 3
+    # .. 6 b + 5: its angular velocity about x, y, z
+    row, d = sk.tid()
+    b = row // 6
+    k = row - 6 * b
+    x = sk.transform_point(body_q[b], bodies.com[b])
+    u = x * 0.0
+    value = u[0]
+    if dof_body[d * nb + b] == 1:
+        s = S_dof[d]
+        if k < 3:
+            u[k] = 1.0
+            value = sk.dot(u, bottom(s) + sk.cross(top(s), x))
+        else:
+            u[k - 3] = 1.0
+            value = sk.dot(u, top(s))
+    J[row * nd + d] = value
+
+
+@sk.kernel
+def minv_rows(count: ints, per: int, dof_start: ints, dof_count: ints, entry_start: ints, nd: int, L: AnyArray,
+              J: AnyArray, Y: AnyArray, X: AnyArray):
+    # X_row = M^-1 J_row^T, articulation by articulation (M is block diagonal)
+    row, a = sk.tid()
+    if row >= count[0] * per:
+        return
+    substitution(L, J, Y, X, dof_count[a], entry_start[a], row * nd + dof_start[a])
+
+
+@sk.kernel
+def body_invweight(nd: int, J: AnyArray, X: AnyArray, invweight: AnyArray):
+    # MuJoCo's body_invweight0: the mean diagonal of the translational and of the rotational
+    # blocks of J M^-1 J^T at the body's center of mass
+    b = sk.tid()
+    tran = J.dtype(0.0)
+    rot = J.dtype(0.0)
+    for k in range(6):
+        row = 6 * b + k
+        v = J.dtype(0.0)
+        for d in range(nd):
+            v = v + J[row * nd + d] * X[row * nd + d]
+        if k < 3:
+            tran = tran + v
+        else:
+            rot = rot + v
+    invweight[2 * b] = tran / 3.0
+    invweight[2 * b + 1] = rot / 3.0
+
+
+@sk.func
+def impedance(solimp: Any, r: Any):
+    """MuJoCo's impedance ``d(r)`` in ``[dmin, dmax]`` of the violation ``r`` from ``solimp =
+    (dmin, dmax, width, mid, power)``: ``dmin`` at ``r = 0``, ``dmax`` from ``|r| >= width``
+    on, between them a sigmoid of two power-law halves meeting at ``mid``."""
+    dmin = sk.clamp(solimp[0], 0.0001, 0.9999)
+    dmax = sk.clamp(solimp[1], 0.0001, 0.9999)
+    width = solimp[2]
+    mid = solimp[3]
+    power = solimp[4]
+    x = sk.abs(r) / sk.max(width, 1.0e-15)
+    d = dmax
+    if x < 1.0:
+        y = x
+        if power > 1.0:
+            if x <= mid:
+                y = sk.pow(x, power) / sk.pow(mid, power - 1.0)
+            else:
+                y = 1.0 - sk.pow(1.0 - x, power) / sk.pow(1.0 - mid, power - 1.0)
+        d = dmin + y * (dmax - dmin)
+    return d
+
+
+@sk.kernel
+def row_terms(count: ints, contact_slot: ints, slot_body: ints, slot_dist: AnyArray, slot_mu: AnyArray,
+              slot_condim: ints, slot_solref: AnyArray, slot_solimp: AnyArray, slot_margin: AnyArray,
+              invweight: AnyArray, elliptic: int, impratio: Any, dt: Any, nd: int, J: AnyArray, qd: AnyArray,
+              a0: AnyArray, b_out: AnyArray, R_out: AnyArray):
+    i = sk.tid()
+    c = i // ROWS_PER_CONTACT
+    if c >= count[0]:
+        return
+    e = i - c * ROWS_PER_CONTACT
+    s = contact_slot[c]
+    condim = slot_condim[s]
+    solref = slot_solref[s]
+    solimp = slot_solimp[s]
+    margin = slot_margin[s]
+    zero = J.dtype(0.0)
+    if (condim == 1 and e > 0) or (elliptic == 1 and e == 3):
+        b_out[i] = zero
+        R_out[i] = zero + 1.0
+        return
+    v = zero
+    ja0 = zero
+    for d in range(nd):
+        v = v + J[i * nd + d] * qd[d]
+        ja0 = ja0 + J[i * nd + d] * a0[d]
+    tran = zero
+    for side in range(2):
+        body = slot_body[2 * s + side]
+        if body >= 0:
+            tran = tran + invweight[2 * body]
+    r = slot_dist[s] - margin
+    imp = impedance(solimp, r)
+    dmax = sk.clamp(solimp[1], 0.0001, 0.9999)
+    K = zero
+    B = zero
+    if solref[0] > 0.0:
+        # timeconst and damping ratio; a time constant below two steps is raised to two steps
+        tc = sk.max(solref[0], 2.0 * dt)
+        K = 1.0 / (dmax * dmax * tc * tc * solref[1] * solref[1])
+        B = 2.0 / (dmax * tc)
+    else:
+        # the direct form: -stiffness, -damping
+        K = -solref[0] / (dmax * dmax)
+        B = -solref[1] / dmax
+    R = (1.0 - imp) / imp * tran
+    if condim >= 3 and elliptic == 1:
+        if e > 0:
+            # the friction rows of the elliptic cone: no position, their regularizer the
+            # normal's over impratio
+            K = zero
+            R = R / impratio
+    elif condim >= 3:
+        mu = slot_mu[s]
+        R = 2.0 * mu * mu * R * (1.0 + mu * mu) / impratio
+    aref = -B * v - K * imp * r
+    b_out[i] = ja0 - aref
+    R_out[i] = sk.max(R, 1.0e-15)
+
+
+@sk.func
+def cone_projection(y: Any, mu: Any):
+    """The nearest point to ``y = (normal, t1, t2)`` in the cone ``|t| <= mu normal``."""
+    t = sk.sqrt(y[1] * y[1] + y[2] * y[2])
+    out = y
+    if t > mu * y[0]:
+        if mu * t <= -y[0]:
+            out = y * 0.0
+        else:
+            a = (mu * t + y[0]) / (1.0 + mu * mu)
+            out[0] = a
+            out[1] = mu * a * y[1] / t
+            out[2] = mu * a * y[2] / t
+    return out
+
+
+@sk.func
+def elliptic_block(i0: int, mu: Any, nd: int, J: AnyArray, X: AnyArray, b: AnyArray, R: AnyArray, f: AnyArray,
+                   qdd: AnyArray):
+    """One Gauss-Seidel step on the three rows of an elliptic contact from row ``i0``: the
+    exact minimizer of the dual over the block inside the cone (unconstrained when it is
+    inside, else projected gradient steps in the block's metric), then ``qdd`` updated.
+    Returns the largest change of a row's residual."""
+    vec3 = sk.vector(3, J.dtype)
+    r = vec3(0.0, 0.0, 0.0)
+    H = sk.outer(r, r)
+    f0 = vec3(f[i0], f[i0 + 1], f[i0 + 2])
+    for k in range(3):
+        i = i0 + k
+        v = b[i] + R[i] * f[i]
+        for d in range(nd):
+            v = v + J[i * nd + d] * qdd[d]
+        r[k] = v
+        for l in range(3):
+            h = J.dtype(0.0)
+            for d in range(nd):
+                h = h + J[i * nd + d] * X[(i0 + l) * nd + d]
+            H[k, l] = h
+        H[k, k] = H[k, k] + R[i]
+    y = f0 - sk.inverse(H) @ r
+    if sk.sqrt(y[1] * y[1] + y[2] * y[2]) > mu * y[0]:
+        L = J.dtype(0.0)
+        for k in range(3):
+            L = L + sk.abs(H[k, 0]) + sk.abs(H[k, 1]) + sk.abs(H[k, 2])
+        y = cone_projection(y, mu)
+        for _ in range(200):
+            y = cone_projection(y - (H @ (y - f0) + r) / L, mu)
+    delta = y - f0
+    change = sk.abs(delta[0]) * H[0, 0]
+    change = sk.max(change, sk.abs(delta[1]) * H[1, 1])
+    change = sk.max(change, sk.abs(delta[2]) * H[2, 2])
+    for k in range(3):
+        f[i0 + k] = y[k]
+        for d in range(nd):
+            qdd[d] = qdd[d] + X[(i0 + k) * nd + d] * delta[k]
+    return change
+
+
+@sk.kernel
+def pgs(count: ints, contact_slot: ints, slot_condim: ints, slot_mu: AnyArray, elliptic: int, nd: int,
+        iterations: int, tol: Any, J: AnyArray, X: AnyArray, b: AnyArray, R: AnyArray, a0: AnyArray,
+        slot_force: AnyArray, f: AnyArray, qdd: AnyArray, iters_out: ints):
+    # One thread: projected Gauss-Seidel on the dual. The rows' residuals are read through
+    # the constrained acceleration's change w = X f (kept in qdd, which ends as a0 + w):
+    # (A f)_i = J_i . w, so a sweep costs O(rows x dofs) and A is never formed (only its
+    # diagonal, J_i . X_i). Sweeps stop when no force changes its row's residual by tol.
+    # Each row starts from its slot's force of the previous step (the warm start), and
+    # leaves its force there for the next.
+    n = count[0] * ROWS_PER_CONTACT
+    for i in range(n):
+        c = i // ROWS_PER_CONTACT
+        e = i - c * ROWS_PER_CONTACT
+        f[i] = f.dtype(0.0)
+        if slot_condim[contact_slot[c]] >= 3 or e == 0:
+            f[i] = slot_force[ROWS_PER_CONTACT * contact_slot[c] + e]
+    for d in range(nd):
+        w = a0.dtype(0.0)
+        for i in range(n):
+            w = w + X[i * nd + d] * f[i]
+        qdd[d] = w
+    it = int(0)
+    change = tol + 1.0
+    while it < iterations and change > tol:
+        change = tol * 0.0
+        for c in range(count[0]):
+            s = contact_slot[c]
+            if elliptic == 1 and slot_condim[s] >= 3:
+                change = sk.max(change, elliptic_block(c * ROWS_PER_CONTACT, slot_mu[s], nd, J, X, b, R, f, qdd))
+        for i in range(n):
+            c = i // ROWS_PER_CONTACT
+            if elliptic == 1 and slot_condim[contact_slot[c]] >= 3:
+                continue
+            r = b[i] + R[i] * f[i]
+            diag = R[i]
+            for d in range(nd):
+                r = r + J[i * nd + d] * qdd[d]
+                diag = diag + J[i * nd + d] * X[i * nd + d]
+            fi = sk.max(f[i] - r / diag, 0.0)
+            delta = fi - f[i]
+            if delta != 0.0:
+                for d in range(nd):
+                    qdd[d] = qdd[d] + X[i * nd + d] * delta
+                f[i] = fi
+            change = sk.max(change, sk.abs(delta) * diag)
+        it = it + 1
+    for d in range(nd):
+        qdd[d] = qdd[d] + a0[d]
+    for i in range(n):
+        c = i // ROWS_PER_CONTACT
+        slot_force[ROWS_PER_CONTACT * contact_slot[c] + i - c * ROWS_PER_CONTACT] = f[i]
+    iters_out[0] = it
+
+
+@sk.kernel
+def pgs_adjoint(count: ints, nd: int, iterations: int, tol: Any, J: AnyArray, X: AnyArray, R: AnyArray,
+                f: AnyArray, g: AnyArray, mu: AnyArray, t: AnyArray, jt_mu: AnyArray):
+    # One thread: the adjoint of the solve at its solution. On the active rows (f > 0) the
+    # forces solve (A + R) f = -b, so the gradient needs mu = (A + R)^-1 X^T g on them (zero
+    # on the others): Gauss-Seidel again, reading A mu as J (X mu), t = X mu. Also J^T mu.
+    n = count[0] * ROWS_PER_CONTACT
+    for i in range(n):
+        mu[i] = mu.dtype(0.0)
+    for d in range(nd):
+        t[d] = t.dtype(0.0)
+    it = int(0)
+    change = tol + 1.0
+    while it < iterations and change > tol:
+        change = tol * 0.0
+        for i in range(n):
+            if f[i] > 0.0:
+                r = R[i] * mu[i]
+                diag = R[i]
+                for d in range(nd):
+                    r = r + J[i * nd + d] * t[d] - X[i * nd + d] * g[d]
+                    diag = diag + J[i * nd + d] * X[i * nd + d]
+                delta = -r / diag
+                for d in range(nd):
+                    t[d] = t[d] + X[i * nd + d] * delta
+                mu[i] = mu[i] + delta
+                change = sk.max(change, sk.abs(delta) * diag)
+        it = it + 1
+    for d in range(nd):
+        v = J.dtype(0.0)
+        for i in range(n):
+            v = v + J[i * nd + d] * mu[i]
+        jt_mu[d] = v
+
+
+@sk.kernel
+def pgs_grads(count: ints, nd: int, f: AnyArray, mu: AnyArray, g: AnyArray, jt_mu: AnyArray, qdd: AnyArray,
+              a0: AnyArray, X_grad: AnyArray, J_grad: AnyArray, b_grad: AnyArray, R_grad: AnyArray):
+    # qdd = a0 + X f with f_S = -(J_S X_S^T + R_S)^-1 b_S: X_i gets f_i (g - J^T mu), J_i gets
+    # -mu_i (X f), b_i gets -mu_i, R_i gets -mu_i f_i
+    i, d = sk.tid()
+    if i >= count[0] * ROWS_PER_CONTACT:
+        return
+    X_grad[i * nd + d] = X_grad[i * nd + d] + f[i] * (g[d] - jt_mu[d])
+    J_grad[i * nd + d] = J_grad[i * nd + d] - mu[i] * (qdd[d] - a0[d])
+    if d == 0:
+        b_grad[i] = b_grad[i] - mu[i]
+        R_grad[i] = R_grad[i] - mu[i] * f[i]
+
+
+@sk.kernel
+def minv_grads(count: ints, nd: int, Z: AnyArray, J_grad: AnyArray):
+    # X_i = M^-1 J_i: J_i gets Z_i = M^-1 X_grad_i
+    i, d = sk.tid()
+    if i >= count[0] * ROWS_PER_CONTACT:
+        return
+    J_grad[i * nd + d] = J_grad[i * nd + d] + Z[i * nd + d]
+
+
+@sk.kernel
+def minv_mass_grad(count: ints, nd: int, entry_row: ints, entry_col: ints, Z: AnyArray, X: AnyArray,
+                   M_grad: AnyArray):
+    # ... and M gets -sum_i Z_i X_i^T (entry by entry of the articulations' blocks)
+    e = sk.tid()
+    r = entry_row[e]
+    c = entry_col[e]
+    v = M_grad.dtype(0.0)
+    for i in range(count[0] * ROWS_PER_CONTACT):
+        v = v + Z[i * nd + r] * X[i * nd + c]
+    M_grad[e] = M_grad[e] - v
+
+
+@sk.overload_types
+def _param_types(real) -> dict:
+    """The types of the kernels' generic parameters for float type ``real``."""
+    S = model_structs(real)
+    reals = sk.array(dtype=real)
+    types = {"body_q": sk.array(dtype=S.transform), "bodies": S.Bodies, "slot_point": sk.array(dtype=S.vec3),
+             "slot_normal": sk.array(dtype=S.vec3), "S_dof": sk.array(dtype=S.spatial),
+             "slot_solref": sk.array(dtype=S.vec2), "slot_solimp": sk.array(dtype=S.vec5), "slot_margin": reals,
+             "impratio": real, "dt": real, "tol": real}
+    types.update(dict.fromkeys(["slot_mu", "slot_dist", "slot_force", "invweight", "J", "X", "Y", "L", "A", "b",
+                                "R", "f", "qd", "a0", "qdd", "b_out", "R_out", "g", "mu", "t", "jt_mu", "Z", "X_grad", "J_grad",
+                                "b_grad", "R_grad", "M_grad"], reals))
+    return types
+
+
+@functools.cache  # asked for on every launch: a lookup
+def contact_solve_kernels(real) -> SimpleNamespace:
+    """The overloads of this module's kernels for float type ``real`` (they compile together).
+
+    Example::
+
+        k = contact_solve_kernels(sk.float64)
+        k.pgs            # one thread
+    """
+    return sk.instantiate(real, __name__)

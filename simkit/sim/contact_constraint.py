@@ -1,0 +1,195 @@
+"""The constraint-based contact solve of :class:`~simkit.sim.Featherstone` (``contact=
+"constraint"``): MuJoCo's soft contact constraints in joint space.
+
+Per step, after the unconstrained acceleration ``a0 = M^-1 (tau - C)``: the contact rows of
+:mod:`simkit.kernels.contact_rows` (every shape point against the ground and every
+candidate shape pair), compacted to at most ``max_contacts`` active contacts; their
+Jacobians ``J``; ``X = M^-1 J^T`` with the articulations' Cholesky factors; the Delassus
+matrix ``A = J X`` (as ``J (X f)``) over all rows at once (contacts between bodies of different
+articulations are coupled in the same solve); MuJoCo's reference accelerations and
+regularizers; the dual solved by projected Gauss-Seidel, warm-started per slot; and ``qdd
+= a0 + X f``. See docs/contact.md.
+
+Example::
+
+    integrator = sk.sim.Featherstone(contact="constraint")
+    integrator.step(model, s0, s1, control, dt=1e-3)
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..autograd.tape import active_tapes, paused_tapes
+from ..core import array as A
+from ..core import types as T
+from ..core.launch import launch
+from ..kernels.contact_rows import contact_row_kernels
+from ..kernels.contact_solve import ROWS_PER_CONTACT, contact_solve_kernels
+from ..kernels.featherstone import featherstone_kernels
+from ..kernels.shapes import MAX_PLANE_POINTS, MAX_SHAPE_POINTS, collision_pairs
+from .model import Model, State
+
+
+def _dof_body(model: Model) -> np.ndarray:
+    """``table[d * nb + b]`` is 1 when dof ``d`` moves body ``b`` (its joint is one of the
+    body's articulated ancestors)."""
+    parent = model.joints.parent.numpy()
+    art = model.joint_articulation.numpy()
+    body_joint = model.body_joint.numpy()
+    ds = model.joint_qd_start.numpy()
+    nb, nd = model.body_count, model.joint_dof_count
+    table = np.zeros((nd, nb), dtype=np.int32)
+    for b in range(nb):
+        j = int(body_joint[b])
+        while j >= 0:
+            if art[j] >= 0:
+                table[ds[j]:ds[j + 1], b] = 1
+            j = int(body_joint[parent[j]]) if parent[j] >= 0 else -1
+    return table.reshape(-1)
+
+
+class ContactSolve:
+    """The buffers of the contact solve for one model (its sizes are the model's: slots for
+    every ground point and pair point, ``max_contacts`` contacts of 4 rows each), the
+    per-slot forces kept for the next step's warm start, and the bodies' inverse weights
+    (MuJoCo's ``body_invweight0``) taken at the first step's configuration.
+
+    Example::
+
+        solve = ContactSolve(model, max_contacts=64)
+        qdd = solve.qdd(model, state, topo, S_dof, L, a0, dt, params)
+    """
+
+    def __init__(self, model: Model, max_contacts: int):
+        pairs = collision_pairs(model)
+        self.pairs = pairs
+        self.ground_slots = model.shape_count * MAX_PLANE_POINTS if model.ground else 0
+        self.slots = self.ground_slots + pairs.shape[0] * MAX_SHAPE_POINTS
+        self.max_contacts = max(1, min(int(max_contacts), self.slots))
+        self.max_rows = self.max_contacts * ROWS_PER_CONTACT
+        dev, real = model.device, model.dtype
+
+        def zeros(n, dtype=real):
+            return A.zeros(max(n, 1), dtype=dtype, device=dev)
+
+        self.slot_force = zeros(self.slots * ROWS_PER_CONTACT)
+        self.iterations = zeros(1, T.int32)
+        self.reused = None
+        self.dof_body = A.array(_dof_body(model), dtype=T.int32, device=dev)
+        self.invweight = None
+
+    def _invweight(self, model: Model, state: State, topo: dict, S_dof: A.Array, L: A.Array) -> None:
+        nb, nd, real = model.body_count, model.joint_dof_count, model.dtype
+        k = contact_solve_kernels(real)
+        J = A.zeros(6 * nb * nd, dtype=real, device=model.device)
+        X, Y = A.zeros_like(J), A.zeros_like(J)
+        launch(k.body_jacobian, (6 * nb, nd), inputs=[state.body_q, model.bodies, S_dof, self.dof_body, nb, nd],
+               outputs=[J])
+        count = A.array(np.array([nb], dtype=np.int32), dtype=T.int32, device=model.device)
+        launch(k.minv_rows, (6 * nb, model.articulation_count),
+               inputs=[count, 6, topo["dof_start"], topo["dof_count"], topo["entry_start"], nd, L, J], outputs=[Y, X])
+        self.invweight = A.zeros(2 * nb, dtype=real, device=model.device)
+        launch(k.body_invweight, nb, inputs=[nd, J, X], outputs=[self.invweight])
+
+    def _step_arrays(self, model: Model, recording: bool) -> SimpleNamespace:
+        """The arrays one step writes: the model's, reused, or under a Tape new ones (the tape
+        keeps them for the backward pass)."""
+        if not recording and self.reused is not None:
+            return self.reused
+        dev, real, S, nd, mr = model.device, model.dtype, model.types, model.joint_dof_count, self.max_rows
+
+        def zeros(n, dtype=real):
+            return A.zeros(max(n, 1), dtype=dtype, device=dev)
+
+        w = SimpleNamespace(slot_body=zeros(2 * self.slots, T.int32), slot_point=zeros(self.slots, S.vec3),
+                            slot_normal=zeros(self.slots, S.vec3), slot_dist=zeros(self.slots),
+                            slot_mu=zeros(self.slots), slot_condim=zeros(self.slots, T.int32),
+                            slot_solref=zeros(self.slots, S.vec2), slot_solimp=zeros(self.slots, S.vec5),
+                            slot_margin=zeros(self.slots), slot_active=zeros(self.slots, T.int32),
+                            contact_slot=zeros(self.max_contacts, T.int32), count=zeros(1, T.int32),
+                            J=zeros(mr * nd), Y=zeros(mr * nd), X=zeros(mr * nd), b=zeros(mr), R=zeros(mr),
+                            f=zeros(mr), out=zeros(nd))
+        if not recording:
+            self.reused = w
+        return w
+
+    def qdd(self, model: Model, state: State, topo: dict, S_dof: A.Array, L: A.Array, M: A.Array, a0: A.Array,
+            dt: float, params: dict) -> A.Array:
+        """The constrained acceleration ``a0 + M^-1 J^T f`` at ``state`` (bodies placed); under
+        a Tape, recorded with its gradient (implicit differentiation at the solution)."""
+        real, nb, nd = model.dtype, model.body_count, model.joint_dof_count
+        kr, k = contact_row_kernels(real), contact_solve_kernels(real)
+        tapes = active_tapes()
+        w = self._step_arrays(model, bool(tapes))
+        if self.invweight is None:
+            with paused_tapes():
+                self._invweight(model, state, topo, S_dof, L)
+        mr = self.max_rows
+        slots = [w.slot_body, w.slot_point, w.slot_normal, w.slot_dist, w.slot_mu, w.slot_condim, w.slot_solref,
+                 w.slot_solimp, w.slot_margin, w.slot_active]
+        # recorded: the rows' geometry, their Jacobians and reference terms (generated adjoints)
+        if self.ground_slots:
+            launch(kr.ground_rows, (model.shape_count, MAX_PLANE_POINTS),
+                   inputs=[state.body_q, model.shapes, model.contact], outputs=slots)
+        if self.pairs.shape[0]:
+            launch(kr.pair_rows, (self.pairs.shape[0], MAX_SHAPE_POINTS),
+                   inputs=[self.pairs, state.body_q, model.shapes, model.contact, self.ground_slots], outputs=slots)
+        with paused_tapes():
+            launch(k.compact, 1, inputs=[w.slot_active, self.slots, self.max_contacts],
+                   outputs=[w.contact_slot, w.count, self.slot_force])
+        launch(k.row_jacobian, mr,
+               inputs=[w.count, w.contact_slot, w.slot_body, w.slot_point, w.slot_normal, w.slot_mu, w.slot_condim, params["elliptic"], S_dof,
+                       self.dof_body, nb, nd], outputs=[w.J])
+        minv_inputs = [w.count, ROWS_PER_CONTACT, topo["dof_start"], topo["dof_count"], topo["entry_start"], nd, L]
+        with paused_tapes():
+            launch(k.minv_rows, (mr, model.articulation_count), inputs=minv_inputs + [w.J], outputs=[w.Y, w.X])
+        if tapes and (w.J.requires_grad or M.requires_grad):
+            w.X.requires_grad = True
+
+            def minv_backward() -> None:
+                with paused_tapes():
+                    Z, Y = A.zeros_like(w.X), A.zeros_like(w.X)
+                    launch(k.minv_rows, (mr, model.articulation_count), inputs=minv_inputs + [w.X.grad],
+                           outputs=[Y, Z])
+                    if w.J.requires_grad:
+                        launch(k.minv_grads, (mr, nd), inputs=[w.count, nd, Z], outputs=[w.J.grad])
+                    if M.requires_grad:
+                        launch(k.minv_mass_grad, topo["entry_count"],
+                               inputs=[w.count, nd, topo["entry_row"], topo["entry_col"], Z, w.X],
+                               outputs=[M.grad])
+                w.X.grad.zero_()
+
+            for tape in tapes:
+                tape.record_func(minv_backward, arrays=[w.J, M, w.X])
+        launch(k.row_terms, mr,
+               inputs=[w.count, w.contact_slot, w.slot_body, w.slot_dist, w.slot_mu, w.slot_condim, w.slot_solref,
+                       w.slot_solimp, w.slot_margin, self.invweight, params["elliptic"], float(params["impratio"]),
+                       float(dt), nd, w.J, state.joint_qd, a0],
+               outputs=[w.b, w.R])
+        iterations, tol = params["iterations"], float(params["tolerance"])
+        with paused_tapes():
+            launch(k.pgs, 1, inputs=[w.count, w.contact_slot, w.slot_condim, w.slot_mu, params["elliptic"], nd,
+                                     iterations, tol, w.J, w.X, w.b, w.R, a0],
+                   outputs=[self.slot_force, w.f, w.out, self.iterations])
+        inputs = [w.J, w.X, w.b, w.R, a0]
+        if tapes and any(x.requires_grad for x in inputs):
+            w.out.requires_grad = True
+
+            def pgs_backward() -> None:
+                with paused_tapes():
+                    mu, t, jt_mu = A.zeros_like(w.f), A.zeros_like(w.out), A.zeros_like(w.out)
+                    launch(k.pgs_adjoint, 1, inputs=[w.count, nd, iterations, tol, w.J, w.X, w.R, w.f, w.out.grad],
+                           outputs=[mu, t, jt_mu])
+                    grads = [x.grad if x.requires_grad else A.zeros_like(x) for x in (w.X, w.J, w.b, w.R)]
+                    launch(k.pgs_grads, (mr, nd), inputs=[w.count, nd, w.f, mu, w.out.grad, jt_mu, w.out, a0],
+                           outputs=grads)
+                    if a0.requires_grad:
+                        launch(featherstone_kernels(real).add_to, nd, inputs=[w.out.grad, a0.grad])
+                w.out.grad.zero_()
+
+            for tape in tapes:
+                tape.record_func(pgs_backward, arrays=inputs + [w.out])
+        return w.out
