@@ -492,8 +492,9 @@ class ModelBuilder(MeshBuilder, RigidBuilder, ImporterMixin):
         :meth:`Model.world_range` and :meth:`State.world_view`.
 
         ``other`` must use the same ``up_axis`` and ``gravity`` as this builder and have no
-        worlds of its own; the model-wide settings (``ground``, ``particle_contact`` and the
-        particle contact parameters) are this builder's. The rest shapes of triangles,
+        worlds of its own; the model-wide settings (``ground`` and its material,
+        ``particle_contact`` and the particle contact parameters, the contact options and
+        ``contacts_enabled``) are this builder's. The rest shapes of triangles,
         tetrahedra and hinges do not change under a placement; positions, velocities, body
         poses, static shapes and joint frames attached to the world are transformed. ``other``
         is only read, so one builder can be added many times.
