@@ -363,7 +363,8 @@ class _Reader:
             raise RobotFileError(f"{where}: impratio must be > 0, got {opts['impratio']!r}")
         self.contact_flag = flags.get("contact", "enable")
         if self.contact_flag not in ("enable", "disable"):
-            raise RobotFileError(f"{where}: <flag contact=...> must be 'enable' or 'disable', got {self.contact_flag!r}")
+            raise RobotFileError(f"{where}: <flag contact=...> must be 'enable' or 'disable', "
+                                 f"got {self.contact_flag!r}")
         ignored = [f"{k}={opts[k]!r}" for k, default in (("noslip_iterations", "0"), ("noslip_tolerance", None),
                                                            ("o_margin", None), ("o_solref", None), ("o_solimp", None),
                                                            ("o_friction", None))
