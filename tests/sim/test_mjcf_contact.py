@@ -106,6 +106,15 @@ def test_partial_vectors_classes_and_options_are_read_as_mujoco_reads_them(tmp_p
     assert_shapes_match_mujoco(mujoco.MjModel.from_xml_path(path), model)
 
 
+def test_a_file_without_contact_options_leaves_the_builders_as_they_are(tmp_path):
+    b = sk.sim.ModelBuilder(up_axis="z")
+    b.set_contact_options(cone="elliptic", impratio=5.0)
+    b.add_mjcf(write(tmp_path, CUSTOM.replace('<option cone="elliptic" impratio="10"/>', "")))
+    assert (b.contact_cone, b.impratio) == ("elliptic", 5.0)
+    b.add_mjcf(write(tmp_path, CUSTOM.replace('cone="elliptic" ', 'cone="pyramidal" ')))
+    assert (b.contact_cone, b.impratio) == ("pyramidal", 10.0)
+
+
 def test_contact_disabled_by_a_flag_turns_the_models_contacts_off(tmp_path):
     path = write(tmp_path, CUSTOM.replace('impratio="10"/>', 'impratio="10"><flag contact="disable"/></option>'))
     _, _, model, _ = import_z_up(path)

@@ -355,11 +355,12 @@ class _Reader:
             for f in o.findall("flag"):
                 flags.update(f.attrib)
         where = f"<option> in {self.path}"
-        self.cone = opts.get("cone", "pyramidal")
-        if self.cone not in ("pyramidal", "elliptic"):
+        # None: the file leaves the builder's option as it is
+        self.cone = opts.get("cone")
+        if self.cone not in (None, "pyramidal", "elliptic"):
             raise RobotFileError(f"{where}: cone must be 'pyramidal' or 'elliptic', got {self.cone!r}")
-        self.impratio = float(opts.get("impratio", "1"))
-        if not self.impratio > 0.0:
+        self.impratio = float(opts["impratio"]) if "impratio" in opts else None
+        if self.impratio is not None and not self.impratio > 0.0:
             raise RobotFileError(f"{where}: impratio must be > 0, got {opts['impratio']!r}")
         self.contact_flag = flags.get("contact", "enable")
         if self.contact_flag not in ("enable", "disable"):
