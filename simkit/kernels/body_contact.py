@@ -220,14 +220,15 @@ def body_contact_kernels(real) -> SimpleNamespace:
 
 def eval_body_contact_forces(model, state) -> None:
     """Add the contact wrenches of every body shape (against the ground when the model has
-    one, and against the other shapes) at ``state`` into ``state.body_f``.
+    one, and against the other shapes) at ``state`` into ``state.body_f``; nothing while
+    ``model.contacts_enabled`` is False.
 
     Example::
 
         state.clear_forces()
         eval_body_contact_forces(model, state)
     """
-    if not model.shape_count or not model.body_count:
+    if not model.shape_count or not model.body_count or not model.contacts_enabled:
         return
     k = body_contact_kernels(model.dtype)
     if model.ground:

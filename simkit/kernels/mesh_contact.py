@@ -206,13 +206,14 @@ def mesh_contact_kernels(real) -> SimpleNamespace:
 
 def eval_particle_mesh_forces(model, state) -> None:
     """Add the penalty forces of particles against mesh shapes at ``state`` into
-    ``state.particle_f`` (the reactions of meshes on bodies into ``state.body_f``).
+    ``state.particle_f`` (the reactions of meshes on bodies into ``state.body_f``); nothing
+    while ``model.contacts_enabled`` is False.
 
     Example::
 
         eval_particle_mesh_forces(model, state)
     """
-    if not model.particle_count or not len(model.meshes.radius):
+    if not model.particle_count or not len(model.meshes.radius) or not model.contacts_enabled:
         return
     rows, width = particle_shape_rows(model, "mesh")
     if width:
@@ -223,13 +224,14 @@ def eval_particle_mesh_forces(model, state) -> None:
 
 def eval_body_mesh_forces(model, state) -> None:
     """Add the penalty wrenches of the rows of :func:`~simkit.kernels.meshes.mesh_contact_rows`
-    (every body contact involving a mesh shape) at ``state`` into ``state.body_f``.
+    (every body contact involving a mesh shape) at ``state`` into ``state.body_f``; nothing
+    while ``model.contacts_enabled`` is False.
 
     Example::
 
         eval_body_mesh_forces(model, state)
     """
-    if not model.body_count or not len(model.meshes.radius):
+    if not model.body_count or not len(model.meshes.radius) or not model.contacts_enabled:
         return
     rows = mesh_contact_rows(model)
     if rows.shape[0]:

@@ -113,7 +113,8 @@ def _cell_size(model) -> float:
 
 
 def eval_particle_contact_forces(model, state) -> None:
-    """Add the particle-particle contact forces of ``state`` into ``state.particle_f``.
+    """Add the particle-particle contact forces of ``state`` into ``state.particle_f``
+    (nothing while ``model.contacts_enabled`` is False).
 
     The grid's cell size is twice the largest particle radius, which makes the 27-cell
     search find every touching pair.
@@ -124,6 +125,8 @@ def eval_particle_contact_forces(model, state) -> None:
         eval_particle_contact_forces(model, state)
     """
     n = model.particle_count
+    if not model.contacts_enabled:
+        return
     cell_size = _cell_size(model)
     if n < 2 or cell_size <= 0.0:
         return  # nothing to touch, or only points of zero radius

@@ -234,7 +234,8 @@ def model_structs(real) -> SimpleNamespace:
         start: ArrayType(T.int32, 1)
         shape: ArrayType(T.int32, 1)
 
-    return SimpleNamespace(real=real, vec2=vec2, vec3=vec3, vec5=vec5, mat22=mat22, mat33=mat33, transform=transform, spatial=spatial,
+    return SimpleNamespace(real=real, vec2=vec2, vec3=vec3, vec5=vec5, mat22=mat22, mat33=mat33, transform=transform,
+                           spatial=spatial,
                            Particles=Particles, Springs=Springs, Triangles=Triangles, Edges=Edges,
                            Tets=Tets, Contact=Contact, Shapes=Shapes, Bodies=Bodies, Joints=Joints,
                            ParticleShapes=ParticleShapes)

@@ -85,6 +85,10 @@ class ModelBuilder(MeshBuilder, RigidBuilder, ImporterMixin):
     ``c.array()``; the per-element methods (``add_particle``, ``add_spring``, ...) append one
     row each.
 
+    ``contacts_enabled`` (an attribute, default True) is the model's
+    :attr:`~simkit.sim.model.Model.contacts_enabled` at ``finalize``: False builds a model
+    whose integrators compute no contact until it is turned back on.
+
     Rigid bodies, shapes and joints: see :class:`~simkit.sim.builder_rigid.RigidBuilder`.
     """
 
@@ -101,6 +105,8 @@ class ModelBuilder(MeshBuilder, RigidBuilder, ImporterMixin):
         self.up_axis = up_axis
         self.ground = bool(ground)
         self.particle_contact = bool(particle_contact)
+        # the model's contacts_enabled at finalize (an MJCF <flag contact="disable"/> clears it)
+        self.contacts_enabled = True
         self.contact = dict(contact_material("ModelBuilder", "contact_", contact_ke, contact_kd, contact_kf,
                                              contact_time_constant, contact_damping_ratio, PARTICLE_PENALTY),
                             mu=V.nonneg(contact_mu, "ModelBuilder: contact_mu"))
@@ -491,8 +497,9 @@ class ModelBuilder(MeshBuilder, RigidBuilder, ImporterMixin):
         :meth:`Model.world_range` and :meth:`State.world_view`.
 
         ``other`` must use the same ``up_axis`` and ``gravity`` as this builder and have no
-        worlds of its own; the model-wide settings (``ground``, ``particle_contact`` and the
-        particle contact parameters) are this builder's. The rest shapes of triangles,
+        worlds of its own; the model-wide settings (``ground`` and its material,
+        ``particle_contact`` and the particle contact parameters, the contact options and
+        ``contacts_enabled``) are this builder's. The rest shapes of triangles,
         tetrahedra and hinges do not change under a placement; positions, velocities, body
         poses, static shapes and joint frames attached to the world are transformed. ``other``
         is only read, so one builder can be added many times.
@@ -564,6 +571,9 @@ class ModelBuilder(MeshBuilder, RigidBuilder, ImporterMixin):
             raise TypeError(f"finalize: dtype must be sk.float32 or sk.float64, got {dtype!r}")
         if self.particle_count == 0 and self.body_count == 0:
             raise ValueError("finalize: the builder has no particles and no bodies")
+        if not isinstance(self.contacts_enabled, (bool, np.bool_)):
+            raise TypeError(f"finalize: the builder's contacts_enabled must be a bool, got "
+                            f"{type(self.contacts_enabled).__name__} {self.contacts_enabled!r}")
         up = np.zeros(3)
         up[_AXES[self.up_axis]] = 1.0
         data = {k: v for k, v in vars(self).items() if isinstance(v, list)}
@@ -573,5 +583,6 @@ class ModelBuilder(MeshBuilder, RigidBuilder, ImporterMixin):
                         "finalize")
         data.update(self._rigid_data())
         data.update(gravity=up * self.gravity, up_vector=up, up_axis=self.up_axis, ground=self.ground,
-                    particle_contact=self.particle_contact, contact=dict(self.contact))
+                    particle_contact=self.particle_contact, contact=dict(self.contact),
+                    contacts_enabled=self.contacts_enabled)
         return Model(data, device=device, requires_grad=requires_grad, dtype=dtype)

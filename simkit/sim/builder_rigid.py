@@ -154,6 +154,29 @@ class RigidBuilder(JointBuilder):
         self.shape_contact.append(contact_row(mujoco))
         return self.shape_count - 1
 
+    def set_shape_contact(self, shape: int, *, mu: float | None = None, **contact: Any) -> None:
+        """Change MuJoCo's contact parameters of ``shape`` (keyword arguments as for
+        :meth:`add_shape_sphere`: ``mu``, ``torsional_mu``, ``rolling_mu``, ``condim``,
+        ``solref``, ``solimp``, ``margin``, ``gap``, ``contype``, ``conaffinity``); those not
+        given keep their values. Nothing changes when one is refused.
+
+        Example::
+
+            b.set_shape_contact(foot, mu=1.0, condim=4, solref=(0.01, 1.0))
+        """
+        where = "set_shape_contact"
+        shape = V.index(shape, self.shape_count, "shape", "shapes", where)
+        row = self.shape_contact[shape]
+        current = {"torsional_mu": row[0], "rolling_mu": row[1], "condim": int(row[2]), "solref": tuple(row[3:5]),
+                   "solimp": tuple(row[5:10]), "margin": row[10], "gap": row[11],
+                   "contype": int(self.shape_collision[shape][0]), "conaffinity": int(self.shape_collision[shape][1])}
+        params = contact_params(where, contact, current)
+        friction = None if mu is None else V.nonneg(mu, f"{where}: mu")
+        if friction is not None:
+            self.shape_material[shape][SHAPE_MATERIAL.index("mu")] = friction
+        self.shape_contact[shape] = contact_row(params)
+        self.shape_collision[shape] = [params["contype"], params["conaffinity"]]
+
     def set_ground_material(self, *, mu: float | None = None, torsional_mu: float | None = None,
                             rolling_mu: float | None = None, condim: int | None = None, solref: Any = None,
                             solimp: Any = None, margin: float | None = None, gap: float | None = None,

@@ -52,8 +52,9 @@ def eval_body_forces(model, state, control, dt: float) -> None:
 
 def eval_contact_forces(model, state) -> None:
     """Penalty contact of every particle against the ground, the shapes of its world and
-    (when the model enables it) the other particles of its world; world -1 meets every world."""
-    if not model.particle_count:
+    (when the model enables it) the other particles of its world; world -1 meets every world.
+    Nothing while ``model.contacts_enabled`` is False."""
+    if not model.particle_count or not model.contacts_enabled:
         return
     k = contact_kernels(model.dtype)
     q, qd, f = state.particle_q, state.particle_qd, state.particle_f

@@ -68,6 +68,9 @@ class Model:
     fields of ``model.shapes`` and the ground's fields of ``model.contact`` (see
     :mod:`simkit.sim.contact_params`).
 
+    ``contacts_enabled`` (bool, settable at any time) turns every contact of every integrator
+    off while it is False.
+
     Worlds: ``world_count`` (0 for a model built without
     :meth:`~simkit.sim.ModelBuilder.add_builder`), and the int32 arrays ``particle_world``,
     ``body_world``, ``shape_world`` (-1: shared by every world).
@@ -95,6 +98,7 @@ class Model:
         self.up_axis = data["up_axis"]
         self.ground = data["ground"]
         self.particle_contact = data["particle_contact"]
+        self.contacts_enabled = data.get("contacts_enabled", True)
 
         self.particle_count = len(data["particle_mass"])
         self.particle_q = vectors(data["particle_q"], vec3)
@@ -202,6 +206,27 @@ class Model:
         # the triangles of the mesh shapes (see simkit.kernels.meshes)
         shape_mesh, meshes = data.get("meshes", (np.full(self.shape_count, -1), []))
         self.meshes = build_meshes(dtype, device, shape_mesh, meshes)
+
+    @property
+    def contacts_enabled(self) -> bool:
+        """The one switch for contact: while False, ``SemiImplicitEuler``, ``XPBD`` and
+        ``Featherstone`` compute no contact of any kind (ground, shape pairs, particles against
+        shapes and meshes, particles against particles, meshes); every other force and
+        constraint is unchanged. Settable at any time (the next step reads it); its value at
+        ``finalize`` is the builder's ``contacts_enabled`` (True unless set, or cleared by an
+        MJCF ``<flag contact="disable"/>``).
+
+        Example::
+
+            model.contacts_enabled = False     # everything falls through the ground
+        """
+        return self._contacts_enabled
+
+    @contacts_enabled.setter
+    def contacts_enabled(self, value: bool) -> None:
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"Model.contacts_enabled must be a bool, got {type(value).__name__} {value!r}")
+        self._contacts_enabled = bool(value)
 
     def _world_ids(self, kind: str) -> np.ndarray:
         ids = np.full(getattr(self, WORLD_KINDS[kind]), -1, dtype=np.int32)

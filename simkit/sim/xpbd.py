@@ -153,8 +153,37 @@ def _patches(model: Model) -> A.Array:
 
 
 def _particles_meet_bodies(model: Model) -> bool:
-    """Whether some particle may touch a shape on a body (of its world)."""
-    return bool(model.particle_count and model.shape_count and particle_shape_rows(model, "body")[1])
+    """Whether some particle may touch a shape on a body (of its world) this step."""
+    return bool(model.contacts_enabled and model.particle_count and model.shape_count
+                and particle_shape_rows(model, "body")[1])
+
+
+def _active_patches(model: Model) -> A.Array:
+    """The contact patches of this step: :func:`_patches`, none while ``model.contacts_enabled``
+    is False."""
+    if model.contacts_enabled:
+        return _patches(model)
+    none = model.__dict__.get("_xpbd_no_patches")
+    if none is None:
+        none = model._xpbd_no_patches = A.array(np.zeros((0, 3), dtype=np.int32), dtype=T.int32, device=model.device)
+    return none
+
+
+def _particle_contact_inputs(model: Model) -> tuple:
+    """The ``Contact`` struct and the rows of static shapes the particles' contact reads: the
+    model's, or, while ``model.contacts_enabled`` is False, a copy without the ground and rows
+    without shapes (cached)."""
+    if not model.particle_count or model.contacts_enabled:
+        return model.contact, (particle_shape_rows(model, "static")[0] if model.particle_count else None)
+    off = model.__dict__.get("_xpbd_contacts_off")
+    if off is None or off[0] is not model.contact:
+        fields = {name: getattr(model.contact, name) for name in type(model.contact)._sk_fields}
+        rows = model.types.ParticleShapes(
+            world=model.particle_world,
+            start=A.array(np.zeros(model.world_count + 2, dtype=np.int32), dtype=T.int32, device=model.device),
+            shape=A.array(np.zeros(1, dtype=np.int32), dtype=T.int32, device=model.device))
+        off = model._xpbd_contacts_off = (model.contact, type(model.contact)(**dict(fields, ground=0)), rows)
+    return off[1], off[2]
 
 
 def _joint_split(model: Model) -> A.Array:
@@ -285,14 +314,14 @@ class XPBD:
         n, nb = model.particle_count, model.body_count
         q_prev = state_in.particle_q
         particles = model.particles
+        contact, statics = _particle_contact_inputs(model)
         if n:
             split = _mass_split(model)
-            statics = particle_shape_rows(model, "static")[0]
             launch(k.predict, n, inputs=[q_prev, state_in.particle_qd, particles, model.gravity, dt, s.positions[0],
                                          s.velocities])
         if nb:
             _predict_bodies(model, state_in, control, s, dt)
-        meshes = mesh_scratch(model, state_out, self.iterations)
+        meshes = mesh_scratch(model, state_out, self.iterations) if model.contacts_enabled else None
         count_mesh_contacts(model, s, meshes)
         for it in range(self.iterations):
             q = s.positions[it]
@@ -320,7 +349,7 @@ class XPBD:
                                 _joint_split(model))
             if n:
                 launch(k.apply_corrections, n,
-                       inputs=[q, delta, s.corrections[it], s.velocities, dt, particles, model.contact, model.shapes,
+                       inputs=[q, delta, s.corrections[it], s.velocities, dt, particles, contact, model.shapes,
                                statics, q_out, s.corrections[it + 1]])
             if nb:
                 _apply_bodies(model, state_in, s, it, s.body_poses[it + 1] if it + 1 < self.iterations
@@ -342,7 +371,7 @@ def _predict_bodies(model: Model, state_in: State, control: Control, s: _Scratch
     launch(kb.predict_bodies, model.body_count,
            inputs=[state_in.body_q, state_in.body_qd, s.body_act, model.bodies, model.gravity, dt, poses,
                    s.body_velocities])
-    patches = _patches(model)
+    patches = _active_patches(model)
     if len(patches):
         launch(kc.count_contacts, len(patches), inputs=[poses, model.shapes, model.contact, patches, s.contact_split])
     if _particles_meet_bodies(model):
@@ -363,7 +392,7 @@ def _solve_bodies(model: Model, state_in: State, control: Control, s: _Scratch, 
                inputs=[poses, prev, model.joints, control.joint_target, control.joint_target_vel, model.bodies,
                        joint_split, s.contact_split,
                        s.lam_drive[it], dt, dx, dtheta, s.lam_drive[it + 1]])
-    patches = _patches(model)
+    patches = _active_patches(model)
     if len(patches):
         launch(kc.solve_contact_normals, len(patches),
                inputs=[poses, model.shapes, model.contact, patches, model.bodies, joint_split, s.contact_split,
@@ -382,7 +411,7 @@ def _apply_bodies(model: Model, state_in: State, s: _Scratch, it: int, poses_out
     summed joint, normal and particle corrections, then (where there are contact patches)
     the friction of the patches at those poses."""
     kb, kc = xpbd_body_kernels(model.dtype), xpbd_body_contact_kernels(model.dtype)
-    patches = _patches(model)
+    patches = _active_patches(model)
     mid = s.body_mid[it] if len(patches) else poses_out
     corr_mid = s.body_corrections_mid[it] if len(patches) else s.body_corrections[it + 1]
     launch(kb.apply_body_corrections, model.body_count,

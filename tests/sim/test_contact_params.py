@@ -78,6 +78,20 @@ def test_the_ground_material_and_contact_options_reach_the_model():
     assert (model.contact_cone, model.impratio) == ("elliptic", 10.0)
 
 
+def test_set_shape_contact_changes_what_it_is_given_and_keeps_the_rest():
+    b = one_box(condim=4, margin=0.01)
+    b.set_shape_contact(0, mu=0.9, solref=(0.03, 0.5), contype=2)
+    model = b.finalize(dtype=sk.float64)
+    assert shape_values(model, "mu") == 0.9 and shape_values(model, "solref") == (0.03, 0.5)
+    assert (shape_values(model, "condim"), shape_values(model, "margin")) == (4, 0.01)
+    assert (shape_values(model, "contype"), shape_values(model, "conaffinity")) == (2, 1)
+    with pytest.raises(ValueError, match="set_shape_contact: gap must be"):
+        b.set_shape_contact(0, condim=1, gap=-1.0)
+    assert b.shape_contact[0][2] == 4.0
+    with pytest.raises(ValueError, match="set_shape_contact: shape=3 is out of range"):
+        b.set_shape_contact(3, condim=1)
+
+
 def test_contact_parameters_are_carried_by_add_builder():
     scene = sk.sim.ModelBuilder()
     scene.add_builder(one_box(condim=4, margin=0.01))

@@ -159,6 +159,9 @@ class Geom:
     conaffinity: int = 1
     mesh: tuple | None = None     # a mesh geom's (file, scale)
     mu: float | None = None       # sliding friction coefficient (None: the builder's default)
+    # MuJoCo's other contact parameters (torsional_mu, rolling_mu, condim, solref, solimp,
+    # margin, gap), as add_shape_* takes them; empty: the builder's defaults (URDF)
+    contact: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -221,7 +224,8 @@ class ImportRecord:
     (simkit's joint ``friction``, simulated by :class:`~simkit.sim.Featherstone`).
     ``actuators`` lists the file's actuators as dicts; ``warnings`` what was not imported.
     ``q_offsets`` / ``qd_offsets`` give each joint of ``joint_order`` its offset in the
-    articulation's coordinates / velocities.
+    articulation's coordinates / velocities. ``ground`` names the plane geom that became the
+    builder's ground (None: none did).
     """
 
     path: str
@@ -242,6 +246,7 @@ class ImportRecord:
     qd_offsets: list = field(default_factory=list)
     q_count: int = 0
     qd_count: int = 0
+    ground: str | None = None     # the plane geom that became the builder's ground, if one did
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
@@ -416,21 +421,20 @@ _CAPSULE_Y_TO_Z = quat_axis_angle([1.0, 0.0, 0.0], 0.5 * math.pi)   # simkit cap
 def _add_collider(builder, g: Geom, X: np.ndarray, body: int, record: ImportRecord) -> None:
     """A collider for geom ``g`` at ``X`` (in the body's frame, or the world's for body -1);
     its mass, if any, is already in the body's inertia."""
+    if g.kind == "plane":
+        _ground_plane(builder, g, X, body, record)     # masks and all, even one that touches nothing
+        return
     if not g.collide:
         return
     pos, rot = X[:3], X[3:]
-    shape = None
+    material = dict(g.contact, mu=g.mu, contype=g.contype, conaffinity=g.conaffinity)
     if g.kind == "sphere":
-        shape = builder.add_shape_sphere(pos, g.size[0], body=body, density=0.0, mu=g.mu)
+        builder.add_shape_sphere(pos, g.size[0], body=body, density=0.0, **material)
     elif g.kind == "box":
-        shape = builder.add_shape_box(pos, rot, g.size[:3], body=body, density=0.0, mu=g.mu)
+        builder.add_shape_box(pos, rot, g.size[:3], body=body, density=0.0, **material)
     elif g.kind == "capsule":
-        shape = builder.add_shape_capsule(pos, G.quat_multiply(rot, _CAPSULE_Y_TO_Z), g.size[0], g.size[1],
-                                          body=body, density=0.0, mu=g.mu)
-    if shape is not None:
-        builder.set_shape_collision(shape, g.contype, g.conaffinity)
-    elif g.kind == "plane":
-        record.warn(f"{g.where}: a plane is not imported as a collider (use the ModelBuilder's ground)")
+        builder.add_shape_capsule(pos, G.quat_multiply(rot, _CAPSULE_Y_TO_Z), g.size[0], g.size[1],
+                                  body=body, density=0.0, **material)
     elif g.kind == "mesh" and g.mesh is not None:
         from .meshes import collider_mesh
         try:
@@ -438,7 +442,34 @@ def _add_collider(builder, g: Geom, X: np.ndarray, body: int, record: ImportReco
         except (ImportError, FileNotFoundError, RobotFileError) as e:
             record.warn(f"{e}; it is not a collider (the body's mass is unaffected)")
             return
-        shape = builder.add_shape_mesh(body, vertices, triangles, xform=X, density=0.0, mu=g.mu)
-        builder.set_shape_collision(shape, g.contype, g.conaffinity)
+        builder.add_shape_mesh(body, vertices, triangles, xform=X, density=0.0, **material)
     else:
         record.warn(f"{g.where}: simkit has no {g.kind} shape; it is not a collider (the body's mass is unaffected)")
+
+
+def _ground_plane(builder, g: Geom, X: np.ndarray, body: int, record: ImportRecord) -> None:
+    """Make the plane geom ``g`` (at ``X`` in the world, or in a body's frame) the builder's
+    ground: its contact parameters become the ground's (``set_ground_material``). The ground
+    is the plane through the origin normal to the builder's up axis, so only a static plane
+    that is that plane can be it; any other is left out with a warning naming the geom."""
+    if body >= 0:
+        record.warn(f"{g.where}: a plane on a body is not imported as a collider (simkit's only plane is the "
+                    "static ground)")
+        return
+    if not builder.ground:
+        record.warn(f"{g.where}: the builder has no ground (ModelBuilder(ground=False)), so the plane is not "
+                    "imported as a collider")
+        return
+    up = np.zeros(3)
+    up["xyz".index(builder.up_axis)] = 1.0
+    normal = G.quat_rotate(X[3:], np.array([0.0, 0.0, 1.0]))
+    if not (np.allclose(normal, up, atol=1e-9) and abs(float(X[:3] @ up)) <= 1e-9):
+        record.warn(f"{g.where}: a plane with normal {np.round(normal, 6).tolist()} at height "
+                    f"{float(X[:3] @ up):g} along it is not the builder's ground (through the origin, normal to the "
+                    f"{builder.up_axis} axis, up), so it is not imported as a collider")
+        return
+    if record.ground is not None:
+        record.warn(f"{g.where}: the ground is already {record.ground}; this plane is not imported as a collider")
+        return
+    builder.set_ground_material(mu=g.mu, contype=g.contype, conaffinity=g.conaffinity, **g.contact)
+    record.ground = g.where.split(" in ")[0]

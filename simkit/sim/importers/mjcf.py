@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import geometry as G
+from .. import validate as V
+from ..contact_params import CONTACT_DEFAULTS, contact_params
 from ._tree import (IDENTITY_QUAT, Body, Geom, ImportRecord, Joint, RobotFileError, check_inertia, emit, mass_value,
                     primitive_mass, quat_axis_angle, quat_from_matrix, quat_z_to, transform_multiply)
 
@@ -185,6 +187,7 @@ class _Reader:
             raise RobotFileError(f"add_mjcf: {self.path} has no <worldbody>")
         for wb in worldbodies:
             self.walk(wb, -1, "main", None, [])
+        self.options()
         for child in self.root:
             if child.tag not in _QUIET_SECTIONS:
                 names = [e.get("name") for e in child.iter() if e.get("name")]
@@ -284,12 +287,9 @@ class _Reader:
         if frame is not None:
             X = transform_multiply(frame, X)
         contype, conaffinity = int(a.get("contype", "1")), int(a.get("conaffinity", "1"))
-        # MuJoCo's sliding friction: the first of `friction`'s three numbers, 1 when not given
-        friction = _floats(a.get("friction", "1"), where, "friction")
-        if len(friction) == 0 or not 0.0 <= friction[0] < math.inf:
-            raise RobotFileError(f"{where}: friction must start with a finite coefficient >= 0, got {a['friction']!r}")
+        contact = self.contact_params(elem, a, d, where)
         g = Geom(kind, where, X[:3], X[3:], size, contype != 0 or conaffinity != 0, contype, conaffinity,
-                 mu=float(friction[0]))
+                 mu=contact.pop("mu"), contact=contact)
         if kind == "mesh":
             if a.get("mesh") not in self.meshes:
                 raise RobotFileError(f"{where}: unknown mesh {a.get('mesh')!r} (not in <asset>)")
@@ -319,6 +319,69 @@ class _Reader:
             parts.append((m, X[:3] + R @ com, R @ I @ R.T))
         elif kind != "plane":
             self.record.warn(f"{where}: a {kind} geom is not supported: no collider and no mass")
+
+    def contact_params(self, elem: ET.Element, a: dict, d: dict, where: str) -> dict:
+        """MuJoCo's contact parameters of a geom (``a``: its attributes over its class's, ``d``:
+        the class's): ``friction`` (sliding, torsional, rolling), ``solref``, ``solimp``,
+        ``margin``, ``gap``, ``condim``, as ``add_shape_*`` takes them (``mu`` for the sliding
+        friction). A vector given with fewer numbers than it has keeps the rest from the class
+        (or MuJoCo's defaults), as MuJoCo reads it."""
+        out = {}
+        for attr, defaults in (("friction", (1.0, 0.005, 0.0001)), ("solref", CONTACT_DEFAULTS["solref"]),
+                               ("solimp", CONTACT_DEFAULTS["solimp"])):
+            v = np.array(defaults, dtype=np.float64)
+            for text in (d.get(attr), elem.get(attr)):
+                if text is not None:
+                    given = _floats(text, where, attr)
+                    if not 1 <= len(given) <= len(v):
+                        raise RobotFileError(f"{where}: {attr} must have 1 to {len(v)} numbers, got {text!r}")
+                    v[:len(given)] = given
+            out[attr] = v
+        friction = out.pop("friction")
+        out.update(mu=friction[0], torsional_mu=friction[1], rolling_mu=friction[2])
+        out.update(margin=float(a.get("margin", "0")), gap=float(a.get("gap", "0")))
+        try:
+            out["condim"] = int(a.get("condim", "3"))
+        except ValueError:
+            raise RobotFileError(f"{where}: condim must be an integer, got {a['condim']!r}") from None
+        try:
+            contact_params(where, {k: v for k, v in out.items() if k != "mu"})
+            V.nonneg(out["mu"], f"{where}: friction[0]")
+        except (TypeError, ValueError) as e:
+            raise RobotFileError(str(e)) from None
+        if float(a.get("priority", "0")) != 0.0 or float(a.get("solmix", "1")) != 1.0:
+            self.record.warn(f"{where}: priority and solmix are not supported; its contacts mix their parameters as "
+                             "MuJoCo does for equal priorities and solmix 1 (see docs/importers.md)")
+        return out
+
+    def options(self) -> None:
+        """The contact options of ``<option>`` (``cone``, ``impratio``) and its ``<flag
+        contact=...>``; those simkit cannot honour go into the record's warnings."""
+        opts, flags = {}, {}
+        for o in self.root.findall("option"):
+            opts.update(o.attrib)
+            for f in o.findall("flag"):
+                flags.update(f.attrib)
+        where = f"<option> in {self.path}"
+        # None: the file leaves the builder's option as it is
+        self.cone = opts.get("cone")
+        if self.cone not in (None, "pyramidal", "elliptic"):
+            raise RobotFileError(f"{where}: cone must be 'pyramidal' or 'elliptic', got {self.cone!r}")
+        self.impratio = float(opts["impratio"]) if "impratio" in opts else None
+        if self.impratio is not None and not self.impratio > 0.0:
+            raise RobotFileError(f"{where}: impratio must be > 0, got {opts['impratio']!r}")
+        self.contact_flag = flags.get("contact", "enable")
+        if self.contact_flag not in ("enable", "disable"):
+            raise RobotFileError(f"{where}: <flag contact=...> must be 'enable' or 'disable', "
+                                 f"got {self.contact_flag!r}")
+        ignored = [f"{k}={opts[k]!r}" for k, default in (("noslip_iterations", "0"), ("noslip_tolerance", None),
+                                                           ("o_margin", None), ("o_solref", None), ("o_solimp", None),
+                                                           ("o_friction", None))
+                   if k in opts and opts[k] != default]
+        ignored += [f"<flag {k}={flags[k]!r}>" for k in ("override", "frictionloss", "filterparent")
+                    if k in flags and flags[k] != ("disable" if k == "override" else "enable")]
+        if ignored:
+            self.record.warn(f"{where}: contact options simkit does not honour are ignored: {', '.join(ignored)}")
 
     def joint(self, elem: ET.Element, body: Body, cls: str, frame) -> None:
         if elem.tag == "freejoint":
@@ -458,7 +521,6 @@ class _Reader:
 def add_mjcf(builder, path, xform=None) -> int:
     """Load the MJCF file ``path`` into ``builder`` as one articulation (see
     :meth:`simkit.sim.ModelBuilder.add_mjcf`) and return its index."""
-    from .. import validate as V
     path = Path(path)
     X = np.concatenate([np.zeros(3), IDENTITY_QUAT]) if xform is None else V.xform(xform, "add_mjcf: xform")
     record = ImportRecord(str(path), -1)
@@ -467,5 +529,8 @@ def add_mjcf(builder, path, xform=None) -> int:
     record.articulation = builder.add_articulation()
     emit(builder, reader.bodies, X, record, reader.static_geoms)
     builder.end_articulation()
+    builder.set_contact_options(cone=reader.cone, impratio=reader.impratio)
+    if reader.contact_flag == "disable":
+        builder.contacts_enabled = False
     builder.imports[record.articulation] = record
     return record.articulation
