@@ -351,7 +351,7 @@ class Featherstone:
                        h_j, J_j, diag, block],
                outputs=[M])
         qdd, L = _solve(model, topo, k, M, rhs, zeros)
-        if self.contact == "constraint":
+        if self.contact == "constraint" and model.contacts_enabled:
             solve = topo.get("contact_solve")
             if solve is None:
                 solve = topo["contact_solve"] = ContactSolve(model, self.max_contacts)

@@ -8,7 +8,8 @@ import simkit as sk
 
 IDENTITY_Q = (0.0, 0.0, 0.0, 1.0)
 INTEGRATORS = {"semi-implicit": (sk.sim.SemiImplicitEuler(), 1e-4), "xpbd": (sk.sim.XPBD(), 1e-3),
-               "featherstone": (sk.sim.Featherstone(), 1e-4)}
+               "featherstone": (sk.sim.Featherstone(), 1e-4),
+               "featherstone-constraint": (sk.sim.Featherstone(contact="constraint"), 1e-3)}
 
 
 def run(model, name, seconds=0.4):
