@@ -8,8 +8,8 @@
 //
 // Ctrl-C: while a launch runs, SIGINT sets the launch's error code to INTERRUPTED instead
 // of reaching Python (whose handler could only run once the launch returned, which a
-// kernel stuck in `while True` never does). The pool takes no further chunks once the
-// code is set, generated `while` loops leave at their next iteration (SK_STOPPING in
+// kernel stuck in `while True` never does). Every range runs in slices of ~10 ms
+// (run_sliced), and no further slice or chunk starts once the code is set; generated `while` loops leave at their next iteration (SK_STOPPING in
 // array.h), and Python raises KeyboardInterrupt after the launch (launch.py). Outside
 // launches SIGINT goes on to Python's handler (sk_catch_interrupts).
 #include <cstring>
@@ -109,6 +109,37 @@ extern "C" void on_sigint(int sig, siginfo_t* info, void* context) {
     else if (saved_sigint.sa_handler != SIG_IGN && saved_sigint.sa_handler != SIG_DFL) saved_sigint.sa_handler(sig);
 }
 #endif
+// -- slices: Ctrl-C reaches a launch within tens of milliseconds, whatever its size --------
+// A kernel entry runs its range without looking at the error code (only `while` loops do),
+// so a range is run in slices, and the code is read between them. A slice is sized by
+// time: the first is SLICE_FIRST elements; each next one aims at SLICE_NS from the time
+// the last one took, growing at most SLICE_GROWTH-fold (a first slice in cold caches runs
+// slow). A clock read per slice of milliseconds costs nothing measurable, and a range of
+// at most SLICE_FIRST elements (a simulation step's launches) is one call, as before.
+// Elements run in the same order as one call would run them, so results do not change.
+constexpr int64_t SLICE_FIRST = 4096;
+constexpr int64_t SLICE_NS = 10000000;
+constexpr int64_t SLICE_GROWTH = 8;
+
+void run_sliced(entry_t fn, const void* args, int64_t start, int64_t end, bool exclusive, const int32_t* error) {
+    if (end - start <= SLICE_FIRST) {
+        fn(args, start, end, exclusive);
+        return;
+    }
+    int64_t slice = SLICE_FIRST;
+    while (start < end) {
+        const int64_t stop = end - start > slice ? start + slice : end;
+        const auto began = Clock::now();
+        fn(args, start, stop, exclusive);
+        const int64_t took = std::max<int64_t>(
+            1, std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - began).count());
+        start = stop;
+        if (__atomic_load_n(error, __ATOMIC_RELAXED) != 0) return;  // stopped (Ctrl-C or an error)
+        const double aim = double(slice) * double(SLICE_NS) / double(took);
+        slice = int64_t(std::max(1.0, std::min(aim, double(slice) * SLICE_GROWTH)));
+    }
+}
+
 // How launches ran, for tests and profiles (sk_launch_counts): inline on the calling
 // thread; split with nothing shared to accumulate into; split with private accumulators;
 // split with atomics. Counted under `launching`.
@@ -127,7 +158,7 @@ struct Chunks {
 void run_chunk(void* ctx, int64_t k) {
     const Chunks& c = *static_cast<const Chunks*>(ctx);
     if (__atomic_load_n(c.error, __ATOMIC_RELAXED) != 0) return;  // stopped (Ctrl-C)
-    c.fn(c.args, c.n * k / c.count, c.n * (k + 1) / c.count, c.exclusive);
+    run_sliced(c.fn, c.args, c.n * k / c.count, c.n * (k + 1) / c.count, c.exclusive, c.error);
 }
 
 // -- split with private accumulators --------------------------------------------------
@@ -170,7 +201,7 @@ void run_private(void* ctx, int64_t k) {
     if (k > 0 && p.dirty_from[k] < p.copy_bytes)  // summed in even when stopped
         std::memset(p.copies[k] + p.dirty_from[k], 0, size_t(p.copy_bytes - p.dirty_from[k]));
     if (__atomic_load_n(p.error, __ATOMIC_RELAXED) != 0) return;
-    p.fn(p.args[k], p.n * k / p.parts, p.n * (k + 1) / p.parts, true);
+    run_sliced(p.fn, p.args[k], p.n * k / p.parts, p.n * (k + 1) / p.parts, true, p.error);
 }
 
 struct ArrayHeader {
@@ -298,7 +329,7 @@ void parallel_for(const job_t& job, int64_t n) {
     stoppable stop(job);
     if (n < job.grain || p->size() == 1) {
         ++path_counts[INLINE];
-        job.fn(job.args, 0, n, true);
+        run_sliced(job.fn, job.args, 0, n, true, job.error);
         return;
     }
     if (job.npriv > 0 && run_privately(p, job, n)) {
@@ -308,7 +339,7 @@ void parallel_for(const job_t& job, int64_t n) {
     const bool exclusive = job.npriv == 0;  // only its own elements' memory: plain adds are safe
     if ((!exclusive && p->size() < job.min_threads) || !p->workers_welcome()) {
         ++path_counts[INLINE];
-        job.fn(job.args, 0, n, true);
+        run_sliced(job.fn, job.args, 0, n, true, job.error);
         return;
     }
     ++path_counts[exclusive ? SPLIT : ATOMIC];
