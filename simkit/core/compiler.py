@@ -285,6 +285,8 @@ def runtime() -> ctypes.CDLL:
     lib.sk_launch_counts.argtypes = [ctypes.c_void_p]
     lib.sk_launch_counts.restype = None
     lib.sk_catch_interrupts.restype = ctypes.c_int
+    lib.sk_catch_crashes.restype = ctypes.c_int
+    lib.sk_catch_crashes()  # a crash inside a kernel names it (runtime.cpp, on_fatal_signal)
     threads = os.environ.get("SIMKIT_NUM_THREADS")
     if threads:
         if not threads.isdigit() or int(threads) < 1:

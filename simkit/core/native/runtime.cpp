@@ -18,6 +18,7 @@
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <csignal>
+#include <unistd.h>
 #define SK_SIGINT 1
 #endif
 
@@ -54,6 +55,7 @@ struct job_t {
     // the dim word, so a grid wider than the array is refused before it runs (launch.py).
     const int64_t* extents;
     int64_t nextents;
+    const char* name;     // "kernel 'name' (file)", for the crash report (or null)
 };
 
 // Error codes the runtime leaves in a kernel module's record (sk::error_t in array.h).
@@ -88,11 +90,77 @@ std::mutex launching;
 // The error code of the launch running now, where SIGINT leaves INTERRUPTED.
 std::atomic<int32_t*> stop_target{nullptr};
 
-// Marks the launch of `job` as the one Ctrl-C stops, for its duration.
+// The kernel running now, named in the report of a fatal signal (on_fatal_signal).
+std::atomic<const char*> running_kernel{nullptr};
+
+// Marks the launch of `job` as the one Ctrl-C stops and a crash names, for its duration.
 struct stoppable {
-    explicit stoppable(const job_t& job) { stop_target.store(job.error, std::memory_order_release); }
-    ~stoppable() { stop_target.store(nullptr, std::memory_order_release); }
+    explicit stoppable(const job_t& job) {
+        running_kernel.store(job.name, std::memory_order_relaxed);
+        stop_target.store(job.error, std::memory_order_release);
+    }
+    ~stoppable() {
+        stop_target.store(nullptr, std::memory_order_release);
+        running_kernel.store(nullptr, std::memory_order_relaxed);
+    }
 };
+
+#ifdef SK_SIGINT
+// -- crashes in release mode ----------------------------------------------------------
+// Release mode does not check array accesses, so an index out of range can kill the
+// process with SIGSEGV (or SIGBUS). Dying inside a kernel, the process first says which
+// kernel and how to find the line, with write(2) only (async-signal-safe), then does what
+// the handler it replaced did: Python's faulthandler when enabled (it prints the Python
+// stack and re-raises), else the default action, so the exit status stays a crash.
+constexpr int FATAL_SIGNALS[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+constexpr int NFATAL = sizeof(FATAL_SIGNALS) / sizeof(FATAL_SIGNALS[0]);
+struct sigaction saved_fatal[NFATAL];
+
+// Appends `text` to the report at `at` (bounded by `end`).
+char* put(char* at, const char* end, const char* text) {
+    while (*text && at < end) *at++ = *text++;
+    return at;
+}
+
+// Set by the first thread that crashes: the others wait for it to end the process, so the
+// report comes out once and whole.
+std::atomic<bool> crashing{false};
+
+extern "C" void on_fatal_signal(int sig, siginfo_t* info, void* context) {
+    int k = 0;
+    while (k < NFATAL - 1 && FATAL_SIGNALS[k] != sig) ++k;
+    if (crashing.exchange(true)) {
+        const timespec nap{0, 100000000};
+        for (int i = 0; i < 50; ++i) nanosleep(&nap, nullptr);  // the first one's report ends the process
+    }
+    const char* name = running_kernel.load(std::memory_order_relaxed);
+    if (name != nullptr) {
+        const char* what = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE" : "SIGILL";
+        char report[4096];
+        const char* end = report + sizeof(report) - 1;
+        char* at = put(report, end, "\nsimkit: ");
+        at = put(at, end, name);
+        at = put(at, end, " crashed with ");
+        at = put(at, end, what);
+        at = put(at, end, " (release mode does not check array accesses; an index out of range is the usual "
+                          "cause): rerun with SIMKIT_DEBUG=1 to get the index and line\n");
+        for (const char* from = report; from < at;) {
+            const ssize_t wrote = write(2, from, size_t(at - from));
+            if (wrote <= 0) break;
+            from += wrote;
+        }
+    }
+    const struct sigaction& before = saved_fatal[k];
+    if (before.sa_flags & SA_SIGINFO) {
+        before.sa_sigaction(sig, info, context);
+    } else if (before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN) {
+        before.sa_handler(sig);
+    } else {
+        signal(sig, SIG_DFL);  // returning re-runs the faulting instruction, now fatal
+        if (info == nullptr || info->si_code <= 0) raise(sig);  // sent by kill(): send it again
+    }
+}
+#endif
 
 #ifdef SK_SIGINT
 // What SIGINT did before simkit's handler (Python's handler): it still does it outside launches.
@@ -381,6 +449,29 @@ SK_EXPORT int sk_catch_interrupts() {
     mine.sa_sigaction = on_sigint;
     mine.sa_flags = now.sa_flags | SA_SIGINFO;
     return sigaction(SIGINT, &mine, nullptr) == 0;
+#else
+    return 0;
+#endif
+}
+
+// Report crashes inside kernels (on_fatal_signal). Once per process: the handlers it
+// replaces (Python's faulthandler's, if enabled) still run after the report. Returns
+// whether they are installed.
+SK_EXPORT int sk_catch_crashes() {
+#ifdef SK_SIGINT
+    std::lock_guard<std::mutex> lock(launching);
+    static bool done = false;
+    if (done) return 1;
+    for (int k = 0; k < NFATAL; ++k) {
+        struct sigaction mine;
+        std::memset(&mine, 0, sizeof(mine));
+        mine.sa_sigaction = on_fatal_signal;
+        mine.sa_flags = SA_SIGINFO | SA_ONSTACK;  // on Python's alternate stack where it has one
+        sigemptyset(&mine.sa_mask);
+        if (sigaction(FATAL_SIGNALS[k], &mine, &saved_fatal[k]) != 0) return 0;
+    }
+    done = true;
+    return 1;
 #else
     return 0;
 #endif
