@@ -43,6 +43,8 @@ import platform
 import shlex
 import subprocess
 import sys
+import threading
+import time
 import traceback
 import warnings
 from pathlib import Path
@@ -152,6 +154,57 @@ def _progress(total: int, initial: int, unit: str, desc: str, quiet: bool) -> An
                 dynamic_ncols=True)
 
 
+class _CompileProgress:
+    """``compiler.compile_notice`` while a command runs: each compiler run shows a line on stderr
+    with its elapsed time ticking (a cold compile takes seconds to a minute and must not look
+    like a hang), then one line saying what it compiled and how long that took. ``quiet``:
+    only the ``simkit`` logger's INFO line (compiler.log_compile)."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+
+    @contextlib.contextmanager
+    def __call__(self, what: str):
+        from tqdm import tqdm
+
+        from .core import compiler
+
+        if self.quiet:
+            with compiler.log_compile(what):
+                yield
+            return
+        started = time.perf_counter()
+        line = tqdm(total=None, desc=f"simkit: compiling {what} (first run only)", bar_format="{desc}: {elapsed}",
+                    file=sys.stderr, leave=False, dynamic_ncols=True)
+        stop = threading.Event()
+
+        def tick() -> None:
+            while not stop.wait(0.5):
+                line.refresh()
+        ticker = threading.Thread(target=tick, daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            ticker.join()
+            line.close()
+        tqdm.write(f"simkit: compiled {what} in {time.perf_counter() - started:.1f} s (first run only: cached in "
+                   f"{compiler.cache_dir()})", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _announcing_compiles(quiet: bool):
+    """Show the compiler runs of the block on stderr (:class:`_CompileProgress`)."""
+    from .core import compiler
+
+    before, compiler.compile_notice = compiler.compile_notice, _CompileProgress(quiet)
+    try:
+        yield
+    finally:
+        compiler.compile_notice = before
+
+
 # ----------------------------------------------------------------------------------
 # Commands
 # ----------------------------------------------------------------------------------
@@ -177,8 +230,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         result = run_scene(scene, usd_path=usd, on_frame=lambda frame, state: bar.update(st.substeps))
     if not args.quiet:
         rate = result.steps / result.seconds if result.seconds > 0 else float("inf")
+        compiling = (f" (and {result.compile_seconds:.1f} s compiling kernels, first run only)"
+                     if result.compile_seconds else "")
         print(f"{scene.name}: {result.frames} frames ({result.steps} steps of {st.dt:g} s) in {result.seconds:.2f} s, "
-              f"{rate:.0f} steps/s")
+              f"{rate:.0f} steps/s{compiling}")
         print(f"  USD: {result.usd_path}")
     return EXIT_OK
 
@@ -703,7 +758,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else EXIT_USAGE
     try:
-        with _warnings_as_lines():
+        with _warnings_as_lines(), _announcing_compiles(bool(getattr(args, "quiet", False))):
             return args.handler(args)
     except (SceneError, UsageError) as e:
         print(f"simkit: error: {e}", file=sys.stderr)

@@ -74,7 +74,8 @@ class _HvpJob:
                        SCATTER_MIN_THREADS if scatters and priv is None else 2,
                        ctypes.addressof(priv) if priv is not None and len(priv) else None,
                        -1 if priv is None else len(priv), ctypes.addressof(self.error),
-                       ctypes.addressof(plan.extent_pairs), len(plan.extent_pairs) // 2 if plan.extents else 0)
+                       ctypes.addressof(plan.extent_pairs), len(plan.extent_pairs) // 2 if plan.extents else 0,
+                       plan.crash_label)
 
 
 class _SecondOrder:

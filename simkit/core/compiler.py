@@ -18,13 +18,16 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
+import logging
 import os
 import platform
 import shutil
 import subprocess
 import tempfile
+import time
 import warnings
 from functools import lru_cache
 from pathlib import Path
@@ -38,7 +41,27 @@ HEADER_NAME = "simkit_builtins.h"
 CXX_FLAGS = ["-std=c++17", "-O3", "-fPIC", "-shared", "-w", "-fno-math-errno", "-march=native", "-pthread"]
 
 # Counts real compiler invocations; tests read it to prove a warm cache compiles nothing.
-stats = {"compiles": 0, "cache_hits": 0}
+# compile_seconds: the wall time they took (the CLI leaves it out of its steps/s).
+stats = {"compiles": 0, "cache_hits": 0, "compile_seconds": 0.0}
+
+log = logging.getLogger("simkit")
+
+
+def log_compile(what: str) -> contextlib.AbstractContextManager:
+    """The default :data:`compile_notice`: one INFO line on the ``simkit`` logger.
+
+    Example::
+
+        logging.basicConfig(level=logging.INFO)   # shows "simkit: compiling 3 kernels of ..."
+    """
+    log.info("simkit: compiling %s (first run only; cached in %s)", what, cache_dir())
+    return contextlib.nullcontext()
+
+
+# Entered around every compiler run as ``compile_notice(what)``, ``what`` naming what is
+# compiled ("3 kernels of module my_sim"): a cold compile takes seconds to a minute, and
+# must not look like a hang. The CLI replaces it with a progress line on stderr.
+compile_notice = log_compile
 
 
 def cache_dir() -> Path:
@@ -232,8 +255,9 @@ def module_key(source: str, cxx: str) -> str:
     return h.hexdigest()[:24]
 
 
-def build_shared(source: str, name: str, extra: tuple = ()) -> Path:
-    """The path of the compiled shared library for ``source``, compiling only on a cache miss."""
+def build_shared(source: str, name: str, extra: tuple = (), what: str | None = None) -> Path:
+    """The path of the compiled shared library for ``source``, compiling only on a cache miss
+    (announced through :data:`compile_notice` as ``what``, by default "module NAME")."""
     cxx = find_compiler()
     key = module_key(source, cxx)
     out_dir = cache_dir() / "modules"
@@ -253,7 +277,12 @@ def build_shared(source: str, name: str, extra: tuple = ()) -> Path:
     tmp = out_dir / f".{name}-{key}.{os.getpid()}.so"
     cmd = [cxx, *CXX_FLAGS, *extra, f"-I{NATIVE_DIR}", f"-I{include_dir()}", str(src), "-o", str(tmp)]
     stats["compiles"] += 1
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    started = time.perf_counter()
+    try:
+        with compile_notice(what or f"module {name}"):
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+    finally:
+        stats["compile_seconds"] += time.perf_counter() - started
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)
         raise NativeCompileError(
@@ -275,7 +304,7 @@ def source_path(lib: Path) -> Path:
 def runtime() -> ctypes.CDLL:
     """The thread-pool runtime shared by all CPU modules (compiled once, then cached)."""
     source = (NATIVE_DIR / "runtime.cpp").read_text()
-    lib = ctypes.CDLL(str(build_shared(source, "runtime")))
+    lib = ctypes.CDLL(str(build_shared(source, "runtime", what="the CPU runtime")))
     lib.sk_launch.argtypes = [ctypes.c_void_p]
     lib.sk_launch.restype = None
     lib.sk_replay.argtypes = [ctypes.c_void_p, ctypes.c_int64]
@@ -285,6 +314,8 @@ def runtime() -> ctypes.CDLL:
     lib.sk_launch_counts.argtypes = [ctypes.c_void_p]
     lib.sk_launch_counts.restype = None
     lib.sk_catch_interrupts.restype = ctypes.c_int
+    lib.sk_catch_crashes.restype = ctypes.c_int
+    lib.sk_catch_crashes()  # a crash inside a kernel names it (runtime.cpp, on_fatal_signal)
     threads = os.environ.get("SIMKIT_NUM_THREADS")
     if threads:
         if not threads.isdigit() or int(threads) < 1:

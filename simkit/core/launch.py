@@ -78,7 +78,7 @@ class Job(ctypes.Structure):
     _fields_ = [("fn", ctypes.c_void_p), ("args", ctypes.c_void_p), ("args_size", ctypes.c_int64),
                 ("grain", ctypes.c_int64), ("min_threads", ctypes.c_int64), ("priv", ctypes.c_void_p),
                 ("npriv", ctypes.c_int64), ("error", ctypes.c_void_p), ("extents", ctypes.c_void_p),
-                ("nextents", ctypes.c_int64)]
+                ("nextents", ctypes.c_int64), ("name", ctypes.c_char_p)]
 
 
 # The error code sk_launch leaves when it refuses a grid larger than an array axis that every
@@ -217,6 +217,8 @@ class Plan:
         # (dim word, shape word) pairs: a CPU launch pays no Python for them.
         pairs = [w for k, words in self.extents for at in words for w in (k, at)]
         self.extent_pairs = (ctypes.c_int64 * max(1, len(pairs)))(*pairs)
+        # How the runtime names the kernel if it crashes the process (every job points at it).
+        self.crash_label = f"kernel '{kernel.name}' ({self.fir.file})".encode(errors="replace")
 
     def _extent_checks(self) -> tuple:
         """``(dim word, shape words)`` per thread-index component, where the shape words are those
@@ -309,7 +311,8 @@ class Plan:
                       SCATTER_MIN_THREADS if scatters and private is None else 2,
                       ctypes.addressof(private) if private is not None and len(private) else None,
                       -1 if private is None else len(private), ctypes.addressof(self.tangent_error),
-                      ctypes.addressof(self.extent_pairs), len(self.extent_pairs) // 2 if self.extents else 0)
+                      ctypes.addressof(self.extent_pairs), len(self.extent_pairs) // 2 if self.extents else 0,
+                      self.crash_label)
             job = (job, ctypes.c_void_p(ctypes.addressof(job)))
             setattr(self, attr, job)
         return job or None
@@ -349,7 +352,8 @@ class Plan:
         return Job(fn, self.base if args is None else args, ctypes.sizeof(self.Args), grain, min_threads,
                    ctypes.addressof(private) if private is not None and len(private) else None,
                    -1 if private is None else len(private), ctypes.addressof(self.error),
-                   ctypes.addressof(self.extent_pairs), len(self.extent_pairs) // 2 if self.extents else 0)
+                   ctypes.addressof(self.extent_pairs), len(self.extent_pairs) // 2 if self.extents else 0,
+                   self.crash_label)
 
     def pack(self, values):
         """Write every argument into the args struct for a CPU launch; sk arrays of the right type

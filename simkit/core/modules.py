@@ -140,7 +140,7 @@ class Module:
         batch, irs = self.batch(kernel, lambda k: mode in k._loaded)
         source = codegen.module_source(irs, compiler.HEADER_NAME)
         safe = "".join(c if c.isalnum() else "_" for c in self.name)[-40:]
-        lib_path = compiler.build_shared(source, safe)
+        lib_path = compiler.build_shared(source, safe, what=f"{_kernels(len(batch))} of module {self.name}")
         lib = ctypes.CDLL(str(lib_path))
         if config.keep_source:
             log.warning("simkit: generated C++ for module %s: %s", self.name, compiler.source_path(lib_path))
@@ -167,7 +167,8 @@ class Module:
             ok_irs.append(fir)
         source = codegen_tangent.tangent_module_source(ok_irs)
         safe = "".join(c if c.isalnum() else "_" for c in self.name)[-32:] + "_tangent"
-        lib_path = compiler.build_shared(source, safe)
+        lib_path = compiler.build_shared(source, safe, what=f"the tangents of {_kernels(len(ok_batch))} of module "
+                                                             f"{self.name}")
         lib = ctypes.CDLL(str(lib_path))
         for k, fir in zip(ok_batch, ok_irs):
             k._tangent_loaded[mode] = (lib, fir, lib_path)
@@ -181,8 +182,12 @@ class Module:
         fir = kernel.build_ir()
         source = codegen_hvp.hvp_module_source([fir])
         safe = "".join(c if c.isalnum() else "_" for c in fir.cname)[-36:] + "_hvp"
-        lib_path = compiler.build_shared(source, safe)
+        lib_path = compiler.build_shared(source, safe, what=f"the Hessian-vector product of kernel {kernel.name}")
         kernel._hvp_loaded[config.mode] = (ctypes.CDLL(str(lib_path)), fir, lib_path)
+
+
+def _kernels(n: int) -> str:
+    return f"{n} kernel" + ("" if n == 1 else "s")
 
 
 def _module_name(module: Any, what: str, depth: int = 2) -> str:

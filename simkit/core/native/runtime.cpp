@@ -8,8 +8,8 @@
 //
 // Ctrl-C: while a launch runs, SIGINT sets the launch's error code to INTERRUPTED instead
 // of reaching Python (whose handler could only run once the launch returned, which a
-// kernel stuck in `while True` never does). The pool takes no further chunks once the
-// code is set, generated `while` loops leave at their next iteration (SK_STOPPING in
+// kernel stuck in `while True` never does). Every range runs in slices of ~10 ms
+// (run_sliced), and no further slice or chunk starts once the code is set; generated `while` loops leave at their next iteration (SK_STOPPING in
 // array.h), and Python raises KeyboardInterrupt after the launch (launch.py). Outside
 // launches SIGINT goes on to Python's handler (sk_catch_interrupts).
 #include <cstring>
@@ -18,6 +18,7 @@
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <csignal>
+#include <unistd.h>
 #define SK_SIGINT 1
 #endif
 
@@ -54,6 +55,7 @@ struct job_t {
     // the dim word, so a grid wider than the array is refused before it runs (launch.py).
     const int64_t* extents;
     int64_t nextents;
+    const char* name;     // "kernel 'name' (file)", for the crash report (or null)
 };
 
 // Error codes the runtime leaves in a kernel module's record (sk::error_t in array.h).
@@ -88,11 +90,77 @@ std::mutex launching;
 // The error code of the launch running now, where SIGINT leaves INTERRUPTED.
 std::atomic<int32_t*> stop_target{nullptr};
 
-// Marks the launch of `job` as the one Ctrl-C stops, for its duration.
+// The kernel running now, named in the report of a fatal signal (on_fatal_signal).
+std::atomic<const char*> running_kernel{nullptr};
+
+// Marks the launch of `job` as the one Ctrl-C stops and a crash names, for its duration.
 struct stoppable {
-    explicit stoppable(const job_t& job) { stop_target.store(job.error, std::memory_order_release); }
-    ~stoppable() { stop_target.store(nullptr, std::memory_order_release); }
+    explicit stoppable(const job_t& job) {
+        running_kernel.store(job.name, std::memory_order_relaxed);
+        stop_target.store(job.error, std::memory_order_release);
+    }
+    ~stoppable() {
+        stop_target.store(nullptr, std::memory_order_release);
+        running_kernel.store(nullptr, std::memory_order_relaxed);
+    }
 };
+
+#ifdef SK_SIGINT
+// -- crashes in release mode ----------------------------------------------------------
+// Release mode does not check array accesses, so an index out of range can kill the
+// process with SIGSEGV (or SIGBUS). Dying inside a kernel, the process first says which
+// kernel and how to find the line, with write(2) only (async-signal-safe), then does what
+// the handler it replaced did: Python's faulthandler when enabled (it prints the Python
+// stack and re-raises), else the default action, so the exit status stays a crash.
+constexpr int FATAL_SIGNALS[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+constexpr int NFATAL = sizeof(FATAL_SIGNALS) / sizeof(FATAL_SIGNALS[0]);
+struct sigaction saved_fatal[NFATAL];
+
+// Appends `text` to the report at `at` (bounded by `end`).
+char* put(char* at, const char* end, const char* text) {
+    while (*text && at < end) *at++ = *text++;
+    return at;
+}
+
+// Set by the first thread that crashes: the others wait for it to end the process, so the
+// report comes out once and whole.
+std::atomic<bool> crashing{false};
+
+extern "C" void on_fatal_signal(int sig, siginfo_t* info, void* context) {
+    int k = 0;
+    while (k < NFATAL - 1 && FATAL_SIGNALS[k] != sig) ++k;
+    if (crashing.exchange(true)) {
+        const timespec nap{0, 100000000};
+        for (int i = 0; i < 50; ++i) nanosleep(&nap, nullptr);  // the first one's report ends the process
+    }
+    const char* name = running_kernel.load(std::memory_order_relaxed);
+    if (name != nullptr) {
+        const char* what = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE" : "SIGILL";
+        char report[4096];
+        const char* end = report + sizeof(report) - 1;
+        char* at = put(report, end, "\nsimkit: ");
+        at = put(at, end, name);
+        at = put(at, end, " crashed with ");
+        at = put(at, end, what);
+        at = put(at, end, " (release mode does not check array accesses; an index out of range is the usual "
+                          "cause): rerun with SIMKIT_DEBUG=1 to get the index and line\n");
+        for (const char* from = report; from < at;) {
+            const ssize_t wrote = write(2, from, size_t(at - from));
+            if (wrote <= 0) break;
+            from += wrote;
+        }
+    }
+    const struct sigaction& before = saved_fatal[k];
+    if (before.sa_flags & SA_SIGINFO) {
+        before.sa_sigaction(sig, info, context);
+    } else if (before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN) {
+        before.sa_handler(sig);
+    } else {
+        signal(sig, SIG_DFL);  // returning re-runs the faulting instruction, now fatal
+        if (info == nullptr || info->si_code <= 0) raise(sig);  // sent by kill(): send it again
+    }
+}
+#endif
 
 #ifdef SK_SIGINT
 // What SIGINT did before simkit's handler (Python's handler): it still does it outside launches.
@@ -109,6 +177,37 @@ extern "C" void on_sigint(int sig, siginfo_t* info, void* context) {
     else if (saved_sigint.sa_handler != SIG_IGN && saved_sigint.sa_handler != SIG_DFL) saved_sigint.sa_handler(sig);
 }
 #endif
+// -- slices: Ctrl-C reaches a launch within tens of milliseconds, whatever its size --------
+// A kernel entry runs its range without looking at the error code (only `while` loops do),
+// so a range is run in slices, and the code is read between them. A slice is sized by
+// time: the first is SLICE_FIRST elements; each next one aims at SLICE_NS from the time
+// the last one took, growing at most SLICE_GROWTH-fold (a first slice in cold caches runs
+// slow). A clock read per slice of milliseconds costs nothing measurable, and a range of
+// at most SLICE_FIRST elements (a simulation step's launches) is one call, as before.
+// Elements run in the same order as one call would run them, so results do not change.
+constexpr int64_t SLICE_FIRST = 4096;
+constexpr int64_t SLICE_NS = 10000000;
+constexpr int64_t SLICE_GROWTH = 8;
+
+void run_sliced(entry_t fn, const void* args, int64_t start, int64_t end, bool exclusive, const int32_t* error) {
+    if (end - start <= SLICE_FIRST) {
+        fn(args, start, end, exclusive);
+        return;
+    }
+    int64_t slice = SLICE_FIRST;
+    while (start < end) {
+        const int64_t stop = end - start > slice ? start + slice : end;
+        const auto began = Clock::now();
+        fn(args, start, stop, exclusive);
+        const int64_t took = std::max<int64_t>(
+            1, std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - began).count());
+        start = stop;
+        if (__atomic_load_n(error, __ATOMIC_RELAXED) != 0) return;  // stopped (Ctrl-C or an error)
+        const double aim = double(slice) * double(SLICE_NS) / double(took);
+        slice = int64_t(std::max(1.0, std::min(aim, double(slice) * SLICE_GROWTH)));
+    }
+}
+
 // How launches ran, for tests and profiles (sk_launch_counts): inline on the calling
 // thread; split with nothing shared to accumulate into; split with private accumulators;
 // split with atomics. Counted under `launching`.
@@ -127,7 +226,7 @@ struct Chunks {
 void run_chunk(void* ctx, int64_t k) {
     const Chunks& c = *static_cast<const Chunks*>(ctx);
     if (__atomic_load_n(c.error, __ATOMIC_RELAXED) != 0) return;  // stopped (Ctrl-C)
-    c.fn(c.args, c.n * k / c.count, c.n * (k + 1) / c.count, c.exclusive);
+    run_sliced(c.fn, c.args, c.n * k / c.count, c.n * (k + 1) / c.count, c.exclusive, c.error);
 }
 
 // -- split with private accumulators --------------------------------------------------
@@ -170,7 +269,7 @@ void run_private(void* ctx, int64_t k) {
     if (k > 0 && p.dirty_from[k] < p.copy_bytes)  // summed in even when stopped
         std::memset(p.copies[k] + p.dirty_from[k], 0, size_t(p.copy_bytes - p.dirty_from[k]));
     if (__atomic_load_n(p.error, __ATOMIC_RELAXED) != 0) return;
-    p.fn(p.args[k], p.n * k / p.parts, p.n * (k + 1) / p.parts, true);
+    run_sliced(p.fn, p.args[k], p.n * k / p.parts, p.n * (k + 1) / p.parts, true, p.error);
 }
 
 struct ArrayHeader {
@@ -298,7 +397,7 @@ void parallel_for(const job_t& job, int64_t n) {
     stoppable stop(job);
     if (n < job.grain || p->size() == 1) {
         ++path_counts[INLINE];
-        job.fn(job.args, 0, n, true);
+        run_sliced(job.fn, job.args, 0, n, true, job.error);
         return;
     }
     if (job.npriv > 0 && run_privately(p, job, n)) {
@@ -308,7 +407,7 @@ void parallel_for(const job_t& job, int64_t n) {
     const bool exclusive = job.npriv == 0;  // only its own elements' memory: plain adds are safe
     if ((!exclusive && p->size() < job.min_threads) || !p->workers_welcome()) {
         ++path_counts[INLINE];
-        job.fn(job.args, 0, n, true);
+        run_sliced(job.fn, job.args, 0, n, true, job.error);
         return;
     }
     ++path_counts[exclusive ? SPLIT : ATOMIC];
@@ -350,6 +449,29 @@ SK_EXPORT int sk_catch_interrupts() {
     mine.sa_sigaction = on_sigint;
     mine.sa_flags = now.sa_flags | SA_SIGINFO;
     return sigaction(SIGINT, &mine, nullptr) == 0;
+#else
+    return 0;
+#endif
+}
+
+// Report crashes inside kernels (on_fatal_signal). Once per process: the handlers it
+// replaces (Python's faulthandler's, if enabled) still run after the report. Returns
+// whether they are installed.
+SK_EXPORT int sk_catch_crashes() {
+#ifdef SK_SIGINT
+    std::lock_guard<std::mutex> lock(launching);
+    static bool done = false;
+    if (done) return 1;
+    for (int k = 0; k < NFATAL; ++k) {
+        struct sigaction mine;
+        std::memset(&mine, 0, sizeof(mine));
+        mine.sa_sigaction = on_fatal_signal;
+        mine.sa_flags = SA_SIGINFO | SA_ONSTACK;  // on Python's alternate stack where it has one
+        sigemptyset(&mine.sa_mask);
+        if (sigaction(FATAL_SIGNALS[k], &mine, &saved_fatal[k]) != 0) return 0;
+    }
+    done = true;
+    return 1;
 #else
     return 0;
 #endif
