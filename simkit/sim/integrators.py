@@ -124,7 +124,7 @@ class SemiImplicitEuler:
         warn_ignored_joint_features(model, "SemiImplicitEuler")
         state_in.clear_forces()
         eval_forces(model, state_in, control)
-        eval_body_forces(model, state_in, control, dt)
+        eval_body_forces(model, state_in, control, dt, state_out)
         if model.particle_count:
             launch(particle_kernels(model.dtype).integrate_particles, model.particle_count,
                    inputs=[state_in.particle_q, state_in.particle_qd, state_in.particle_f, model.particles,
