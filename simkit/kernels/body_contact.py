@@ -79,12 +79,11 @@ AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fi
 
 
 @sk.kernel
-def open_contacts(stuck_out: sk.array(dtype=sk.int32), anchor_out: AnyArray, point_out: AnyArray):
-    # every contact starts the step open; the contact kernels mark those that touch
-    i = sk.tid()
-    stuck_out[i] = 0
-    anchor_out[i] = anchor_out.dtype(0.0, 0.0, 0.0)
-    point_out[i] = point_out.dtype(0.0, 0.0, 0.0)
+def open_contacts(flags: Any):
+    # Every contact starts the step open; the contact kernels mark those that touch and
+    # write their anchors. An open slot's anchors are never read, so they are left as they
+    # are: clearing them cost 2.5x the bench step (9,900 pairs x 20 slots of 2 vec3).
+    flags[sk.tid()] = 0
 
 
 @sk.kernel
@@ -255,9 +254,9 @@ def _param_types(real) -> dict:
     S = model_structs(real)
     spatials = sk.array(dtype=S.spatial)
     return {"body_q": sk.array(dtype=S.transform), "body_qd": spatials, "body_f": spatials, "bodies": S.Bodies,
-            "shapes": S.Shapes, "contact": S.Contact, "anchor_in": sk.array(dtype=S.vec3),
-            "anchor_out": sk.array(dtype=S.vec3), "point_in": sk.array(dtype=S.vec3),
-            "point_out": sk.array(dtype=S.vec3)}
+            "shapes": S.Shapes, "contact": S.Contact, "flags": sk.array(dtype=sk.int32),
+            "anchor_in": sk.array(dtype=S.vec3), "anchor_out": sk.array(dtype=S.vec3),
+            "point_in": sk.array(dtype=S.vec3), "point_out": sk.array(dtype=S.vec3)}
 
 
 @functools.cache  # asked for on every launch: a lookup
@@ -299,7 +298,7 @@ def eval_body_contact_forces(model, state_in, state_out) -> None:
             raise ValueError(f"eval_body_contact_forces: {name}.contact_anchor holds {s.contact_anchor.shape[0]} "
                              f"contacts, the model has {slots} (make states with model.state())")
     k = body_contact_kernels(model.dtype)
-    launch(k.open_contacts, slots, inputs=[state_out.contact_stuck, state_out.contact_anchor, state_out.contact_point])
+    launch(k.open_contacts, slots, inputs=[state_out.contact_stuck])
     held = [state_in.contact_stuck, state_in.contact_anchor, state_in.contact_point]
     out = [state_out.contact_stuck, state_out.contact_anchor, state_out.contact_point]
     if model.ground:

@@ -20,7 +20,7 @@ HALF = 0.1
 IDENTITY_Q = (0.0, 0.0, 0.0, 1.0)
 
 
-def incline(integrator, mu, dtype=sk.float64, theta=THETA, requires_grad=False, boxes=1):
+def incline(integrator, mu, dtype=sk.float64, theta=THETA, requires_grad=False, boxes=1, density=1000.0):
     """A 0.2 m cube (8 kg) of friction ``mu`` resting on the ground under gravity tilted by
     ``theta`` (``boxes`` > 1: a stack; the pair's mu is the average of the two shapes')."""
     b = sk.sim.ModelBuilder()
@@ -30,7 +30,7 @@ def incline(integrator, mu, dtype=sk.float64, theta=THETA, requires_grad=False, 
         body = b.add_body(sk.transform((0.0, HALF * (2 * i + 1), 0.0), IDENTITY_Q))
         if integrator == "featherstone":
             b.add_joint_free(-1, body)
-        b.add_shape_box((0.0, 0.0, 0.0), IDENTITY_Q, (HALF, HALF, HALF), body=body, density=1000.0, mu=mu)
+        b.add_shape_box((0.0, 0.0, 0.0), IDENTITY_Q, (HALF, HALF, HALF), body=body, density=density, mu=mu)
     model = b.finalize(dtype=dtype, requires_grad=requires_grad)
     model.gravity = model.types.vec3(G * math.sin(theta), -G * math.cos(theta), 0.0)
     return model
@@ -90,6 +90,15 @@ def test_a_box_just_inside_its_friction_angle_holds_and_just_outside_slides(inte
     steeper = theta + math.radians(0.5)
     x, _ = downhill_at(incline(integrator, mu, theta=steeper), integrator, 1e-3, [1.0, 2.0, 3.0])
     assert x[2] - 2.0 * x[1] + x[0] == pytest.approx(G * (math.sin(steeper) - mu * math.cos(steeper)), rel=0.02)
+
+
+@pytest.mark.parametrize("mass", [0.01, 100.0])
+def test_a_pebble_and_a_crate_both_hold_with_the_per_mass_gains(mass):
+    model = incline("semi-implicit", 0.8, density=mass / (2.0 * HALF) ** 3)
+    x, s = downhill_at(model, "semi-implicit", 1e-3, [1.0, 2.0])
+    assert abs(x[1]) < 1e-3
+    assert abs(x[1] - x[0]) < 1e-6
+    assert np.abs(s.body_qd.numpy()[0]).max() < 1e-4
 
 
 def test_a_box_resting_on_a_box_on_the_slope_holds_on_to_it():
