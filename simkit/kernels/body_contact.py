@@ -1,5 +1,5 @@
 """Penalty contact of rigid bodies: body shapes against the ground plane and against each
-other (static shapes included), with regularised Coulomb friction.
+other (static shapes included), with Coulomb friction that sticks (docs/contact.md).
 
 Contact points (see :mod:`simkit.kernels.shapes`): a sphere is its center, a box its 8
 corners and 12 edge midpoints (slightly rounded), a capsule its segment ends plus,
@@ -18,18 +18,28 @@ depth ``d = distance - radius < 0``.
   point; with 100 boxes, 9,900 candidate pairs, that made the pair kernel 4x slower
   forward and backward.)
 
-The force on ``a``'s side is :func:`~simkit.kernels.contact.penalty_force` of the depth and
-of the velocity of ``a``'s material point relative to ``b``'s at the contact point (midway
-between the two surfaces), with the average of the two shapes' ``ke, kd, kf, mu`` (against
-the ground, the shape's own). It is applied there to ``a``'s body and exactly opposite to
-``b``'s (static shapes and the ground take nothing), so contact conserves momentum. No
-loop runs over a dynamic count: every launch is the same size each step, and the whole
-step is differentiable through the Tape (the switches pass the gradient of the active
+The force on ``a``'s side is :func:`~simkit.kernels.contact.sticking_penalty_force` of the
+depth, of the velocity of ``a``'s material point relative to ``b``'s at the contact point
+(midway between the two surfaces) and of the point's stretch from its anchor, with the
+average of the two shapes' ``ke, kd, kf, mu`` (against the ground, the shape's own). It is
+applied there to ``a``'s body and exactly opposite to ``b``'s (static shapes and the ground
+take nothing), so contact conserves momentum.
+
+Sticking: every contact slot (ground: ``s * MAX_PLANE_POINTS + k``; pair ``i``: after the
+ground's, ``i * MAX_SHAPE_POINTS + k``) keeps, in the State, whether it touches
+(``contact_stuck``), its anchor on the surface (``contact_anchor``: world for the ground,
+else in ``b``'s shape frame) and the touching material point (``contact_point``, in ``a``'s
+shape frame). The tangential force is a spring-damper from that material point to the
+anchor, ``-k e_t - f v_t``, clamped to ``mu f_n``; beyond it the anchor is dragged to where
+the spring pulls ``mu f_n``. A step reads the slots of ``state_in`` and writes those of
+``state_out`` (cleared first: a contact that opens forgets its anchor). No loop runs over a
+dynamic count: every launch is the same size each step, and the whole step, anchors
+included, is differentiable through the Tape (the switches pass the gradient of the active
 branch).
 
-Gains per unit mass (the builder's default; :func:`~simkit.kernels.contact.scaled_penalty_force`):
+Gains per unit mass (the builder's default; :func:`~simkit.kernels.contact.contact_gains`):
 each contact point adds ``m / tc^2``, ``2 zeta m / tc`` and ``m / tc`` to ``ke``, ``kd``,
-``kf``, with ``m`` the effective mass of the point along the normal, ``1 / (w_a + w_b)``,
+``kf`` (``ke`` is the stiffness of the tangential spring too, ``kf`` its damper), with ``m`` the effective mass of the point along the normal, ``1 / (w_a + w_b)``,
 ``w = 1/m_body + (r x n) . I_w^-1 (r x n)`` for each moving side (a cube's four bottom
 corners get a quarter of its mass each, so flat on the ground it sinks ``g tc^2``, like a
 particle). Boxes of 0.01 to 100 kg, alone or stacked three high, are then stable at
@@ -37,17 +47,19 @@ particle). Boxes of 0.01 to 100 kg, alone or stacked three high, are then stable
 
 Fixed gains: with ``n`` points in contact on a body of mass ``m`` (a box flat on the
 ground: its 4 corners; on another box: 4 corners and 4 edge midpoints each way),
-semi-implicit Euler needs ``dt * sqrt(n ke / m) < 1`` and ``n kd dt / m < 1``; the friction
-slope ``kf`` likewise, or resting friction chatters. ``ke/kd/kf`` = 1e5 / 1e2 / 1e2 keep
-boxes of 0.1 to 10 kg stable at ``dt = 1e-4`` s, and from 1 kg on up to ``dt = 1e-3`` s; a
-10 kg box dropped flat rebounds with a restitution of about 0.74 (1 kg: 0.42, 0.1 kg:
-0.10), and a resting friction contact creeps at ``m g sin(slope) / (n kf)``.
+semi-implicit Euler needs ``dt * sqrt(n ke / m) < 1`` and ``n kd dt / m < 1``; the
+tangential damper ``kf`` likewise, or resting friction chatters. ``ke/kd/kf`` = 1e5 / 1e2 /
+1e2 keep boxes of 0.1 to 10 kg stable at ``dt = 1e-4`` s, and from 1 kg on up to
+``dt = 1e-3`` s; a 10 kg box dropped flat rebounds with a restitution of about 0.74 (1 kg:
+0.42, 0.1 kg: 0.10), and a box resting on a slope within its friction angle holds, offset by
+``m g sin(slope) / (n ke)`` on its tangential springs.
 
 Example::
 
     state.clear_forces()
-    eval_body_contact_forces(model, state)
+    eval_body_contact_forces(model, state, next_state)
     state.body_f.numpy()        # (torque about the COM, force) of each body
+    next_state.contact_stuck.numpy()   # 1 for each contact point that touches
 """
 
 # No ``from __future__ import annotations``: kernel annotations name closure types.
@@ -58,7 +70,7 @@ from typing import Any
 import simkit as sk
 from ..core.launch import launch
 from .bodies import point_inverse_mass, point_velocity, wrench_at
-from .contact import scaled_penalty_force
+from .contact import sticking_penalty_force
 from .contact_params import ground_collides
 from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, collision_pairs, shape_bounding_radius, shape_distance,
                      shape_plane_point_count, shape_point, shape_point_count, shape_transform)
@@ -68,7 +80,17 @@ AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fi
 
 
 @sk.kernel
-def ground_contact(body_q: AnyArray, body_qd: AnyArray, bodies: Any, shapes: Any, contact: Any, body_f: AnyArray):
+def open_contacts(flags: Any):
+    # Every contact starts the step open; the contact kernels mark those that touch and
+    # write their anchors. An open slot's anchors are never read, so they are left as they
+    # are: clearing them cost 2.5x the bench step (9,900 pairs x 20 slots of 2 vec3).
+    flags[sk.tid()] = 0
+
+
+@sk.kernel
+def ground_contact(body_q: AnyArray, body_qd: AnyArray, bodies: Any, shapes: Any, contact: Any,
+                   stuck_in: sk.array(dtype=sk.int32), anchor_in: AnyArray, point_in: AnyArray, body_f: AnyArray,
+                   stuck_out: sk.array(dtype=sk.int32), anchor_out: AnyArray, point_out: AnyArray):
     s, k = sk.tid()
     b = shapes.body[s]
     kind = shapes.kind[s]
@@ -81,22 +103,32 @@ def ground_contact(body_q: AnyArray, body_qd: AnyArray, bodies: Any, shapes: Any
     n = contact.ground_normal
     depth = sk.dot(n, p) - radius
     if depth < 0.0:
+        slot = s * MAX_PLANE_POINTS + k
         Xb = body_q[b]
         com = bodies.com[b]
         c = p - n * (radius + 0.5 * depth)
         v = point_velocity(Xb, body_qd[b], com, c)
-        fc = scaled_penalty_force(n, depth, v, point_inverse_mass(Xb, bodies, b, c, n), shapes.ke[s],
-                                  shapes.kd[s], shapes.kf[s], shapes.time_constant[s], shapes.damping_ratio[s],
-                                  shapes.mu[s])
+        e = c * 0.0
+        if stuck_in[slot] != 0:  # the material point that stuck, from its anchor (a world point)
+            e = sk.transform_point(X, point_in[slot]) - anchor_in[slot]
+        fc, e = sticking_penalty_force(n, depth, v, e,
+                                       point_inverse_mass(Xb, bodies, b, c, n), shapes.ke[s], shapes.kd[s],
+                                       shapes.kf[s], shapes.time_constant[s], shapes.damping_ratio[s], shapes.mu[s])
         body_f[b] += wrench_at(Xb, com, c, fc)
+        stuck_out[slot] = 1
+        anchor_out[slot] = c - e
+        point_out[slot] = sk.transform_point(sk.transform_inverse(X), c)
 
 
 @sk.func
 def point_wrenches(k: int, kind_a: int, size_a: Any, Xa: Any, toward: Any, kind_b: int, size_b: Any, Xb: Any,
-                   Xb_inv: Any, body_a: int, body_b: int, body_q: AnyArray, body_qd: AnyArray, bodies: Any, ke: Any,
-                   kd: Any, kf: Any, tc: Any, zeta: Any, mu: Any):
+                   Xb_inv: Any, Xa_inv: Any, body_a: int, body_b: int, body_q: AnyArray, body_qd: AnyArray,
+                   bodies: Any, ke: Any, kd: Any, kf: Any, tc: Any, zeta: Any, mu: Any, slot: int,
+                   stuck_in: sk.array(dtype=sk.int32), anchor_in: AnyArray, point_in: AnyArray,
+                   stuck_out: sk.array(dtype=sk.int32), anchor_out: AnyArray, point_out: AnyArray):
     """The wrenches on the bodies of shapes ``a`` and ``b`` from contact point ``k`` of ``a``
-    against the surface of ``b`` (zero when it does not touch)."""
+    against the surface of ``b`` (zero when it does not touch); a touching point keeps its
+    anchor (in ``b``'s frame ``Xb``) in ``slot`` of ``anchor_out``."""
     p_local, radius = shape_point(kind_a, size_a, k, toward)
     p = sk.transform_point(Xa, p_local)
     dist, n_local = shape_distance(kind_b, sk.transform_point(Xb_inv, p), size_b)
@@ -114,7 +146,13 @@ def point_wrenches(k: int, kind_a: int, size_a: Any, Xa: Any, toward: Any, kind_
         if body_b >= 0:
             v = v - point_velocity(body_q[body_b], body_qd[body_b], bodies.com[body_b], c)
             inv_mass = inv_mass + point_inverse_mass(body_q[body_b], bodies, body_b, c, n)
-        fc = scaled_penalty_force(n, depth, v, inv_mass, ke, kd, kf, tc, zeta, mu)
+        e = c * 0.0
+        if stuck_in[slot] != 0:  # the material point of a that stuck, from its anchor on b
+            e = sk.transform_point(Xa, point_in[slot]) - sk.transform_point(Xb, anchor_in[slot])
+        fc, e = sticking_penalty_force(n, depth, v, e, inv_mass, ke, kd, kf, tc, zeta, mu)
+        stuck_out[slot] = 1
+        anchor_out[slot] = sk.transform_point(Xb_inv, c - e)
+        point_out[slot] = sk.transform_point(Xa_inv, c)
         if body_a >= 0:
             wa = wrench_at(body_q[body_a], bodies.com[body_a], c, fc)
         if body_b >= 0:
@@ -123,10 +161,13 @@ def point_wrenches(k: int, kind_a: int, size_a: Any, Xa: Any, toward: Any, kind_
 
 
 @sk.func
-def pair_wrenches(a: int, b: int, body_q: AnyArray, body_qd: AnyArray, bodies: Any, shapes: Any):
+def pair_wrenches(a: int, b: int, body_q: AnyArray, body_qd: AnyArray, bodies: Any, shapes: Any, first: int,
+                  stuck_in: sk.array(dtype=sk.int32), anchor_in: AnyArray, point_in: AnyArray,
+                  stuck_out: sk.array(dtype=sk.int32), anchor_out: AnyArray, point_out: AnyArray):
     """The summed wrenches on the bodies of shapes ``a`` and ``b`` from every point of ``a``
-    against the surface of ``b``. Two loops of constant trip count (each within the unroll
-    limit): the first 8 points, then the rest (a box's edge midpoints)."""
+    against the surface of ``b`` (point ``k``'s anchor in slot ``first + k``). Two loops of
+    constant trip count (each within the unroll limit): the first 8 points, then the rest
+    (a box's edge midpoints)."""
     kind_a = shapes.kind[a]
     kind_b = shapes.kind[b]
     size_a = shapes.params[a]
@@ -134,7 +175,8 @@ def pair_wrenches(a: int, b: int, body_q: AnyArray, body_qd: AnyArray, bodies: A
     Xa = shape_transform(shapes, body_q, a)
     Xb = shape_transform(shapes, body_q, b)
     Xb_inv = sk.transform_inverse(Xb)
-    toward = sk.transform_point(sk.transform_inverse(Xa), Xb.p)
+    Xa_inv = sk.transform_inverse(Xa)
+    toward = sk.transform_point(Xa_inv, Xb.p)
     body_a = shapes.body[a]
     body_b = shapes.body[b]
     ke = 0.5 * (shapes.ke[a] + shapes.ke[b])
@@ -148,14 +190,16 @@ def pair_wrenches(a: int, b: int, body_q: AnyArray, body_qd: AnyArray, bodies: A
     fb = fa
     for k in range(8):
         if k < count:
-            wa, wb = point_wrenches(k, kind_a, size_a, Xa, toward, kind_b, size_b, Xb, Xb_inv, body_a, body_b,
-                                    body_q, body_qd, bodies, ke, kd, kf, tc, zeta, mu)
+            wa, wb = point_wrenches(k, kind_a, size_a, Xa, toward, kind_b, size_b, Xb, Xb_inv, Xa_inv,
+                                    body_a, body_b, body_q, body_qd, bodies, ke, kd, kf, tc, zeta, mu, first + k,
+                                    stuck_in, anchor_in, point_in, stuck_out, anchor_out, point_out)
             fa = fa + wa
             fb = fb + wb
     for k in range(8, MAX_SHAPE_POINTS):
         if k < count:
-            wa, wb = point_wrenches(k, kind_a, size_a, Xa, toward, kind_b, size_b, Xb, Xb_inv, body_a, body_b,
-                                    body_q, body_qd, bodies, ke, kd, kf, tc, zeta, mu)
+            wa, wb = point_wrenches(k, kind_a, size_a, Xa, toward, kind_b, size_b, Xb, Xb_inv, Xa_inv,
+                                    body_a, body_b, body_q, body_qd, bodies, ke, kd, kf, tc, zeta, mu, first + k,
+                                    stuck_in, anchor_in, point_in, stuck_out, anchor_out, point_out)
             fa = fa + wa
             fb = fb + wb
     return fa, fb
@@ -184,7 +228,8 @@ def apart_grad(body_q: AnyArray, body_a: int, pa: Any, body_b: int, pb: Any, rea
 
 @sk.kernel
 def pair_contact(pairs: sk.array(dtype=sk.int32, ndim=2), body_q: AnyArray, body_qd: AnyArray, bodies: Any, shapes: Any,
-                 body_f: AnyArray):
+                 offset: int, stuck_in: sk.array(dtype=sk.int32), anchor_in: AnyArray, point_in: AnyArray,
+                 body_f: AnyArray, stuck_out: sk.array(dtype=sk.int32), anchor_out: AnyArray, point_out: AnyArray):
     # One thread per pair: the broad phase, then every point of a in pair_wrenches (a
     # separate function, so that a rejected pair does not set up its many locals).
     i = sk.tid()
@@ -194,7 +239,8 @@ def pair_contact(pairs: sk.array(dtype=sk.int32, ndim=2), body_q: AnyArray, body
                                                                                             shapes.params[b])
     if apart(body_q, shapes.body[a], shapes.xform[a].p, shapes.body[b], shapes.xform[b].p, reach) == 1:
         return
-    fa, fb = pair_wrenches(a, b, body_q, body_qd, bodies, shapes)
+    fa, fb = pair_wrenches(a, b, body_q, body_qd, bodies, shapes, offset + i * MAX_SHAPE_POINTS, stuck_in,
+                           anchor_in, point_in, stuck_out, anchor_out, point_out)
     body_a = shapes.body[a]
     body_b = shapes.body[b]
     if body_a >= 0:
@@ -209,7 +255,9 @@ def _param_types(real) -> dict:
     S = model_structs(real)
     spatials = sk.array(dtype=S.spatial)
     return {"body_q": sk.array(dtype=S.transform), "body_qd": spatials, "body_f": spatials, "bodies": S.Bodies,
-            "shapes": S.Shapes, "contact": S.Contact}
+            "shapes": S.Shapes, "contact": S.Contact, "flags": sk.array(dtype=sk.int32),
+            "anchor_in": sk.array(dtype=S.vec3), "anchor_out": sk.array(dtype=S.vec3),
+            "point_in": sk.array(dtype=S.vec3), "point_out": sk.array(dtype=S.vec3)}
 
 
 @functools.cache  # asked for on every launch: a lookup
@@ -218,23 +266,48 @@ def body_contact_kernels(real) -> SimpleNamespace:
     return sk.instantiate(real, __name__)
 
 
-def eval_body_contact_forces(model, state) -> None:
-    """Add the contact wrenches of every body shape (against the ground when the model has
-    one, and against the other shapes) at ``state`` into ``state.body_f``; nothing while
-    ``model.contacts_enabled`` is False.
+def contact_slot_count(model) -> int:
+    """How many contacts of ``model``'s penalty body contact can stick at once: one slot per
+    (shape, plane point) against the ground, then one per (pair, point of its shape ``a``)
+    of :func:`~simkit.kernels.shapes.collision_pairs`; the length of ``State.contact_anchor``.
 
     Example::
 
-        state.clear_forces()
-        eval_body_contact_forces(model, state)
+        contact_slot_count(model)   # 8 for a lone box above the ground
+    """
+    if not model.shape_count or not model.body_count:
+        return 0
+    return model.shape_count * MAX_PLANE_POINTS + collision_pairs(model).shape[0] * MAX_SHAPE_POINTS
+
+
+def eval_body_contact_forces(model, state_in, state_out) -> None:
+    """Add the contact wrenches of every body shape (against the ground when the model has
+    one, and against the other shapes) at ``state_in`` into ``state_in.body_f``, reading the
+    contacts' anchors from ``state_in`` and writing them, for the end of the step, into
+    ``state_out`` (``contact_stuck``, ``contact_anchor``).
+
+    Example::
+
+        state_in.clear_forces()
+        eval_body_contact_forces(model, state_in, state_out)
     """
     if not model.shape_count or not model.body_count or not model.contacts_enabled:
         return
+    slots = contact_slot_count(model)
+    for name, s in (("state_in", state_in), ("state_out", state_out)):
+        if s.contact_anchor.shape[0] != slots:
+            raise ValueError(f"eval_body_contact_forces: {name}.contact_anchor holds {s.contact_anchor.shape[0]} "
+                             f"contacts, the model has {slots} (make states with model.state())")
     k = body_contact_kernels(model.dtype)
+    launch(k.open_contacts, slots, inputs=[state_out.contact_stuck])
+    held = [state_in.contact_stuck, state_in.contact_anchor, state_in.contact_point]
+    out = [state_out.contact_stuck, state_out.contact_anchor, state_out.contact_point]
     if model.ground:
         launch(k.ground_contact, (model.shape_count, MAX_PLANE_POINTS),
-               inputs=[state.body_q, state.body_qd, model.bodies, model.shapes, model.contact, state.body_f])
+               inputs=[state_in.body_q, state_in.body_qd, model.bodies, model.shapes, model.contact, *held,
+                       state_in.body_f, *out])
     pairs = collision_pairs(model)
     if pairs.shape[0]:
         launch(k.pair_contact, pairs.shape[0],
-               inputs=[pairs, state.body_q, state.body_qd, model.bodies, model.shapes, state.body_f])
+               inputs=[pairs, state_in.body_q, state_in.body_qd, model.bodies, model.shapes,
+                       model.shape_count * MAX_PLANE_POINTS, *held, state_in.body_f, *out])

@@ -10,6 +10,10 @@ are per unit mass (:func:`scaled_penalty_force`): ``ke + m / tc^2``, ``kd + 2 ze
 ``kf + m / tc`` with ``m`` the particle's mass (against a body's shape, the reduced mass of
 the particle and the body's point; between two particles, theirs).
 
+Particles keep this regularised friction (a particle resting on a slope creeps at
+``m g sin / kf``); body contacts stick (:func:`sticking_penalty_force`, used by
+:mod:`simkit.kernels.body_contact`, which keeps an anchor per contact in the State).
+
 A particle meets only the shapes of its own world and of world -1 (the rows of
 :func:`~simkit.kernels.shapes.particle_shape_rows`); the ground belongs to every world.
 
@@ -46,11 +50,9 @@ def penalty_force(n, depth, v, ke, kd, kf, mu):
 
 
 @sk.func
-def scaled_penalty_force(n, depth, v, inv_mass, ke, kd, kf, time_constant, damping_ratio, mu):
-    """:func:`penalty_force` with the gains ``ke + m / tc^2``, ``kd + 2 zeta m / tc`` and
-    ``kf + m / tc`` where the time constant ``tc > 0`` (``zeta`` the damping ratio), ``m``
-    the effective mass of the contact (``1 / inv_mass``; 0 when ``inv_mass`` is 0): then a
-    contact is the same spring-damper per unit mass for every mass."""
+def contact_gains(inv_mass, ke, kd, kf, time_constant, damping_ratio):
+    """The gains ``ke + m / tc^2``, ``kd + 2 zeta m / tc`` and ``kf + m / tc`` of a contact of
+    effective mass ``m = 1 / inv_mass`` (the given gains alone where ``tc`` or ``inv_mass`` is 0)."""
     k = ke
     c = kd
     f = kf
@@ -60,7 +62,41 @@ def scaled_penalty_force(n, depth, v, inv_mass, ke, kd, kf, time_constant, dampi
         k = k + m * rate * rate
         c = c + 2.0 * damping_ratio * m * rate
         f = f + m * rate
+    return k, c, f
+
+
+@sk.func
+def scaled_penalty_force(n, depth, v, inv_mass, ke, kd, kf, time_constant, damping_ratio, mu):
+    """:func:`penalty_force` with the gains ``ke + m / tc^2``, ``kd + 2 zeta m / tc`` and
+    ``kf + m / tc`` where the time constant ``tc > 0`` (``zeta`` the damping ratio), ``m``
+    the effective mass of the contact (``1 / inv_mass``; 0 when ``inv_mass`` is 0): then a
+    contact is the same spring-damper per unit mass for every mass."""
+    k, c, f = contact_gains(inv_mass, ke, kd, kf, time_constant, damping_ratio)
     return penalty_force(n, depth, v, k, c, f, mu)
+
+
+@sk.func
+def sticking_penalty_force(n, depth, v, offset, inv_mass, ke, kd, kf, time_constant, damping_ratio, mu):
+    """Penalty contact with Coulomb friction that sticks: the normal force of
+    :func:`scaled_penalty_force`; tangentially a spring of the normal's stiffness ``k`` on
+    ``offset`` (how far the contact point has moved from where it stuck, 0 when it just
+    touched) damped by the friction slope ``f``: ``-k e_t - f v_t``, clamped to ``mu f_n``.
+    Returns the force and the offset to keep: ``e_t`` while the spring holds within the
+    cone, shortened to ``mu f_n / k`` when it does not (the anchor dragged along: slip)."""
+    k, c, f = contact_gains(inv_mass, ke, kd, kf, time_constant, damping_ratio)
+    vn = sk.dot(n, v)
+    fn = sk.max(-k * depth - c * vn, 0.0)
+    vt = v - n * vn
+    et = offset - n * sk.dot(n, offset)
+    limit = mu * fn
+    ft = -k * et - f * vt
+    pull = sk.length(ft)
+    if pull > limit:
+        ft = ft * (limit / pull)
+    stretch = k * sk.length(et)
+    if stretch > limit:
+        et = et * (limit / stretch)
+    return n * fn + ft, et
 
 
 @sk.kernel

@@ -404,5 +404,6 @@ class Rollout:
             self.peak_bytes = max(self.peak_bytes, held_bytes(*own))
             if seg:
                 for name, a in _integrated(start):
-                    copy(seeds[name], a.grad)
+                    if a.grad is not None:  # the contacts' stuck flags are integers: no gradient
+                        copy(seeds[name], a.grad)
         return value, final

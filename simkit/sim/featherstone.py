@@ -310,7 +310,7 @@ class Featherstone:
         state_in.clear_forces()
         eval_forces(model, state_in, control)
         if self.contact == "penalty":
-            eval_body_contact_forces(model, state_in)
+            eval_body_contact_forces(model, state_in, state_out)
         if model.particle_count:
             launch(particle_kernels(real).integrate_particles, model.particle_count,
                    inputs=[state_in.particle_q, state_in.particle_qd, state_in.particle_f, model.particles,

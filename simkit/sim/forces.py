@@ -5,7 +5,7 @@ Example::
 
     state.clear_forces()
     eval_forces(model, state, control)
-    eval_body_forces(model, state, control, dt=1e-3)
+    eval_body_forces(model, state, control, 1e-3, state_out)
 """
 
 from __future__ import annotations
@@ -40,11 +40,12 @@ def eval_forces(model, state, control) -> None:
     eval_contact_forces(model, state)
 
 
-def eval_body_forces(model, state, control, dt: float) -> None:
+def eval_body_forces(model, state, control, dt: float, state_out) -> None:
     """Add the contact and joint wrenches of ``state``'s bodies into ``state.body_f`` for a
-    step of ``dt`` (gravity is applied by the integrator; joint dampers are implicit in ``dt``)."""
+    step of ``dt`` into ``state_out``, which receives the contacts' anchors (gravity is applied
+    by the integrator; joint dampers are implicit in ``dt``)."""
     if model.body_count:
-        eval_body_contact_forces(model, state)
+        eval_body_contact_forces(model, state, state_out)
         eval_body_mesh_forces(model, state)
     if model.joint_count:
         eval_joint_forces(model, state, control, dt)

@@ -102,7 +102,9 @@ class SemiImplicitEuler:
     sticking).
 
     Rigid bodies integrate their angular momentum (conserved exactly without torque) and
-    renormalize their rotation every step. Body contacts are penalties like the particles'.
+    renormalize their rotation every step. Body contacts are penalties like the particles', but
+    their friction sticks: each touching point holds on to an anchor kept in the State
+    (``state_out`` receives it; see docs/contact.md).
     Joints are stiff damped penalties here: for every jointed body ``dt`` must satisfy
     ``linear_ke dt^2 + 2 linear_kd dt < m_a`` (its effective mass at the anchor) and
     ``angular_ke dt^2 + 2 angular_kd dt < I`` (its smallest moment of inertia); with the
@@ -126,7 +128,7 @@ class SemiImplicitEuler:
         warn_ignored_joint_features(model, "SemiImplicitEuler")
         state_in.clear_forces()
         eval_forces(model, state_in, control)
-        eval_body_forces(model, state_in, control, dt)
+        eval_body_forces(model, state_in, control, dt, state_out)
         if model.particle_count:
             launch(particle_kernels(model.dtype).integrate_particles, model.particle_count,
                    inputs=[state_in.particle_q, state_in.particle_qd, state_in.particle_f, model.particles,

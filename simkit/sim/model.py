@@ -35,6 +35,7 @@ from ..core import array as A
 from ..core import types as T
 from ..core.launch import launch
 from ..kernels.bodies import body_kernels
+from ..kernels.body_contact import contact_slot_count
 from ..kernels.particles import particle_kernels
 from ..kernels.meshes import build_meshes
 from ..kernels.structs import model_structs
@@ -378,7 +379,8 @@ class State:
 
     # What a step integrates: read from state_in, written to state_out. Forces are
     # recomputed by every step, so these fields are all a checkpoint or a copy needs.
-    INTEGRATED = ("particle_q", "particle_qd", "body_q", "body_qd", "joint_q", "joint_qd")
+    INTEGRATED = ("particle_q", "particle_qd", "body_q", "body_qd", "joint_q", "joint_qd", "contact_stuck",
+                  "contact_anchor", "contact_point")
     _FIELDS = ("particle_q", "particle_qd", "particle_f", "body_q", "body_qd", "body_f")
 
     def __init__(self, model: Model, requires_grad: bool):
@@ -393,6 +395,13 @@ class State:
         # generalized coordinates: what sk.sim.Featherstone integrates (body_q/body_qd follow by eval_fk)
         self.joint_q = A.clone(model.joint_q, requires_grad=requires_grad)
         self.joint_qd = A.clone(model.joint_qd, requires_grad=requires_grad)
+        # the stick state of the body contacts (kernels/body_contact.py): per contact slot, 1 while it
+        # touches, its anchor on the surface (world for the ground, else in the surface shape's frame)
+        # and the touching material point (in its own shape's frame)
+        slots = contact_slot_count(model)
+        self.contact_stuck = A.zeros(slots, dtype=T.int32, device=model.device)
+        self.contact_anchor = A.zeros(slots, dtype=model.types.vec3, device=model.device, requires_grad=requires_grad)
+        self.contact_point = A.zeros(slots, dtype=model.types.vec3, device=model.device, requires_grad=requires_grad)
 
     def clear_forces(self) -> None:
         """Zero the force accumulators (the integrators do this at the start of each step).
