@@ -343,6 +343,10 @@ class State:
     joints, ``joint_q`` / ``joint_qd``: the generalized coordinates and velocities (as
     ``model.joint_q``), which :class:`~simkit.sim.Featherstone` integrates (the other
     integrators leave them as they are; :func:`~simkit.sim.eval_ik` reads them off the bodies).
+    ``contact_force``: ``Featherstone(contact="constraint")``'s contact forces of the step
+    that wrote the state, the next step's warm start (``None`` until a step writes it: a
+    fresh state starts its solve from zero, so the same rollout from the same state repeats
+    bit for bit).
 
     Example::
 
@@ -368,6 +372,9 @@ class State:
         # generalized coordinates: what sk.sim.Featherstone integrates (body_q/body_qd follow by eval_fk)
         self.joint_q = A.clone(model.joint_q, requires_grad=requires_grad)
         self.joint_qd = A.clone(model.joint_qd, requires_grad=requires_grad)
+        # Featherstone(contact="constraint")'s warm start: the contact forces of the step that
+        # wrote this state, per slot (None in a fresh state: the first solve starts from zero)
+        self.contact_force = None
 
     def clear_forces(self) -> None:
         """Zero the force accumulators (the integrators do this at the start of each step).
