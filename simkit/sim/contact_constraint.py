@@ -33,6 +33,11 @@ from ..kernels.shapes import MAX_PLANE_POINTS, MAX_SHAPE_POINTS, collision_pairs
 from .model import Model, State
 
 
+# how often (in steps) a step on a GPU reads back whether max_contacts was exceeded: each
+# read waits for the device, so not every step (on the CPU the read is free, and every step)
+CHECK_EVERY = 100
+
+
 def _dof_body(model: Model) -> np.ndarray:
     """``table[d * nb + b]`` is 1 when dof ``d`` moves body ``b`` (its joint is one of the
     body's articulated ancestors)."""
@@ -75,6 +80,10 @@ class ContactSolve:
             return A.zeros(max(n, 1), dtype=dtype, device=dev)
 
         self.iterations = zeros(1, T.int32)
+        # the most contacts active at once since the last check (written on the device,
+        # read on the host: every step on the CPU, every CHECK_EVERY steps elsewhere)
+        self.needed = zeros(1, T.int32)
+        self.steps = 0
         self.reused = None
         self.dof_body = A.array(_dof_body(model), dtype=T.int32, device=dev)
         self.invweight = None
@@ -91,6 +100,22 @@ class ContactSolve:
                inputs=[count, 6, topo["dof_start"], topo["dof_count"], topo["entry_start"], nd, L, J], outputs=[Y, X])
         self.invweight = A.zeros(2 * nb, dtype=real, device=model.device)
         launch(k.body_invweight, nb, inputs=[nd, J, X], outputs=[self.invweight])
+
+    def check_capacity(self) -> None:
+        """Raise if a step since the last check had more active contacts than
+        ``max_contacts`` (the solve dropped the rest: bodies would sink into each other).
+
+        Example::
+
+            solve.check_capacity()
+        """
+        needed = int(self.needed.numpy()[0])
+        if needed > self.max_contacts:
+            self.needed.zero_()
+            raise RuntimeError(f"Featherstone(max_contacts={self.max_contacts}): {needed} contacts were active at "
+                               f"once, so {needed - self.max_contacts} were dropped from the contact solve (their "
+                               f"bodies would sink through the ground or each other); make the integrator with "
+                               f"Featherstone(contact='constraint', max_contacts={needed}) or more")
 
     def _step_arrays(self, model: Model, recording: bool) -> SimpleNamespace:
         """The arrays one step writes: the model's, reused, or under a Tape new ones (the tape
@@ -151,7 +176,10 @@ class ContactSolve:
             warm = self.warm_start(state_out)
             A.copy(warm, self.warm_start(state))
             launch(k.compact, 1, inputs=[w.slot_active, self.slots, self.max_contacts],
-                   outputs=[w.contact_slot, w.count, warm])
+                   outputs=[w.contact_slot, w.count, self.needed, warm])
+        self.steps += 1
+        if str(model.device).startswith("cpu") or self.steps % CHECK_EVERY == 0:
+            self.check_capacity()
         launch(k.row_jacobian, mr,
                inputs=[w.count, w.contact_slot, w.slot_body, w.slot_point, w.slot_normal, w.slot_mu, w.slot_condim, params["elliptic"], S_dof,
                        self.dof_body, nb, nd], outputs=[w.J])

@@ -353,9 +353,10 @@ class Featherstone:
                outputs=[M])
         qdd, L = _solve(model, topo, k, M, rhs, zeros)
         if self.contact == "constraint":
-            solve = topo.get("contact_solve")
+            solves = topo.setdefault("contact_solves", {})      # per cap: integrators may differ
+            solve = solves.get(self.max_contacts)
             if solve is None:
-                solve = topo["contact_solve"] = ContactSolve(model, self.max_contacts)
+                solve = solves[self.max_contacts] = ContactSolve(model, self.max_contacts)
             params = dict(self._contact_params, impratio=model.impratio if self.impratio is None else self.impratio,
                           elliptic=int(model.contact_cone == "elliptic"))
             qdd = solve.qdd(model, state_in, state_out, topo, S_dof, L, M, qdd, dt, params)
