@@ -37,18 +37,24 @@ ROWS_PER_CONTACT = 4
 
 @sk.kernel
 def compact(slot_active: ints, slot_count: int, max_contacts: int, contact_slot: ints, count: ints,
-            slot_force: AnyArray):
+            needed: ints, slot_force: AnyArray):
     # one thread: the active slots in ascending order, at most max_contacts of them; an
-    # inactive slot forgets its force (a contact made again starts from zero)
+    # inactive slot forgets its force (a contact made again starts from zero). needed[0]
+    # keeps the most active slots seen, so the host can tell that the cap dropped some
     n = int(0)
+    active = int(0)
     for s in range(slot_count):
-        if slot_active[s] == 1 and n < max_contacts:
-            contact_slot[n] = s
-            n = n + 1
+        if slot_active[s] == 1:
+            active = active + 1
+            if n < max_contacts:
+                contact_slot[n] = s
+                n = n + 1
         if slot_active[s] == 0:
             for e in range(ROWS_PER_CONTACT):
                 slot_force[ROWS_PER_CONTACT * s + e] = slot_force.dtype(0.0)
     count[0] = n
+    if active > needed[0]:
+        needed[0] = active
 
 
 @sk.func

@@ -7,7 +7,7 @@ candidate shape pair), compacted to at most ``max_contacts`` active contacts; th
 Jacobians ``J``; ``X = M^-1 J^T`` with the articulations' Cholesky factors; the Delassus
 matrix ``A = J X`` (as ``J (X f)``) over all rows at once (contacts between bodies of different
 articulations are coupled in the same solve); MuJoCo's reference accelerations and
-regularizers; the dual solved by projected Gauss-Seidel, warm-started per slot; and ``qdd
+regularizers; the dual solved by projected Gauss-Seidel, warm-started per slot from ``state_in.contact_force``; and ``qdd
 = a0 + X f``. See docs/contact.md.
 
 Example::
@@ -33,6 +33,11 @@ from ..kernels.shapes import MAX_PLANE_POINTS, MAX_SHAPE_POINTS, collision_pairs
 from .model import Model, State
 
 
+# how often (in steps) a step on a GPU reads back whether max_contacts was exceeded: each
+# read waits for the device, so not every step (on the CPU the read is free, and every step)
+CHECK_EVERY = 100
+
+
 def _dof_body(model: Model) -> np.ndarray:
     """``table[d * nb + b]`` is 1 when dof ``d`` moves body ``b`` (its joint is one of the
     body's articulated ancestors)."""
@@ -53,14 +58,13 @@ def _dof_body(model: Model) -> np.ndarray:
 
 class ContactSolve:
     """The buffers of the contact solve for one model (its sizes are the model's: slots for
-    every ground point and pair point, ``max_contacts`` contacts of 4 rows each), the
-    per-slot forces kept for the next step's warm start, and the bodies' inverse weights
+    every ground point and pair point, ``max_contacts`` contacts of 4 rows each) and the bodies' inverse weights
     (MuJoCo's ``body_invweight0``) taken at the first step's configuration.
 
     Example::
 
         solve = ContactSolve(model, max_contacts=64)
-        qdd = solve.qdd(model, state, topo, S_dof, L, a0, dt, params)
+        qdd = solve.qdd(model, state_in, state_out, topo, S_dof, L, M, a0, dt, params)
     """
 
     def __init__(self, model: Model, max_contacts: int):
@@ -75,8 +79,11 @@ class ContactSolve:
         def zeros(n, dtype=real):
             return A.zeros(max(n, 1), dtype=dtype, device=dev)
 
-        self.slot_force = zeros(self.slots * ROWS_PER_CONTACT)
         self.iterations = zeros(1, T.int32)
+        # the most contacts active at once since the last check (written on the device,
+        # read on the host: every step on the CPU, every CHECK_EVERY steps elsewhere)
+        self.needed = zeros(1, T.int32)
+        self.steps = 0
         self.reused = None
         self.dof_body = A.array(_dof_body(model), dtype=T.int32, device=dev)
         self.invweight = None
@@ -93,6 +100,22 @@ class ContactSolve:
                inputs=[count, 6, topo["dof_start"], topo["dof_count"], topo["entry_start"], nd, L, J], outputs=[Y, X])
         self.invweight = A.zeros(2 * nb, dtype=real, device=model.device)
         launch(k.body_invweight, nb, inputs=[nd, J, X], outputs=[self.invweight])
+
+    def check_capacity(self) -> None:
+        """Raise if a step since the last check had more active contacts than
+        ``max_contacts`` (the solve dropped the rest: bodies would sink into each other).
+
+        Example::
+
+            solve.check_capacity()
+        """
+        needed = int(self.needed.numpy()[0])
+        if needed > self.max_contacts:
+            self.needed.zero_()
+            raise RuntimeError(f"Featherstone(max_contacts={self.max_contacts}): {needed} contacts were active at "
+                               f"once, so {needed - self.max_contacts} were dropped from the contact solve (their "
+                               f"bodies would sink through the ground or each other); make the integrator with "
+                               f"Featherstone(contact='constraint', max_contacts={needed}) or more")
 
     def _step_arrays(self, model: Model, recording: bool) -> SimpleNamespace:
         """The arrays one step writes: the model's, reused, or under a Tape new ones (the tape
@@ -116,10 +139,22 @@ class ContactSolve:
             self.reused = w
         return w
 
-    def qdd(self, model: Model, state: State, topo: dict, S_dof: A.Array, L: A.Array, M: A.Array, a0: A.Array,
-            dt: float, params: dict) -> A.Array:
+    def warm_start(self, state: State) -> A.Array:
+        """``state.contact_force``: the force of every row of every slot at the step that
+        wrote ``state`` (the next step's first guess), created as zeros the first time."""
+        n = max(self.slots * ROWS_PER_CONTACT, 1)
+        f = state.contact_force
+        if f is None or f.size != n:
+            f = state.contact_force = A.zeros(n, dtype=state.model.dtype, device=state.model.device)
+        return f
+
+    def qdd(self, model: Model, state: State, state_out: State, topo: dict, S_dof: A.Array, L: A.Array,
+            M: A.Array, a0: A.Array, dt: float, params: dict) -> A.Array:
         """The constrained acceleration ``a0 + M^-1 J^T f`` at ``state`` (bodies placed); under
-        a Tape, recorded with its gradient (implicit differentiation at the solution)."""
+        a Tape, recorded with its gradient (implicit differentiation at the solution). The
+        solve starts from ``state.contact_force`` and leaves its forces in
+        ``state_out.contact_force`` (outside any Tape: the warm start changes where the
+        iterations start, not the solution they converge to)."""
         real, nb, nd = model.dtype, model.body_count, model.joint_dof_count
         kr, k = contact_row_kernels(real), contact_solve_kernels(real)
         tapes = active_tapes()
@@ -138,8 +173,13 @@ class ContactSolve:
             launch(kr.pair_rows, (self.pairs.shape[0], MAX_SHAPE_POINTS),
                    inputs=[self.pairs, state.body_q, model.shapes, model.contact, self.ground_slots], outputs=slots)
         with paused_tapes():
+            warm = self.warm_start(state_out)
+            A.copy(warm, self.warm_start(state))
             launch(k.compact, 1, inputs=[w.slot_active, self.slots, self.max_contacts],
-                   outputs=[w.contact_slot, w.count, self.slot_force])
+                   outputs=[w.contact_slot, w.count, self.needed, warm])
+        self.steps += 1
+        if str(model.device).startswith("cpu") or self.steps % CHECK_EVERY == 0:
+            self.check_capacity()
         launch(k.row_jacobian, mr,
                inputs=[w.count, w.contact_slot, w.slot_body, w.slot_point, w.slot_normal, w.slot_mu, w.slot_condim, params["elliptic"], S_dof,
                        self.dof_body, nb, nd], outputs=[w.J])
@@ -173,7 +213,7 @@ class ContactSolve:
         with paused_tapes():
             launch(k.pgs, 1, inputs=[w.count, w.contact_slot, w.slot_condim, w.slot_mu, params["elliptic"], nd,
                                      iterations, tol, w.J, w.X, w.b, w.R, a0],
-                   outputs=[self.slot_force, w.f, w.out, self.iterations])
+                   outputs=[warm, w.f, w.out, self.iterations])
         inputs = [w.J, w.X, w.b, w.R, a0]
         if tapes and any(x.requires_grad for x in inputs):
             w.out.requires_grad = True

@@ -248,7 +248,8 @@ class Featherstone:
     masks; mixed per pair as MuJoCo does) and the model's ``impratio`` (``impratio`` here
     overrides it) on the model's ``contact_cone`` (pyramidal, or elliptic: no gradient yet);
     at most ``max_contacts`` contacts, projected
-    Gauss-Seidel to ``tolerance`` or ``iterations`` sweeps, warm-started. Its gradient is implicit
+    Gauss-Seidel to ``tolerance`` or ``iterations`` sweeps, warm-started from
+    ``state_in.contact_force`` (written to ``state_out.contact_force``). Its gradient is implicit
     differentiation at the solution. Models with bodies outside articulations need
     ``contact="penalty"``.
 
@@ -352,12 +353,13 @@ class Featherstone:
                outputs=[M])
         qdd, L = _solve(model, topo, k, M, rhs, zeros)
         if self.contact == "constraint" and model.contacts_enabled:
-            solve = topo.get("contact_solve")
+            solves = topo.setdefault("contact_solves", {})      # per cap: integrators may differ
+            solve = solves.get(self.max_contacts)
             if solve is None:
-                solve = topo["contact_solve"] = ContactSolve(model, self.max_contacts)
+                solve = solves[self.max_contacts] = ContactSolve(model, self.max_contacts)
             params = dict(self._contact_params, impratio=model.impratio if self.impratio is None else self.impratio,
                           elliptic=int(model.contact_cone == "elliptic"))
-            qdd = solve.qdd(model, state_in, topo, S_dof, L, M, qdd, dt, params)
+            qdd = solve.qdd(model, state_in, state_out, topo, S_dof, L, M, qdd, dt, params)
         launch(k.integrate, nj,
                inputs=[model.joints, model.joint_articulation, model.joint_q_start, model.joint_qd_start, joint_q,
                        joint_qd, qdd, dt], outputs=[state_out.joint_q, state_out.joint_qd])

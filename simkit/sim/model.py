@@ -369,6 +369,10 @@ class State:
     joints, ``joint_q`` / ``joint_qd``: the generalized coordinates and velocities (as
     ``model.joint_q``), which :class:`~simkit.sim.Featherstone` integrates (the other
     integrators leave them as they are; :func:`~simkit.sim.eval_ik` reads them off the bodies).
+    ``contact_force``: ``Featherstone(contact="constraint")``'s contact forces of the step
+    that wrote the state, the next step's warm start (``None`` until a step writes it: a
+    fresh state starts its solve from zero, so the same rollout from the same state repeats
+    bit for bit).
 
     Example::
 
@@ -402,6 +406,9 @@ class State:
         self.contact_stuck = A.zeros(slots, dtype=T.int32, device=model.device)
         self.contact_anchor = A.zeros(slots, dtype=model.types.vec3, device=model.device, requires_grad=requires_grad)
         self.contact_point = A.zeros(slots, dtype=model.types.vec3, device=model.device, requires_grad=requires_grad)
+        # Featherstone(contact="constraint")'s warm start: the contact forces of the step that
+        # wrote this state, per slot (None in a fresh state: the first solve starts from zero)
+        self.contact_force = None
 
     def clear_forces(self) -> None:
         """Zero the force accumulators (the integrators do this at the start of each step).
