@@ -514,11 +514,11 @@ class Function:
         return self._specs[key]
 
     def __call__(self, *args):
-        if len(self.members) > 1:
-            from . import func_overloads
+        from . import func_overloads
 
-            return func_overloads.pick_for_python(self, args).func(*args)
-        return self.func(*args)
+        # Checked also with one definition: a float32 value for a float64 parameter is refused
+        # here as in a kernel (and in Warp), not computed in another precision.
+        return func_overloads.pick_for_python(self, args).func(*args)
 
     def __repr__(self):
         n = len(self.members)
