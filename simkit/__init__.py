@@ -21,7 +21,7 @@ from .core.errors import CompileError, CompilerNotFoundError, KernelRuntimeError
 from .core.kernel import Kernel, func, func_grad, kernel, overload
 from .core.modules import instantiate, load_module, overload_types
 from .core.lang import BUILTIN_STUBS as _STUBS
-from .core.lang import adjoint, constant, static
+from .core.lang import adjoint, constant, grad, static
 from .core.launch import launch
 from .core.capture import capture, replay
 from .core.device import ScopedDevice, get_cuda_device_count, get_device, is_cuda_available, set_device, synchronize

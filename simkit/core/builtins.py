@@ -279,6 +279,28 @@ _("quat_from_axis_angle", "axis: vec(3,F), angle: F", "quat(F)",
   " SK_UNROLL for (int i = 0; i < 3; ++i) adj_axis[i] += adj_ret[i] * s;"
   " adj_angle += F(0.5) * (c * (axis[0] * adj_ret[0] + axis[1] * adj_ret[1] + axis[2] * adj_ret[2]) - s * adj_ret[3]);",
   tan="F s = m::sin(angle * F(0.5)), c = m::cos(angle * F(0.5)), h = F(0.5) * tan_angle; return quat_t<F>{{tan_axis[0] * s + axis[0] * c * h, tan_axis[1] * s + axis[1] * c * h, tan_axis[2] * s + axis[2] * c * h, -s * h}};")
+# Warp's convention: roll about x first, then pitch about y, then yaw about z (q = qz * qy * qx).
+# Each factor's derivative is the factor at a quarter turn further, halved: d/da (s, c) = (c, -s) / 2.
+_("quat_rpy", "roll: F, pitch: F, yaw: F", "quat(F)",
+  "F h = F(0.5); return qmul(qmul(quat_t<F>{{F(0), F(0), m::sin(yaw * h), m::cos(yaw * h)}}, "
+  "quat_t<F>{{F(0), m::sin(pitch * h), F(0), m::cos(pitch * h)}}), quat_t<F>{{m::sin(roll * h), F(0), F(0), m::cos(roll * h)}});",
+  "F h = F(0.5), sr = m::sin(roll * h), cr = m::cos(roll * h), sp = m::sin(pitch * h), cp = m::cos(pitch * h),"
+  " sy = m::sin(yaw * h), cy = m::cos(yaw * h);"
+  " quat_t<F> qx = {{sr, F(0), F(0), cr}}, qy = {{F(0), sp, F(0), cp}}, qz = {{F(0), F(0), sy, cy}};"
+  " quat_t<F> dx = {{h * cr, F(0), F(0), -h * sr}}, dy = {{F(0), h * cp, F(0), -h * sp}}, dz = {{F(0), F(0), h * cy, -h * sy}};"
+  " adj_roll += inner_(adj_ret, qmul(qmul(qz, qy), dx)); adj_pitch += inner_(adj_ret, qmul(qmul(qz, dy), qx));"
+  " adj_yaw += inner_(adj_ret, qmul(qmul(dz, qy), qx));",
+  tan="F h = F(0.5), sr = m::sin(roll * h), cr = m::cos(roll * h), sp = m::sin(pitch * h), cp = m::cos(pitch * h),"
+  " sy = m::sin(yaw * h), cy = m::cos(yaw * h);"
+  " quat_t<F> qx = {{sr, F(0), F(0), cr}}, qy = {{F(0), sp, F(0), cp}}, qz = {{F(0), F(0), sy, cy}};"
+  " quat_t<F> dx = {{h * cr * tan_roll, F(0), F(0), -h * sr * tan_roll}}, dy = {{F(0), h * cp * tan_pitch, F(0), -h * sp * tan_pitch}},"
+  " dz = {{F(0), F(0), h * cy * tan_yaw, -h * sy * tan_yaw}};"
+  " return qmul(qmul(qz, qy), dx) + qmul(qmul(qz, dy), qx) + qmul(qmul(dz, qy), qx);")
+_("length", "q: quat(F)", "F", "return m::sqrt(inner_(q, q));",
+  "F l = m::sqrt(inner_(q, q)); if (l > F(0)) adj_q += q * (adj_ret / l);",
+  tan="F l = m::sqrt(inner_(q, q)); return l > F(0) ? inner_(q, tan_q) / l : F(0);")
+_("length_sq", "q: quat(F)", "F", "return inner_(q, q);", "adj_q += q * (F(2) * adj_ret);",
+  tan="return F(2) * inner_(q, tan_q);")
 _("quat_rotate", "q: quat(F), v: vec(3,F)", "vec(3,F)", "return qrotate(q, v);",
   "adj_qrotate_(q, v, adj_q, adj_v, adj_ret);",
   tan="return tan_qrotate_(q, v, tan_q, tan_v);")

@@ -16,6 +16,7 @@ from . import builtins as B
 from . import ir
 from . import types as T
 from .exprs import _MATH_BUILTINS, Py, Retype, Undefined, type_str
+from .lang import GradOf, grad as lang_grad
 
 
 def firm_float(a) -> bool:
@@ -108,6 +109,16 @@ class CallMixin:
             return self.length_of(node)
         if getattr(obj, "_sk_func", False):
             return self.call_func(obj, node)
+        if isinstance(obj, GradOf):
+            return self.call_grad(obj.of, node)
+        if obj is lang_grad:  # sk.grad(f) is made at compile time; calling it is call_grad
+            f = self.expr(node.args[0]) if len(node.args) == 1 and not node.keywords else None
+            if not isinstance(f, Py):
+                self.error("sk.grad takes one @sk.func or builtin, e.g. sk.grad(square)(x)", node)
+            try:
+                return Py(GradOf(f.obj))
+            except TypeError as e:
+                self.error(str(e), node)
         if hasattr(obj, "_sk_kernel"):
             self.error("a kernel cannot call another kernel; make the helper an @sk.func", node)
         if obj is pybuiltins.type:
@@ -380,6 +391,39 @@ class CallMixin:
         casts = "".join(f", double($a{k})" if v.type.is_float else f", $a{k}" for k, v in enumerate(vals))
         self.emit([], vals, f'printf("{fmt}"{casts});', None, replay=False)
         return Py(None)
+
+    def call_grad(self, f, node):
+        """``sk.grad(f)(args)``: f's adjoint run with a unit seed, its input adjoints the result.
+        Forward only: the op has no adjoint of its own, so the kernel's gradient treats it as a constant."""
+        if node.keywords:
+            self.error("keyword arguments to sk.grad(f)(...) are not supported", node)
+        given = [self.expr(a) for a in node.args]
+        if getattr(f, "_sk_func", False):
+            spec = f.specialize_for(given, self, node)
+            params, rets, label = spec.param_types, spec.ret_types, f"function '{f.name}'"
+            if any(ir.holds_arrays(t) for t in params):
+                self.error(f"sk.grad({f.name}): a function taking arrays has no gradient by value", node)
+            self.funcs_used.setdefault(spec, None)
+            call = f"adj_{spec.cname}"
+        else:
+            name = f._sk_builtin
+            found = B.resolve(name, [getattr(a, "type", None) for a in given])
+            if found is None or not found[0].differentiable:
+                self.error(f"sk.grad({name}) takes the arguments of a differentiable overload of {name}()", node)
+            b, params, ret = found
+            rets, label, call = [ret], f"builtin '{name}'", f"sk::adj_{b.cname}"
+        if len(rets) != 1 or getattr(rets[0], "_sk_kind", "") != "scalar" or not rets[0].is_float:
+            self.error(f"sk.grad needs a function returning one float, {label} returns "
+                       f"({', '.join(T.type_name(t) for t in rets)})", node)
+        args = [self.convert(a, t, node) for a, t in zip(given, params)]
+        for t in params:
+            self.note_type(t)
+        outs = [self.new_var(t) for t in params]
+        ins = ", ".join(f"$a{k}" for k in range(len(args)))
+        zero = " ".join(f"$o{k} = {{}};" for k in range(len(outs)))
+        adjs = ", ".join(f"$o{k}" for k in range(len(outs)))
+        self.emit(outs, args, f"{zero} {call}({ins}, {adjs}, {rets[0]._sk_ctype}(1));", None, what=f"sk.grad of {label}")
+        return outs[0] if len(outs) == 1 else Py(tuple(outs))
 
     def call_func(self, fn, node):
         if node.keywords:

@@ -23,6 +23,7 @@ from .adjoint_flow import live_adjoints, seeds_adjoints
 from .config import config
 from .exprs import literal
 from .ir import differentiable
+from .struct import EMPTY_PAD
 
 _PLACEHOLDER = re.compile(r"\$(adj_|tan_)?([oa])(\d+)|\$RETURN")
 
@@ -509,7 +510,7 @@ def scatters(body: str) -> bool:
 
 
 def struct_source(t) -> str:
-    fields = "\n".join(f"    {ctype(ft)} {n};" for n, ft in t._sk_fields.items())
+    fields = "\n".join(f"    {ctype(ft)} {n};" for n, ft in t._sk_fields.items()) or f"    unsigned char {EMPTY_PAD};"
     adds = " ".join(f"a.{n} += b.{n};" for n, ft in t._sk_fields.items() if differentiable(ft))
     return (f"// struct {t.__name__}\nstruct {t._sk_ctype} {{\n{fields}\n}};\n"
             f"SK_FUNC {t._sk_ctype}& operator+=({t._sk_ctype}& a, const {t._sk_ctype}& b) {{ {adds} return a; }}")

@@ -91,8 +91,8 @@ class TangentWriter(FunctionWriter):
         flows = any(differentiable(v.type) for v in (s.outs or s.args) if isinstance(v, ir.Var)) or (
             not s.replay and any(_float_array(v) for v in s.args))  # a store or atomic into a float array
         tan = s.tan
-        if tan is None and s.adj is not None and flows:
-            self.refuse(s)
+        if (tan is None and s.adj is not None and flows) or s.what.startswith("sk.grad of"):
+            self.refuse(s)  # sk.grad runs an adjoint function, which tangent modules do not hold
         if tan is not None and s.tan_fused:
             self.put(self.render(tan, s, ret))
             return

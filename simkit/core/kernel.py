@@ -21,11 +21,14 @@ Example::
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import inspect
 import logging
 import re
 import sys
+import textwrap
+import typing
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -333,8 +336,13 @@ def kernel(f: Callable | None = None, *, module: str | None = None, enable_backw
     return Kernel(f, key, module, enable_backward=enable_backward)
 
 
-def overload(k: Kernel, types: Sequence | dict) -> Kernel:
+def overload(k: Kernel | Callable, types: Sequence | dict | None = None) -> Kernel:
     """The overload of generic kernel ``k`` for ``types`` (Warp's ``wp.overload``).
+
+    As a bare decorator (as in Warp), it takes the types from the annotations of a stub
+    named like the generic kernel, whose body is only ``...``, ``pass`` or a docstring,
+    makes that overload and gives back the generic kernel itself, so the name still
+    launches any overload.
 
     Example::
 
@@ -343,10 +351,54 @@ def overload(k: Kernel, types: Sequence | dict) -> Kernel:
             a[sk.tid()] = v
 
         fill64 = sk.overload(fill, [sk.array(dtype=sk.float64), sk.float64])
+
+        @sk.overload
+        def fill(a: sk.array(dtype=sk.float32), v: sk.float32):
+            ...
     """
-    if not isinstance(k, Kernel):
-        raise TypeError(f"sk.overload expects an @sk.kernel, got {type(k).__name__}")
-    return k.overload(types)
+    if isinstance(k, Kernel):
+        if types is None:
+            raise TypeError(f"sk.overload({k.name}) needs the parameter types: a list or {{name: type}}")
+        return k.overload(types)
+    if inspect.isfunction(k) and types is None:
+        return _overload_from_stub(k, sys._getframe(1))
+    raise TypeError(f"sk.overload expects an @sk.kernel (or, as a decorator, a stub function), got {type(k).__name__}")
+
+
+def _overload_from_stub(stub: Callable, frame) -> Kernel:
+    """``@sk.overload`` on a stub: the generic kernel its name binds where it is defined (else
+    the only generic kernel of that qualified name in its module), overloaded for its annotations."""
+    where = (inspect.getsourcefile(stub) or "<unknown>", stub.__code__.co_firstlineno)
+    bound = frame.f_locals.get(stub.__name__, frame.f_globals.get(stub.__name__))
+    if isinstance(bound, Kernel):  # what the name means where the stub is written
+        k = bound
+    else:
+        found = [g for g in Module.of(stub.__module__).generics if g.func.__qualname__ == stub.__qualname__]
+        if len(found) != 1:
+            raise CompileError(f"@sk.overload {stub.__name__}: " + (
+                "no generic @sk.kernel of that name is defined before it" if not found else
+                f"{len(found)} generic kernels share that name; use sk.overload(kernel, [types])"), *where)
+        k = found[0]
+    if not k.generic:
+        raise CompileError(f"@sk.overload {stub.__name__}: kernel '{k.name}' is not generic (no typing.Any "
+                           "parameter), so it has no overloads to make", *where)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(stub)))
+    except (OSError, SyntaxError):
+        tree = None  # no source at hand (an exec'd string): nothing to check the body against
+    if tree is not None:
+        for node in tree.body[0].body:
+            if not (isinstance(node, ast.Pass) or isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+                    and (node.value.value is ... or isinstance(node.value.value, str))):
+                raise CompileError(f"@sk.overload {stub.__name__}: the stub's body must be only '...', 'pass' or a "
+                                   "docstring (the generic kernel's body is the one compiled)", where[0],
+                                   where[1] + node.lineno - 1)
+    types = _annotations(stub, "kernel overload", require=True)
+    if len(types) != len(k.arg_names):  # matched by position, as in Warp
+        raise CompileError(f"@sk.overload {stub.__name__}: the stub has {len(types)} parameter(s), the kernel "
+                           f"{len(k.arg_names)} ({', '.join(k.arg_names)})", *where)
+    k.overload(list(types.values()))
+    return k
 
 
 class FuncSpec:
@@ -462,35 +514,62 @@ class Function:
         return self._specs[key]
 
     def __call__(self, *args):
-        if len(self.members) > 1:
-            from . import func_overloads
+        from . import func_overloads
 
-            return func_overloads.pick_for_python(self, args).func(*args)
-        return self.func(*args)
+        # Checked also with one definition: a float32 value for a float64 parameter is refused
+        # here as in a kernel (and in Warp), not computed in another precision.
+        return func_overloads.pick_for_python(self, args).func(*args)
 
     def __repr__(self):
         n = len(self.members)
         return f"<sk.func {self.name}" + (f" ({n} overloads)>" if n > 1 else ">")
 
 
+@typing.overload
 def func(f: Callable) -> Function:
+    """``@sk.func``: the bare decorator."""
+
+
+@typing.overload
+def func(f: None = None, *, module: str | None = None) -> Callable[[Callable], Function]:
+    """``@sk.func(module=...)``: the decorator with arguments."""
+
+
+def func(f: Callable | None = None, *, module: str | None = None):
     """Decorate a helper callable from kernels; unannotated parameters take the caller's types.
 
     Defined again under the same name in the same scope with other parameter types, it
     is overloaded by type as in Warp (see func_overloads.py); with the same types, the new
     definition replaces the old. The rules are in docs/design.md, "Functions: @sk.func and
-    @sk.func_grad".
+    @sk.func_grad". ``module`` (a name, or ``"unique"``) is accepted as Warp's is, and
+    changes nothing: a function compiles into the module of each kernel that calls it.
 
     Example::
 
         @sk.func
         def spring_force(d: sk.vec3, k: float) -> sk.vec3:
             return -k * d
+
+        @sk.func(module="unique")
+        def spring_energy(d: sk.vec3, k: float) -> float:
+            return 0.5 * k * sk.dot(d, d)
     """
+    if module is not None and not isinstance(module, str):
+        raise TypeError(f"sk.func(module=...) takes a module name (a string, or 'unique'), got {type(module).__name__}")
+    if f is None:
+        def decorate(g: Callable) -> Function:
+            return _make_func(g, sys._getframe(1).f_locals)
+        return decorate
+    return _make_func(f, sys._getframe(1).f_locals)
+
+
+def _make_func(f: Callable, scope: dict) -> Function:
     from . import func_overloads
 
+    if not callable(f) or not hasattr(f, "__code__"):
+        raise TypeError(f"sk.func expects a Python function, got {type(f).__name__}")
     fn = Function(f)
-    func_overloads.group_with_previous(fn, sys._getframe(1).f_locals)
+    func_overloads.group_with_previous(fn, scope)
     return fn
 
 

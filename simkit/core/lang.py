@@ -75,3 +75,38 @@ class _Adjoint:
 
 
 adjoint = _Adjoint()
+
+
+class GradOf:
+    """``sk.grad(f)``: inside a kernel, ``sk.grad(f)(x, y)`` is the gradient of the scalar
+    ``f(x, y)`` with respect to each argument (one value, or a tuple for several), as in
+    Warp. ``f`` is an ``@sk.func`` or a builtin (``sk.atan2``). The result is a constant
+    for the kernel's own adjoint: no gradient flows back through it.
+
+    Example::
+
+        @sk.func
+        def square(x: float):
+            return x * x
+
+        @sk.kernel
+        def slope(x: sk.array(dtype=float), out: sk.array(dtype=float)):
+            i = sk.tid()
+            out[i] = sk.grad(square)(x[i])   # 2 x
+    """
+
+    def __init__(self, f: Any):
+        if not (getattr(f, "_sk_func", False) or getattr(f, "_sk_builtin", None) in _table.TABLE):
+            raise TypeError(f"sk.grad expects an @sk.func or a differentiable builtin, got {f!r}")
+        self.of = f
+
+    def __call__(self, *args):
+        raise RuntimeError("sk.grad(f)(...) can only be called inside an @sk.kernel or @sk.func")
+
+    def __repr__(self):
+        return f"sk.grad({getattr(self.of, '__name__', self.of)!r})"
+
+
+def grad(f: Any) -> GradOf:
+    """The gradient of ``f``, callable in kernels: see :class:`GradOf`."""
+    return GradOf(f)

@@ -30,6 +30,7 @@ from .device import DeviceMismatch
 from .interop import as_array
 
 _HDR_SIZE = ctypes.sizeof(ArrayType._sk_ctypes)
+EMPTY_PAD = "_sk_pad"  # the one byte field of a struct that declares none
 
 
 def _resolve_annotation(cls, name, ann):
@@ -73,17 +74,20 @@ def _scalar_value(t, value, where: str):
 def struct(cls):
     """Turn an annotated class into a struct type usable as a kernel argument.
 
+    A class without annotated fields is allowed (as in Warp): its instances carry
+    nothing, but can be passed to kernels and functions, e.g. to pick an overload.
     Methods, properties and other non-field attributes of the class are kept.
     """
     annotations = cls.__dict__.get("__annotations__", {})
-    if not annotations:
-        raise TypeError(f"@sk.struct {cls.__name__} declares no fields")
     fields = {name: _field_type(cls, name, _resolve_annotation(cls, name, t)) for name, t in annotations.items()}
     defaults = {name: cls.__dict__[name] for name in fields if name in cls.__dict__}
     spec = f"{cls.__module__}.{cls.__qualname__}:" + ";".join(
         f"{n}:{getattr(t, '_sk_ctype', '')}" for n, t in fields.items())
     cname = f"{cls.__name__}_{hashlib.sha256(spec.encode()).hexdigest()[:8]}"
-    ctypes_cls = type(f"{cls.__name__}_C", (ctypes.Structure,), {"_fields_": [(n, T.ctypes_of(t)) for n, t in fields.items()]})
+    # A struct without fields still takes one byte, as an empty C++ struct does (and as in Warp):
+    # the host layout must match the generated one, which gets the same pad field (struct_source).
+    c_fields = [(n, T.ctypes_of(t)) for n, t in fields.items()] or [(EMPTY_PAD, ctypes.c_uint8)]
+    ctypes_cls = type(f"{cls.__name__}_C", (ctypes.Structure,), {"_fields_": c_fields})
     offsets = {n: getattr(ctypes_cls, n).offset for n in fields}
     # What _sk_pack refreshes on every launch: array headers (a grad may have been
     # allocated since the field was set), composites (they may have been edited in

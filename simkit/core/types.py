@@ -161,6 +161,14 @@ class Composite:
         comps = ", ".join(str(x) for x in self._v.ravel())
         return f"{type(self).__name__}({comps})"
 
+    def __str__(self) -> str:
+        """Warp's printing: a list of the components, ``[1.0, 2.0, 3.0]``; a matrix as a list of rows."""
+        def row(r):
+            return "[" + ", ".join(str(x) for x in r) + "]"
+        if self._v.ndim == 2:
+            return "[" + ",\n ".join(row(r) for r in self._v) + "]"
+        return row(self._v)
+
     # Arithmetic mirrors the kernel language's operators: + and - between values of
     # the same shape (or a scalar), * and / by a scalar.
     def _operand(self, o, op: str):

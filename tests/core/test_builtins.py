@@ -265,7 +265,8 @@ def _float_signatures(F) -> list:
     sigs += [("cross", V3, V3), ("==", V3, V3), ("!=", V3, V3), ("outer", sk.vector(2, F), sk.vector(4, F)),
              ("transpose", M23), ("@", M23, M34), ("*", M23, V3)]
     sigs += [("quat_from_axis_angle", V3, F), ("quat_rotate", Q, V3), ("quat_rotate_inv", Q, V3),
-             ("quat_inverse", Q), ("quat_to_matrix", Q), ("neg", Q)]
+             ("quat_inverse", Q), ("quat_to_matrix", Q), ("neg", Q), ("quat_rpy", F, F, F), ("length", Q),
+             ("length_sq", Q)]
     sigs += [(s, Q, Q) for s in ("*", "+", "-")] + [("*", F, Q), ("*", Q, F), ("/", Q, F)]
     sigs += [("transform_point", T, V3), ("transform_vector", T, V3), ("transform_inverse", T), ("neg", T)]
     sigs += [(s, T, T) for s in ("transform_multiply", "+", "-")]
@@ -959,6 +960,41 @@ def test_quat_to_matrix_matches_the_textbook_rotation_matrix(F):
 
 
 @floats
+def test_quat_rpy_rotates_by_roll_about_x_then_pitch_about_y_then_yaw_about_z(F):
+    V3, Q = sk.vector(3, F), sk.quat_of(F)
+    roll, pitch, yaw, v = uniform(F, -3, 3), uniform(F, -3, 3), uniform(F, -3, 3), uniform(F, shape=(3,))
+    q = OPS["quat_rpy", F, F, F](roll, pitch, yaw)
+    axis = [np.tile(e, (N, 1)) for e in np.eye(3)]
+    want = rodrigues(axis[2], yaw, rodrigues(axis[1], pitch, rodrigues(axis[0], roll, v)))
+    assert_close(OPS["quat_rotate", Q, V3](q, v), want, F)
+    assert_close(np.linalg.norm(q.astype(np.float64), axis=1), np.ones(N), F)
+
+
+def test_quat_rpy_of_a_roll_alone_is_the_x_axis_quaternion():
+    roll, zero = np.full(N, 0.8), np.zeros(N)
+    q = OPS["quat_rpy", sk.float64, sk.float64, sk.float64](roll, zero, zero)
+    np.testing.assert_allclose(q, np.tile([np.sin(0.4), 0.0, 0.0, np.cos(0.4)], (N, 1)), atol=1e-15)
+
+
+@pytest.mark.cpu_only("Warp runs on its own CPU device here")
+def test_quat_rpy_agrees_with_warp():
+    wp = pytest.importorskip("warp")
+    wp.config.quiet = True
+    wp.init()
+    angles = [(0.1, 0.2, 0.3), (-1.2, 0.7, 2.5)]
+    got = OPS["quat_rpy", sk.float64, sk.float64, sk.float64](*[np.array(a, np.float64) for a in zip(*angles)])
+    for row, (r, p, y) in zip(got, angles):
+        np.testing.assert_allclose(row, np.array(wp.quat_rpy(r, p, y)), atol=1e-6)
+
+
+@floats
+def test_length_of_a_quat_is_its_euclidean_norm(F):
+    Q, q = sk.quat_of(F), uniform(F, -2, 2, (4,))
+    assert_close(OPS["length", Q](q), np.linalg.norm(q.astype(np.float64), axis=1), F)
+    assert_close(OPS["length_sq", Q](q), dot(q, q), F)
+
+
+@floats
 def test_quat_product_is_the_hamilton_product(F):
     Q = sk.quat_of(F)
     a, b = uniform(F, shape=(4,)), uniform(F, shape=(4,))
@@ -1262,6 +1298,8 @@ def _adjoint_cases() -> dict:
         "quat_rotate_inv": (("quat_rotate_inv", Q, V3), [_quat, _any(shape=(3,))]),
         "quat_inverse": (("quat_inverse", Q), [_vec(4)]),
         "quat_to_matrix": (("quat_to_matrix", Q), [_quat]),
+        "quat_rpy": (("quat_rpy", D, D, D), [_any(-3, 3), _any(-3, 3), _any(-3, 3)]),
+        "length-quat": (("length", Q), [_vec(4)]), "length_sq-quat": (("length_sq", Q), [_any(shape=(4,))]),
         "quat-times-quat": (("*", Q, Q), [_any(shape=(4,)), _any(shape=(4,))]),
         "scalar-times-quat": (("*", D, Q), [_any(), _any(shape=(4,))]),
         "quat-times-scalar": (("*", Q, D), [_any(shape=(4,)), _any()]),

@@ -266,13 +266,6 @@ def test_repr_shows_every_field():
     assert repr(Pair(a=1.0, b=2.0)) == "Pair(a=1.0, b=2.0)"
 
 
-def test_struct_without_fields_is_refused():
-    with pytest.raises(TypeError, match="declares no fields"):
-        @sk.struct
-        class Empty:
-            pass
-
-
 def test_field_of_an_unsupported_type_is_refused():
     with pytest.raises(TypeError, match="field 'name' has unsupported type"):
         @sk.struct
