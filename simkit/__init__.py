@@ -23,7 +23,7 @@ from .core.modules import instantiate, load_module, overload_types
 from .core.lang import BUILTIN_STUBS as _STUBS
 from .core.lang import adjoint, constant, grad, static
 from .core.launch import launch
-from .core.capture import capture, replay
+from .core.capture import capture, capture_begin, capture_end, capture_launch, replay
 from .core.device import ScopedDevice, get_cuda_device_count, get_device, is_cuda_available, set_device, synchronize
 from .core.struct import struct
 from .core.threads import get_threads, set_threads

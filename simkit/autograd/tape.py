@@ -80,6 +80,10 @@ class Tape:
     entries: list = field(default_factory=list)
     touched: dict = field(default_factory=dict)   # id -> array, every array seen
     writers: dict = field(default_factory=dict)   # id -> [(entry index, version it produced)]
+    # id -> (grad object, its version, checksum) as the last backward left each written array's grad:
+    # a no-argument backward tells the user's seeds from what that backward left behind
+    left: dict = field(default_factory=dict)
+    seeded: set = field(default_factory=set)      # ids of the last backward's seeds
 
     def __repr__(self) -> str:
         return f"Tape({len(self.entries)} recorded)"
@@ -141,11 +145,21 @@ class Tape:
     # -- backward ----------------------------------------------------------------
     def backward(self, loss: Array | None = None, grads: dict | None = None) -> None:
         """Seed ``loss`` (a one-element array) with 1, or each array in ``grads`` with its seed,
-        and accumulate gradients into ``.grad`` of every array that requires grad."""
+        and accumulate gradients into ``.grad`` of every array that requires grad.
+
+        With no arguments (Warp's idiom) the seeds are the grads already filled: every array a
+        recorded launch wrote whose ``.grad`` is nonzero, either set since the last backward or
+        a seed of it (what that backward left in intermediates is cleared, not replayed).
+
+        Example::
+
+            loss.grad.fill_(1.0)
+            tape.backward()
+        """
         _refuse_in_capture("tape.backward()")
-        if loss is None and not grads:
-            raise ValueError("backward needs loss=<one-element array> or grads={array: seed, ...}")
         seeds = {}
+        if loss is None and not grads:
+            seeds = self._filled_seeds()
         if loss is not None:
             if not isinstance(loss, Array) or loss.size != 1:
                 raise ValueError(f"backward(loss=...) takes a one-element sk array, got "
@@ -181,6 +195,36 @@ class Tape:
                     self._skip_without_adjoint(e)
                     continue
                 _launch.launch(e.kernel, e.dim, e.values, adjoint=True)
+        self.left = {key: self._grad_state(self.touched[key]) for key in self.writers
+                     if self.touched[key].grad is not None}
+        self.seeded = set(seeds)
+
+    @staticmethod
+    def _grad_state(a: Array) -> tuple:
+        return (a.grad, a.grad._version, _checksum(a.grad))
+
+    def _filled_seeds(self) -> dict:
+        """Warp's ``tape.backward()``: the seeds are the grads the user filled, i.e. every array a
+        recorded launch wrote whose grad is nonzero and was either changed since the last backward or
+        one of its seeds (what a backward leaves in intermediates is cleared, not replayed). None found is an error: a
+        backward with no seed would silently give all-zero gradients."""
+        seeds = {}
+        for key in self.writers:
+            a = self.touched[key]
+            if a.grad is None or not np.any(a.grad.numpy()):
+                continue
+            before = self.left.get(key)
+            if key not in self.seeded and before is not None and before[0] is a.grad \
+                    and before[1:] == self._grad_state(a)[1:]:
+                continue
+            seeds[key] = (a, np.array(a.grad.numpy(), copy=True))
+        if not seeds:
+            raise ValueError(
+                "tape.backward() with no arguments found no seed: no array a recorded launch wrote has a "
+                "nonzero .grad set since the last backward, so every gradient would be zero. Fill the "
+                "output's grad first (loss.grad.fill_(1.0)) or pass loss=<one-element array> or "
+                "grads={array: seed, ...}")
+        return seeds
 
     @staticmethod
     def _skip_without_adjoint(e: "_Launch") -> None:
@@ -250,6 +294,8 @@ class Tape:
         self.entries.clear()
         self.touched.clear()
         self.writers.clear()
+        self.left.clear()
+        self.seeded.clear()
 
 
 class Gradients(Mapping):

@@ -242,3 +242,63 @@ def _refuse(graph: Any) -> None:
         raise RuntimeError("sk.replay() inside sk.capture() is not supported; replay before or after the capture")
     raise RuntimeError("sk.replay() while an sk.Tape is recording is refused: the replayed launches would "
                        "not be on the tape, so its gradients would be wrong; record with sk.launch instead")
+
+
+# -- Warp's spelling: capture_begin() ... capture_end() -> graph, capture_launch(graph) ----------
+_open: list = []   # the capture capture_begin opened (at most one: captures do not nest)
+
+
+def _no_stream(stream: Any, where: str) -> None:
+    if stream is not None:
+        raise ValueError(f"{where}: stream= is not supported (simkit captures on its own stream); drop it")
+
+
+def capture_begin(device: str | None = None, stream: Any = None, force_module_load: bool | None = None) -> None:
+    """Start recording launches into a graph, as ``with sk.capture(device):`` does (Warp's spelling);
+    :func:`capture_end` closes it and returns the graph. ``force_module_load`` is accepted and
+    ignored: kernels compile on their first captured launch anyway.
+
+    Example::
+
+        sk.capture_begin()
+        sk.launch(step, n, inputs=[x, dt])
+        graph = sk.capture_end()
+        sk.capture_launch(graph)
+    """
+    _no_stream(stream, "capture_begin")
+    if _open:
+        raise RuntimeError("capture_begin(): a capture is already open; call capture_end() first "
+                           "(captures do not nest)")
+    c = _Capture(device)
+    c.__enter__()
+    _open.append(c)
+
+
+def capture_end(device: str | None = None, stream: Any = None) -> Graph:
+    """Close the capture :func:`capture_begin` opened and return its graph for :func:`capture_launch`.
+
+    Example::
+
+        graph = sk.capture_end()
+    """
+    _no_stream(stream, "capture_end")
+    if not _open:
+        raise RuntimeError("capture_end(): no capture is open; call capture_begin() first")
+    c = _open.pop()
+    c.__exit__(None, None, None)
+    g = c.graph
+    if device is not None and g.device is not None and D.require(device, "capture_end(device)") != g.device:
+        raise ValueError(f"capture_end(device={device!r}): the capture recorded launches on {g.device}")
+    return g
+
+
+def capture_launch(graph: Graph, stream: Any = None) -> None:
+    """Run a graph from :func:`capture_end` (or ``sk.capture``): the same as :func:`replay`.
+
+    Example::
+
+        for _ in range(100):
+            sk.capture_launch(graph)
+    """
+    _no_stream(stream, "capture_launch")
+    replay(graph)

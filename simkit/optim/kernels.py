@@ -38,6 +38,23 @@ def sgd_momentum(p: AnyArray, g: AnyArray, buf: AnyArray, lr: Any, momentum: Any
 
 
 @sk.kernel
+def sgd_nesterov(p: AnyArray, g: AnyArray, buf: AnyArray, lr: Any, momentum: Any, dampening: Any,
+                 weight_decay: Any, nesterov: int, first: int):
+    # PyTorch's and Warp's SGD: weight decay adds wd p to g; the first step's buf is g itself,
+    # later ones momentum buf + (1 - dampening) g; Nesterov steps along g + momentum buf.
+    i = sk.tid()
+    gi = g[i] + weight_decay * p[i]
+    b = gi
+    if first == 0:
+        b = momentum * buf[i] + (1.0 - dampening) * gi
+    buf[i] = b
+    d = b
+    if nesterov != 0:
+        d = gi + momentum * b
+    p[i] = p[i] - lr * d
+
+
+@sk.kernel
 def adam(p: AnyArray, g: AnyArray, m: AnyArray, v: AnyArray, lr: Any, beta1: Any, beta2: Any, eps: Any,
          bias1: Any, bias2: Any):
     # Kingma and Ba (2015), with the bias corrections 1 - beta^t passed in as bias1 and bias2.
@@ -73,7 +90,7 @@ def sum_squares(x: AnyArray, n: int, chunk: int, total: sk.array(dtype=sk.float6
 def _param_types(real) -> dict:
     """The types of the kernels' generic parameters for float type ``real``."""
     types = dict.fromkeys(["p", "g", "buf", "m", "v", "x"], sk.array(dtype=real))
-    types.update(dict.fromkeys(["lr", "momentum", "beta1", "beta2", "eps", "bias1", "bias2", "factor"], real))
+    types.update(dict.fromkeys(["lr", "momentum", "dampening", "weight_decay", "beta1", "beta2", "eps", "bias1", "bias2", "factor"], real))
     return types
 
 

@@ -279,16 +279,21 @@ class Optimizer:
             if p.grad is not None:
                 p.grad.zero_()
 
-    def step(self) -> float | None:
+    def step(self, grad: Sequence[Array] | None = None) -> float | None:
         """Update every parameter in place from its grad; returns the global grad norm before
-        clipping when ``max_grad_norm`` is set, else None.
+        clipping when ``max_grad_norm`` is set, else None. ``grad``: Warp's spelling, a list of
+        gradient arrays, one per parameter, used instead of the parameters' ``.grad``.
 
         Example::
 
             opt.step()
+            opt.step([x.grad])       # as warp.optim does
         """
         where = f"{type(self).__name__}.step"
-        grads = [s.grad(where) for s in self._slots]
+        if grad is None:
+            grads = [s.grad(where) for s in self._slots]
+        else:
+            grads = self._given_grads(grad, where)
         norm = None
         if self._max_grad_norm is not None:
             norm = _clip(self._slots, self._max_grad_norm, where)
@@ -298,6 +303,36 @@ class Optimizer:
                 self._update(s, g)
                 _wrote(s.param)
         return norm
+
+    def _given_grads(self, grad: Any, where: str) -> list[Array]:
+        if isinstance(grad, Array) or not isinstance(grad, (list, tuple)) or len(grad) != len(self.params):
+            raise ValueError(f"{where}(grad): expected a list of {len(self.params)} arrays, one per parameter, "
+                             f"got {type(grad).__name__}")
+        if self._max_grad_norm is not None:
+            raise ValueError(f"{where}(grad): clipping (max_grad_norm) works on the parameters' .grad; "
+                             "call step() without grad")
+        flat = []
+        for i, (p, g) in enumerate(zip(self.params, grad)):
+            if not isinstance(g, Array) or g.dtype is not p.dtype or g.shape != p.shape or g.device != p.device:
+                got = _describe(g) if isinstance(g, Array) else type(g).__name__
+                raise ValueError(f"{where}(grad): grad[{i}] must be shaped like params[{i}] ({_describe(p)}), "
+                                 f"got {got}")
+            if not _is_contiguous(g):
+                raise ValueError(f"{where}(grad): grad[{i}] is not contiguous")
+            flat.append(flat_view(g))
+        return flat
+
+    def reset_internal_state(self) -> None:
+        """Zero the moment buffers and the step count (Warp's name): the next step is a first step.
+
+        Example::
+
+            opt.reset_internal_state()
+        """
+        for bufs in self.buffers.values():
+            for b in bufs:
+                b.zero_()
+        self.step_count = 0
 
     def _update(self, slot: _Slot, grad: Array) -> None:
         raise NotImplementedError
@@ -332,7 +367,8 @@ class Optimizer:
             raise TypeError(f"{where}: expected the dict of state_dict(), got {type(state).__name__}")
         if state.get("optimizer") != name:
             raise ValueError(f"{where}: the state is of optimizer {state.get('optimizer')!r}, not {name!r}")
-        missing = [k for k in ("step", "lr", "max_grad_norm", "buffers") + self.HYPER if k not in state]
+        # hyperparameters added in later versions (SGD's dampening, ...) take their defaults
+        missing = [k for k in ("step", "lr", "max_grad_norm", "buffers") if k not in state]
         if missing:
             raise ValueError(f"{where}: the state lacks {', '.join(repr(k) for k in missing)}")
         step = state["step"]
@@ -341,7 +377,7 @@ class Optimizer:
         lr = _positive(state["lr"], "lr", where)
         max_norm = None if state["max_grad_norm"] is None else _positive(state["max_grad_norm"], "max_grad_norm",
                                                                           where)
-        hyper = self._check_hyper(**{h: state[h] for h in self.HYPER})
+        hyper = self._check_hyper(**{h: state[h] for h in self.HYPER if h in state})
         names = self._buffer_names(hyper)
         buffers = state["buffers"]
         if not isinstance(buffers, dict) or set(buffers) != set(names):
@@ -376,7 +412,10 @@ class Optimizer:
 class SGD(Optimizer):
     """Stochastic gradient descent, optionally with (heavy-ball) momentum:
     ``buf = momentum * buf + grad; param -= lr * buf`` (``buf`` starts at zero); without
-    momentum, ``param -= lr * grad``.
+    momentum, ``param -= lr * grad``. ``dampening``, ``weight_decay`` and ``nesterov`` mean
+    what they mean in PyTorch and warp.optim: ``g = grad + weight_decay * param``, the first
+    step's ``buf`` is ``g``, later ones ``momentum * buf + (1 - dampening) * g``, and
+    Nesterov steps along ``g + momentum * buf``.
 
     Example::
 
@@ -386,22 +425,39 @@ class SGD(Optimizer):
         opt.step()
     """
 
-    HYPER = ("momentum",)
+    HYPER = ("momentum", "dampening", "weight_decay", "nesterov")
 
-    def __init__(self, params: Params, lr: float, momentum: float = 0.0, *, max_grad_norm: float | None = None):
-        super().__init__(params, lr, max_grad_norm, momentum=momentum)
+    def __init__(self, params: Params, lr: float = 0.001, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False, *, max_grad_norm: float | None = None):
+        super().__init__(params, lr, max_grad_norm, momentum=momentum, dampening=dampening,
+                         weight_decay=weight_decay, nesterov=nesterov)
 
     @staticmethod
-    def _check_hyper(momentum: Any = 0.0) -> dict:
-        return {"momentum": _unit(momentum, "momentum", "SGD")}
+    def _check_hyper(momentum: Any = 0.0, dampening: Any = 0.0, weight_decay: Any = 0.0, nesterov: Any = False) -> dict:
+        if not isinstance(nesterov, (bool, np.bool_)):
+            raise TypeError(f"SGD: nesterov must be True or False, got {nesterov!r}")
+        momentum = _unit(momentum, "momentum", "SGD")
+        if nesterov and momentum == 0.0:
+            raise ValueError("SGD: nesterov=True needs a momentum > 0")
+        decay = float(weight_decay) if isinstance(weight_decay, (int, float, np.number)) else None
+        if isinstance(weight_decay, bool) or decay is None or not (decay >= 0.0 and np.isfinite(decay)):
+            raise ValueError(f"SGD: weight_decay must be a finite number >= 0, got {weight_decay!r}")
+        return {"momentum": momentum, "dampening": _unit(dampening, "dampening", "SGD"),
+                "weight_decay": decay, "nesterov": bool(nesterov)}
 
     @staticmethod
     def _buffer_names(hyper: dict) -> tuple[str, ...]:
-        return ("momentum",) if hyper["momentum"] > 0.0 else ()
+        # weight decay without momentum still goes through the momentum kernel, which stores its step there
+        return ("momentum",) if hyper["momentum"] > 0.0 or hyper["weight_decay"] > 0.0 else ()
 
     def _update(self, slot: _Slot, grad: Array) -> None:
         k = optim_kernels(slot.real)
-        if self.momentum > 0.0:
+        if self.dampening or self.weight_decay or self.nesterov:
+            first = self.step_count == 1 or self.momentum == 0.0
+            launch(k.sgd_nesterov, slot.count,
+                   inputs=[slot.flat, grad, self.buffers["momentum"][slot.index], self.lr, self.momentum,
+                           self.dampening, self.weight_decay, int(self.nesterov), int(first)])
+        elif self.momentum > 0.0:
             launch(k.sgd_momentum, slot.count,
                    inputs=[slot.flat, grad, self.buffers["momentum"][slot.index], self.lr, self.momentum])
         else:
@@ -424,7 +480,8 @@ class Adam(Optimizer):
 
     HYPER = ("betas", "eps")
 
-    def __init__(self, params: Params, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, *,
+    def __init__(self, params: Params, lr: float = 0.001, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, *,
                  max_grad_norm: float | None = None):
         super().__init__(params, lr, max_grad_norm, betas=betas, eps=eps)
 
