@@ -12,8 +12,8 @@ import pytest
 from pxr import Usd, UsdGeom
 
 import simkit
-from simkit import cli
-from simkit.cli import main
+from simkit.cli import main, source_root
+from simkit.cli import utilities as cli_utilities
 from simkit.scene import optimize as scene_optimize
 from simkit.sim import Model, State
 
@@ -360,15 +360,15 @@ def test_cache_clear_removes_simkit_entries_only(tmp_path, monkeypatch, capsys):
 
 def test_bench_runs_tools_bench_with_the_remaining_arguments(monkeypatch):
     calls = []
-    monkeypatch.setattr(cli.subprocess, "call", lambda cmd, cwd: calls.append((cmd, cwd)) or 0)
+    monkeypatch.setattr(cli_utilities.subprocess, "call", lambda cmd, cwd: calls.append((cmd, cwd)) or 0)
     assert main(["bench", "--quick", "--only", "launch"]) == 0
     (cmd, cwd), = calls
     assert cmd[0] == sys.executable and cmd[1].endswith("tools/bench.py") and cmd[2:] == ["--quick", "--only", "launch"]
-    assert cwd == cli.source_root()
+    assert cwd == source_root()
 
 
 def test_bench_outside_a_source_checkout_says_so(monkeypatch, capsys):
-    monkeypatch.setattr(cli, "source_root", lambda: None)
+    monkeypatch.setattr(cli_utilities, "source_root", lambda: None)
     assert main(["bench"]) == 2
     assert "runs tools/bench.py of a source checkout" in capsys.readouterr().err
 
