@@ -4,10 +4,9 @@ at 0.65 m, every ankle at 1 rad, inside its 30 to 70 degree range), and dropped 
 file's own pose (ankles at 0, outside their ranges: the soft limit constraints fling them
 to about 1 rad in the air, as MuJoCo's do).
 
-What remains between the two is joint damping: MuJoCo's Euler solves the constraints
-with the mass matrix and adds the damping implicitly after, simkit's solve sees the mass
-matrix with the implicit damping on its diagonal (dt * damping against the ant's armature
-of 1 and its inertia). Without damping the two agree to 1e-4 m over 1 s.
+Both solve the constraints against the mass matrix without the joint damping and apply
+the damping implicitly after (MuJoCo's Euler): from the file's pose the torso heights
+agree to 4e-12 m at both time steps (the bound is the issue's 2 cm).
 """
 
 import os
@@ -72,6 +71,6 @@ def test_unactuated_ant_dropped_from_the_files_pose_rests_at_mujocos_torso_heigh
         mujoco.mj_step(m, d)
     ours = s0.joint_q.numpy()
     assert 0.53 < d.qpos[2] < 0.6                     # MuJoCo's ant stands
-    assert abs(ours[2] - d.qpos[2]) < 0.02            # the issue's bound; measured: 4 mm
+    assert abs(ours[2] - d.qpos[2]) < 0.02            # the issue's bound; measured: 4e-12 m
     np.testing.assert_allclose(ours[7:], d.qpos[7:], atol=0.03)
     np.testing.assert_allclose(s0.joint_qd.numpy()[6:], 0.0, atol=0.05)     # at rest
