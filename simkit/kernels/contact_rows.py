@@ -27,7 +27,7 @@ from .body_contact import apart
 from .contact_params import ground_collides, masks_collide, pair_params
 from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, shape_bounding_radius, shape_distance,
                      shape_plane_point_count, shape_point, shape_point_count, shape_transform)
-from .structs import SHAPE_BOX, model_structs
+from .structs import SHAPE_BOX, SHAPE_CAPSULE, model_structs
 
 AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
 ints = sk.array(dtype=sk.int32)
@@ -48,7 +48,8 @@ def write_params(slot: int, shapes: Any, contact: Any, a: int, b: int, slot_mu: 
 @sk.kernel
 def ground_rows(body_q: AnyArray, shapes: Any, contact: Any, slot_body: ints, slot_point: AnyArray,
                 slot_normal: AnyArray, slot_dist: AnyArray, slot_mu: AnyArray, slot_condim: ints,
-                slot_solref: AnyArray, slot_solimp: AnyArray, slot_margin: AnyArray, slot_active: ints):
+                slot_solref: AnyArray, slot_solimp: AnyArray, slot_margin: AnyArray, slot_active: ints,
+                slot_tangent: AnyArray):
     s, k = sk.tid()
     slot = s * MAX_PLANE_POINTS + k
     slot_active[slot] = 0
@@ -79,6 +80,18 @@ def ground_rows(body_q: AnyArray, shapes: Any, contact: Any, slot_body: ints, sl
         slot_normal[slot] = n
         slot_dist[slot] = dist
         write_params(slot, shapes, contact, s, -1, slot_mu, slot_condim, slot_solref, slot_solimp, slot_margin)
+        t = n * 0.0
+        if kind == SHAPE_CAPSULE:
+            # MuJoCo frames a capsule's contact on a plane by the capsule's axis in the plane
+            # (x when the capsule stands on its end): with the pyramidal cone, the friction
+            # rows' directions
+            axis = sk.quat_rotate(X.q, type(n)(0.0, 1.0, 0.0))
+            t = axis - n * sk.dot(n, axis)
+            if sk.dot(t, t) > 1.0e-30:
+                t = t / sk.sqrt(sk.dot(t, t))
+            else:
+                t = type(n)(1.0, 0.0, 0.0)
+        slot_tangent[slot] = t
 
 
 @sk.kernel
@@ -126,7 +139,7 @@ def _param_types(real) -> dict:
     S = model_structs(real)
     vec3s, reals = sk.array(dtype=S.vec3), sk.array(dtype=real)
     return {"body_q": sk.array(dtype=S.transform), "shapes": S.Shapes, "contact": S.Contact,
-            "slot_point": vec3s, "slot_normal": vec3s, "slot_dist": reals, "slot_mu": reals, "slot_margin": reals,
+            "slot_point": vec3s, "slot_normal": vec3s, "slot_tangent": vec3s, "slot_dist": reals, "slot_mu": reals, "slot_margin": reals,
             "slot_solref": sk.array(dtype=S.vec2), "slot_solimp": sk.array(dtype=S.vec5)}
 
 

@@ -2,7 +2,9 @@
 (``contact="constraint"``), MuJoCo's soft-constraint model in joint space.
 
 The active slots of :mod:`simkit.kernels.contact_rows` are compacted into a list of at most
-``max_contacts`` contacts. Contact ``c`` owns rows ``4 c .. 4 c + 3``: with ``condim`` 3 the
+``max_contacts`` contacts, followed by the active joint limits of
+:mod:`simkit.kernels.limit_rows` (each a ``condim`` 1 contact whose row is on the joint's
+rates, its inverse weight the dof's). Contact ``c`` owns rows ``4 c .. 4 c + 3``: with ``condim`` 3 the
 four edges of the pyramidal friction cone, ``J_n +- mu J_t1`` and ``J_n +- mu J_t2`` (forces
 >= 0; ``condim`` 4 and 6 the same, without torsional or rolling friction), with ``condim`` 1
 the normal alone (row ``4 c``; the other three carry no force); with the elliptic cone the
@@ -36,20 +38,29 @@ ROWS_PER_CONTACT = 4
 
 
 @sk.kernel
-def compact(slot_active: ints, slot_count: int, max_contacts: int, contact_slot: ints, count: ints,
-            needed: ints, slot_force: AnyArray):
-    # one thread: the active slots in ascending order, at most max_contacts of them; an
-    # inactive slot forgets its force (a contact made again starts from zero). needed[0]
-    # keeps the most active slots seen, so the host can tell that the cap dropped some
+def compact(slot_active: ints, contact_slots: int, slot_count: int, max_contacts: int, contacts: int,
+            contact_slot: ints, count: ints, needed: ints, slot_force: AnyArray):
+    # one thread: the active slots in ascending order, at most max_contacts of the contact
+    # slots (the first contact_slots; none while contacts is 0) and every active limit slot
+    # after them; an inactive slot forgets its force (a contact made again starts from
+    # zero). needed[0] keeps the most active contacts seen, so the host can tell that the
+    # cap dropped some
     n = int(0)
     active = int(0)
     for s in range(slot_count):
-        if slot_active[s] == 1:
-            active = active + 1
-            if n < max_contacts:
+        on = slot_active[s]
+        if s < contact_slots and contacts == 0:
+            on = 0
+        if on == 1:
+            if s < contact_slots:
+                active = active + 1
+                if active <= max_contacts:
+                    contact_slot[n] = s
+                    n = n + 1
+            else:
                 contact_slot[n] = s
                 n = n + 1
-        if slot_active[s] == 0:
+        if on == 0:
             for e in range(ROWS_PER_CONTACT):
                 slot_force[ROWS_PER_CONTACT * s + e] = slot_force.dtype(0.0)
     count[0] = n
@@ -58,26 +69,29 @@ def compact(slot_active: ints, slot_count: int, max_contacts: int, contact_slot:
 
 
 @sk.func
-def tangents(n: Any):
-    """Two unit tangents completing the normal ``n`` to a right-handed frame (MuJoCo's
-    choice: the first is the world y axis, or x when ``n`` is near y, made orthogonal)."""
-    t = n * 0.0
-    if sk.abs(n[1]) < 0.5:
-        t[1] = 1.0
-    else:
-        t[0] = 1.0
-    t1 = sk.normalize(t - n * sk.dot(n, t))
+def tangents(n: Any, given: Any):
+    """Two unit tangents completing the normal ``n`` to a right-handed frame: the first is
+    ``given`` when it is nonzero (a capsule's axis on a plane, as MuJoCo frames it), else
+    MuJoCo's default, the world y axis, or z when ``n`` is near y, made orthogonal."""
+    t1 = given
+    if sk.dot(given, given) == 0.0:
+        t = n * 0.0
+        if sk.abs(n[1]) < 0.5:
+            t[1] = 1.0
+        else:
+            t[2] = 1.0
+        t1 = sk.normalize(t - n * sk.dot(n, t))
     return t1, sk.cross(n, t1)
 
 
 @sk.func
-def row_direction(n: Any, mu: Any, e: int, condim: int, elliptic: int):
+def row_direction(n: Any, tangent: Any, mu: Any, e: int, condim: int, elliptic: int):
     """The direction of row ``e`` of a contact: the normal (``condim`` 1), else the pyramid
     edge ``n +- mu t`` (``condim`` 3; 4 and 6 too, without their torsional and rolling rows),
     or with the elliptic cone the normal, the two tangents and nothing (row 3)."""
     u = n
     if condim >= 3 and elliptic == 1:
-        t1, t2 = tangents(n)
+        t1, t2 = tangents(n, tangent)
         if e == 1:
             u = t1
         elif e == 2:
@@ -85,7 +99,7 @@ def row_direction(n: Any, mu: Any, e: int, condim: int, elliptic: int):
         elif e == 3:
             u = n * 0.0
     elif condim >= 3:
-        t1, t2 = tangents(n)
+        t1, t2 = tangents(n, tangent)
         t = t1
         if e >= 2:
             t = t2
@@ -109,22 +123,33 @@ def point_jacobian(S_dof: AnyArray, dof_body: ints, nb: int, d: int, body: int, 
 
 @sk.kernel
 def row_jacobian(count: ints, contact_slot: ints, slot_body: ints, slot_point: AnyArray, slot_normal: AnyArray,
-                 slot_mu: AnyArray, slot_condim: ints, elliptic: int, S_dof: AnyArray, dof_body: ints, nb: int,
-                 nd: int, J: AnyArray):
-    # one thread per row, its dofs in a loop (a thread per entry costs more than the entry)
+                 slot_tangent: AnyArray, slot_mu: AnyArray, slot_condim: ints, slot_dof: ints, elliptic: int, S_dof: AnyArray,
+                 dof_body: ints, nb: int, nd: int, J: AnyArray):
+    # one thread per row, its dofs in a loop (a thread per entry costs more than the entry).
+    # A row that carries no force (rows 1 to 3 of condim 1) is zero, so no solve moves it.
+    # A limit slot (slot_dof[2 s] >= 0): its coefficients slot_normal[s] on slot_dof[2 s + 1]
+    # dofs from slot_dof[2 s]
     row = sk.tid()
     c = row // ROWS_PER_CONTACT
     if c >= count[0]:
         return
     e = row - c * ROWS_PER_CONTACT
     s = contact_slot[c]
-    u = row_direction(slot_normal[s], slot_mu[s], e, slot_condim[s], elliptic)
+    condim = slot_condim[s]
+    u = row_direction(slot_normal[s], slot_tangent[s], slot_mu[s], e, condim, elliptic)
     p = slot_point[s]
     a = slot_body[2 * s]
     b = slot_body[2 * s + 1]
+    d0 = slot_dof[2 * s]
     for d in range(nd):
-        J[row * nd + d] = (point_jacobian(S_dof, dof_body, nb, d, a, u, p)
-                           - point_jacobian(S_dof, dof_body, nb, d, b, u, p))
+        value = J.dtype(0.0)
+        if d0 >= 0:
+            k = d - d0
+            if e == 0 and k >= 0 and k < slot_dof[2 * s + 1]:
+                value = slot_normal[s][k]
+        elif condim >= 3 or e == 0:
+            value = point_jacobian(S_dof, dof_body, nb, d, a, u, p) - point_jacobian(S_dof, dof_body, nb, d, b, u, p)
+        J[row * nd + d] = value
 
 
 @sk.kernel
@@ -204,8 +229,8 @@ def impedance(solimp: Any, r: Any):
 @sk.kernel
 def row_terms(count: ints, contact_slot: ints, slot_body: ints, slot_dist: AnyArray, slot_mu: AnyArray,
               slot_condim: ints, slot_solref: AnyArray, slot_solimp: AnyArray, slot_margin: AnyArray,
-              invweight: AnyArray, elliptic: int, impratio: Any, dt: Any, nd: int, J: AnyArray, qd: AnyArray,
-              a0: AnyArray, b_out: AnyArray, R_out: AnyArray):
+              slot_dof: ints, invweight: AnyArray, dof_invweight: AnyArray, elliptic: int, impratio: Any, dt: Any,
+              nd: int, J: AnyArray, qd: AnyArray, a0: AnyArray, b_out: AnyArray, R_out: AnyArray):
     i = sk.tid()
     c = i // ROWS_PER_CONTACT
     if c >= count[0]:
@@ -231,6 +256,9 @@ def row_terms(count: ints, contact_slot: ints, slot_body: ints, slot_dist: AnyAr
         body = slot_body[2 * s + side]
         if body >= 0:
             tran = tran + invweight[2 * body]
+    if slot_dof[2 * s] >= 0:
+        # a joint limit: MuJoCo's dof_invweight0 of the joint's (first) dof
+        tran = dof_invweight[slot_dof[2 * s]]
     r = slot_dist[s] - margin
     imp = impedance(solimp, r)
     dmax = sk.clamp(solimp[1], 0.0001, 0.9999)
@@ -451,10 +479,10 @@ def _param_types(real) -> dict:
     S = model_structs(real)
     reals = sk.array(dtype=real)
     types = {"body_q": sk.array(dtype=S.transform), "bodies": S.Bodies, "slot_point": sk.array(dtype=S.vec3),
-             "slot_normal": sk.array(dtype=S.vec3), "S_dof": sk.array(dtype=S.spatial),
+             "slot_normal": sk.array(dtype=S.vec3), "slot_tangent": sk.array(dtype=S.vec3), "S_dof": sk.array(dtype=S.spatial),
              "slot_solref": sk.array(dtype=S.vec2), "slot_solimp": sk.array(dtype=S.vec5), "slot_margin": reals,
              "impratio": real, "dt": real, "tol": real}
-    types.update(dict.fromkeys(["slot_mu", "slot_dist", "slot_force", "invweight", "J", "X", "Y", "L", "A", "b",
+    types.update(dict.fromkeys(["slot_mu", "slot_dist", "slot_force", "invweight", "dof_invweight", "J", "X", "Y", "L", "A", "b",
                                 "R", "f", "qd", "a0", "qdd", "b_out", "R_out", "g", "mu", "t", "jt_mu", "Z", "X_grad", "J_grad",
                                 "b_grad", "R_grad", "M_grad"], reals))
     return types

@@ -161,10 +161,11 @@ def body_terms(body_q: AnyArray, body_qd: AnyArray, body_f: AnyArray, bodies: An
 
 @sk.func
 def coordinate_force(joints: Any, j: int, q: Any, qd: Any, lower: Any, upper: Any, target: Any, target_vel: Any,
-                     act: Any, dt: Any):
+                     act: Any, dt: Any, limit_penalty: int):
     """The generalized force of drive (towards position ``target`` and rate ``target_vel``),
     act and limit ``[lower, upper]`` on one coordinate (revolute, prismatic, a universal
-    angle), and what its implicit part adds to the coordinate's diagonal of the mass matrix."""
+    angle; the limit only with ``limit_penalty`` 1, 0: the contact solve's limit rows hold
+    it), and what its implicit part adds to the coordinate's diagonal of the mass matrix."""
     ke = joints.target_ke[j]
     kd = joints.target_kd[j]
     # the drive is linearly implicit: its force at q + dt qd', qd' = qd + dt qdd, moves
@@ -181,6 +182,9 @@ def coordinate_force(joints: Any, j: int, q: Any, qd: Any, lower: Any, upper: An
         diag = type(q)(0.0)
     lke = joints.limit_ke[j]
     lkd = joints.limit_kd[j]
+    if limit_penalty == 0:
+        lke = lke * 0.0
+        lkd = lkd * 0.0
     if q < lower:
         tau = tau + lke * (lower - q - dt * qd) - lkd * qd
         diag = diag + dt * lkd + dt * dt * lke
@@ -202,16 +206,17 @@ def friction_force(friction: Any, qd: Any, scale: Any):
 
 
 @sk.func
-def cone_limit(joints: Any, j: int, r: Any, w: Any, dt: Any):
+def cone_limit(joints: Any, j: int, r: Any, w: Any, dt: Any, limit_penalty: int):
     """A ball joint's limit on its rotation angle: the torque along the rotation's unit axis
     ``u`` (in the parent's joint frame) once the angle of the quaternion ``r`` passes
-    ``limit_upper``, ``u``, and the gain ``k`` of its implicit part ``k u u^T``."""
+    ``limit_upper``, ``u``, and the gain ``k`` of its implicit part ``k u u^T`` (all zero
+    unless ``limit_penalty`` is 1)."""
     upper = joints.limit_upper[j]
     zero = w * 0.0
     tau = zero
     u = zero
     k = w[0] * 0.0
-    if upper < 3.14159:
+    if upper < 3.14159 and limit_penalty == 1:
         if r[3] < 0.0:
             r = -r
         v = type(w)(r[0], r[1], r[2])
@@ -296,8 +301,8 @@ def joint_forces(subtree_start: ints, subtree_body: ints, f_body: AnyArray, m_bo
                  qd_start: ints, joint_q: AnyArray, joint_qd: AnyArray, joint_target: AnyArray,
                  joint_target_vel: AnyArray, joint_act: AnyArray, joint_dof_target: AnyArray,
                  joint_dof_target_vel: AnyArray, joint_dof_act: AnyArray, dt: Any, friction_scale: Any,
-                 m_out: AnyArray, h_out: AnyArray, J_out: AnyArray, rhs_out: AnyArray, diag_out: AnyArray,
-                 block_out: AnyArray):
+                 limit_penalty: int, m_out: AnyArray, h_out: AnyArray, J_out: AnyArray, rhs_out: AnyArray,
+                 diag_out: AnyArray, block_out: AnyArray, implicit_out: AnyArray):
     j = sk.tid()
     if joint_articulation[j] < 0:
         return
@@ -327,7 +332,7 @@ def joint_forces(subtree_start: ints, subtree_body: ints, f_body: AnyArray, m_bo
     if kind == JOINT_BALL:
         r = sk.quat_of(joint_q.dtype)(joint_q[qs], joint_q[qs + 1], joint_q[qs + 2], joint_q[qs + 3])
         w = type(h)(joint_qd[ds], joint_qd[ds + 1], joint_qd[ds + 2])
-        cone, axis, gain = cone_limit(joints, j, r, w, dt)
+        cone, axis, gain = cone_limit(joints, j, r, w, dt, limit_penalty)
         target = type(h)(joint_dof_target[ds], joint_dof_target[ds + 1], joint_dof_target[ds + 2])
         target_w = type(h)(joint_dof_target_vel[ds], joint_dof_target_vel[ds + 1], joint_dof_target_vel[ds + 2])
         act = type(h)(joint_dof_act[ds], joint_dof_act[ds + 1], joint_dof_act[ds + 2])
@@ -340,7 +345,8 @@ def joint_forces(subtree_start: ints, subtree_body: ints, f_body: AnyArray, m_bo
         if kind == JOINT_REVOLUTE or kind == JOINT_PRISMATIC:
             tau, diag = coordinate_force(joints, j, joint_q[qs], qd, joints.limit_lower[j], joints.limit_upper[j],
                                          joint_target[j] + joint_dof_target[d],
-                                         joint_target_vel[j] + joint_dof_target_vel[d], joint_act[j] + tau, dt)
+                                         joint_target_vel[j] + joint_dof_target_vel[d], joint_act[j] + tau, dt,
+                                         limit_penalty)
         elif kind == JOINT_UNIVERSAL:
             lower = joints.limit_lower[j]
             upper = joints.limit_upper[j]
@@ -348,7 +354,7 @@ def joint_forces(subtree_start: ints, subtree_body: ints, f_body: AnyArray, m_bo
                 lower = joints.limit2_lower[j]
                 upper = joints.limit2_upper[j]
             tau, diag = coordinate_force(joints, j, joint_q[qs + k], qd, lower, upper, joint_dof_target[d],
-                                         joint_dof_target_vel[d], tau, dt)
+                                         joint_dof_target_vel[d], tau, dt, limit_penalty)
         elif kind == JOINT_BALL:
             kd = joints.target_kd[j]
             if fraction < 1.0:
@@ -361,6 +367,7 @@ def joint_forces(subtree_start: ints, subtree_body: ints, f_body: AnyArray, m_bo
         s = S_dof[d]
         rhs_out[d] = tau + rub - (sk.dot(top(s), top(F)) + sk.dot(bottom(s), bottom(F)))
         diag_out[d] = diag + dt * c + joints.armature[j]
+        implicit_out[d] = diag + dt * c
 
 
 @sk.kernel
@@ -382,6 +389,30 @@ def mass_entries(entry_row: ints, entry_col: ints, entry_joint: ints, entry_loca
         # the implicit part of a ball joint's limit couples its three rates
         value = value + block[r][entry_local[e]]
     M_out[e] = value
+
+
+@sk.kernel
+def strip_implicit(entry_row: ints, entry_col: ints, M: AnyArray, implicit: AnyArray, M_out: AnyArray):
+    # the mass matrix without the implicit parts of drives, damping and friction on its
+    # diagonal (the constraint solve sees it, as MuJoCo's Euler does)
+    e = sk.tid()
+    r = entry_row[e]
+    value = M[e]
+    if r == entry_col[e]:
+        value = value - implicit[r]
+    M_out[e] = value
+
+
+@sk.kernel
+def implicit_times(implicit: AnyArray, qdd: AnyArray, out: AnyArray):
+    d = sk.tid()
+    out[d] = implicit[d] * qdd[d]
+
+
+@sk.kernel
+def difference(a: AnyArray, b: AnyArray, out: AnyArray):
+    d = sk.tid()
+    out[d] = a[d] - b[d]
 
 
 @sk.func
@@ -505,7 +536,8 @@ def _param_types(real) -> dict:
     types.update(dict.fromkeys(["joint_q", "joint_qd", "joint_target", "joint_target_vel", "joint_act",
                                 "joint_dof_target", "joint_dof_target_vel",
                                 "joint_dof_act", "m_out", "m_body", "m_joint", "rhs_out", "diag_out", "diag", "M_out",
-                                "M", "b", "L", "y", "x", "b_grad", "M_grad", "src", "dst", "qdd", "q_out", "qd_out"],
+                                "M", "b", "L", "y", "x", "b_grad", "M_grad", "src", "dst", "qdd", "q_out", "qd_out",
+                                "implicit_out", "implicit", "a", "out"],
                                reals))
     return types
 

@@ -199,7 +199,13 @@ def model_structs(real) -> SimpleNamespace:
         freedom (MuJoCo's ``frictionloss``). A ball joint's ``limit_upper`` bounds its total
         rotation angle (``limit_lower`` is unused) and ``target_kd`` damps its angular velocity.
         A universal joint's first angle is bounded by ``limit_lower/upper``, its second by
-        ``limit2_lower/upper``; both angles share ``target_ke``/``target_kd``."""
+        ``limit2_lower/upper``; both angles share ``target_ke``/``target_kd``.
+
+        With ``Featherstone(contact="constraint")`` the limits are MuJoCo's soft limit
+        constraints instead of the penalty: ``limit_solref`` (timeconst, dampratio, or the
+        direct form), ``limit_solimp`` (dmin, dmax, width, midpoint, power) and
+        ``limit_margin`` (the constraint acts from this distance to the limit on), MuJoCo's
+        ``solreflimit``, ``solimplimit`` and ``margin``."""
         kind: ArrayType(T.int32, 1)
         parent: ArrayType(T.int32, 1)
         child: ArrayType(T.int32, 1)
@@ -222,6 +228,9 @@ def model_structs(real) -> SimpleNamespace:
         friction: reals
         limit2_lower: reals
         limit2_upper: reals
+        limit_solref: ArrayType(vec2, 1)
+        limit_solimp: ArrayType(vec5, 1)
+        limit_margin: reals
 
     @struct
     class ParticleShapes:

@@ -21,6 +21,10 @@ from ..kernels.structs import (JOINT_BALL, JOINT_FIXED, JOINT_FREE, JOINT_PRISMA
                                NO_LIMIT)
 from . import geometry as G
 from . import validate as V
+from .contact_params import check_solimp, check_solref
+
+# MuJoCo's defaults of a joint's soft limit (solreflimit, solimplimit, margin)
+LIMIT_SOLREF, LIMIT_SOLIMP, LIMIT_MARGIN = (0.02, 1.0), (0.9, 0.95, 0.001, 0.5, 2.0), 0.0
 
 IDENTITY_XFORM = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
 
@@ -48,7 +52,8 @@ class JointBuilder:
     """The joint methods of the rigid builder; its lists live in ``RigidBuilder._init_rigid``."""
 
     def _add_joint(self, kind: int, where: str, parent, child, parent_xform, child_xform, axis, limits, gains,
-                   axis2=(0.0, 1.0, 0.0), dynamics=(0.0, None, 0.0), limits2=(None, None)) -> int:
+                   axis2=(0.0, 1.0, 0.0), dynamics=(0.0, None, 0.0), limits2=(None, None),
+                   soft=(LIMIT_SOLREF, LIMIT_SOLIMP, LIMIT_MARGIN)) -> int:
         parent = V.index(parent, self.body_count, "parent", "bodies", where, allow_world=True)
         child = V.index(child, self.body_count, "child", "bodies", where)
         if parent == child:
@@ -84,6 +89,9 @@ class JointBuilder:
         armature = V.nonneg(dynamics[0], f"{where}: armature")
         effort = NO_LIMIT if dynamics[1] is None else V.nonneg(dynamics[1], f"{where}: effort_limit")
         friction = V.nonneg(dynamics[2], f"{where}: friction")
+        solref = check_solref(soft[0], f"{where}: limit_solref")
+        solimp = check_solimp(soft[1], f"{where}: limit_solimp")
+        margin = V.nonneg(soft[2], f"{where}: limit_margin")
         articulation = self._joint_articulation(where, parent, child)
         self.joint_kind.append(kind)
         self.joint_parent.append(parent)
@@ -96,6 +104,7 @@ class JointBuilder:
         self.joint_gains.append(gains)
         self.joint_dynamics.append([armature, effort, friction])
         self.joint_limits2.append([lower2, upper2])
+        self.joint_limit_soft.append([*solref, *solimp, margin])
         self.joint_articulation.append(articulation)
         return self.joint_count - 1
 
@@ -193,7 +202,9 @@ class JointBuilder:
                            target_ke: float = 0.0, target_kd: float = 0.0, linear_ke: float = JOINT_LINEAR_KE,
                            linear_kd: float = JOINT_LINEAR_KD, angular_ke: float = JOINT_ANGULAR_KE,
                            angular_kd: float = JOINT_ANGULAR_KD, armature: float = 0.0,
-                           effort_limit: float | None = None, friction: float = 0.0) -> int:
+                           effort_limit: float | None = None, friction: float = 0.0,
+                           limit_solref: Sequence[float] = LIMIT_SOLREF,
+                           limit_solimp: Sequence[float] = LIMIT_SOLIMP, limit_margin: float = LIMIT_MARGIN) -> int:
         """A hinge: the child turns about ``axis`` (in the joint frame) relative to the parent.
 
         The joint frame is ``parent_xform`` in the parent's frame (``parent=-1``: the world)
@@ -207,7 +218,12 @@ class JointBuilder:
         In :class:`~simkit.sim.Featherstone`, ``armature`` (kg m^2) adds a rotor inertia to the
         joint, ``effort_limit`` (N m, None: unbounded) clamps drive plus ``joint_act`` and
         ``friction`` (N m) is a dry friction torque opposing the joint's rate (MuJoCo's
-        ``frictionloss``; see docs/articulations.md). Returns the joint's index.
+        ``frictionloss``; see docs/articulations.md). With ``Featherstone(contact="constraint")``
+        the limits are MuJoCo's soft limit constraints, solved with the contacts, instead of the
+        penalty: ``limit_solref`` (time constant, damping ratio; MuJoCo's ``solreflimit``),
+        ``limit_solimp`` (MuJoCo's ``solimplimit``) and ``limit_margin`` (the distance to a limit
+        from which its constraint acts; MuJoCo's ``margin``), MuJoCo's defaults (docs/contact.md).
+        Returns the joint's index.
 
         Example::
 
@@ -216,7 +232,8 @@ class JointBuilder:
         return self._add_joint(JOINT_REVOLUTE, "add_joint_revolute", parent, child, parent_xform, child_xform, axis,
                                (limit_lower, limit_upper, limit_ke, limit_kd),
                                (target_ke, target_kd, linear_ke, linear_kd, angular_ke, angular_kd),
-                               dynamics=(armature, effort_limit, friction))
+                               dynamics=(armature, effort_limit, friction),
+                               soft=(limit_solref, limit_solimp, limit_margin))
 
     def add_joint_prismatic(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None,
                             axis: Sequence[float] = (1.0, 0.0, 0.0), *, limit_lower: float | None = None,
@@ -224,10 +241,13 @@ class JointBuilder:
                             target_ke: float = 0.0, target_kd: float = 0.0, linear_ke: float = JOINT_LINEAR_KE,
                             linear_kd: float = JOINT_LINEAR_KD, angular_ke: float = JOINT_ANGULAR_KE,
                             angular_kd: float = JOINT_ANGULAR_KD, armature: float = 0.0,
-                            effort_limit: float | None = None, friction: float = 0.0) -> int:
+                            effort_limit: float | None = None, friction: float = 0.0,
+                            limit_solref: Sequence[float] = LIMIT_SOLREF,
+                            limit_solimp: Sequence[float] = LIMIT_SOLIMP, limit_margin: float = LIMIT_MARGIN) -> int:
         """A slider: the child moves along ``axis`` (in the joint frame) relative to the parent,
         without turning. Limits (meters), drive (``target_ke`` in N/m), ``joint_act`` (a
-        force along the axis) and ``friction`` (N) as for :meth:`add_joint_revolute`.
+        force along the axis), ``friction`` (N) and the soft limit (``limit_solref``,
+        ``limit_solimp``, ``limit_margin`` in meters) as for :meth:`add_joint_revolute`.
 
         Example::
 
@@ -236,13 +256,15 @@ class JointBuilder:
         return self._add_joint(JOINT_PRISMATIC, "add_joint_prismatic", parent, child, parent_xform, child_xform, axis,
                                (limit_lower, limit_upper, limit_ke, limit_kd),
                                (target_ke, target_kd, linear_ke, linear_kd, angular_ke, angular_kd),
-                               dynamics=(armature, effort_limit, friction))
+                               dynamics=(armature, effort_limit, friction),
+                               soft=(limit_solref, limit_solimp, limit_margin))
 
     def add_joint_ball(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None, *,
                        limit_angle: float | None = None, limit_ke: float = 1.0e4, limit_kd: float = 1.0e1,
                        target_ke: float = 0.0, target_kd: float = 0.0, linear_ke: float = JOINT_LINEAR_KE,
                        linear_kd: float = JOINT_LINEAR_KD, armature: float = 0.0, effort_limit: float | None = None,
-                       friction: float = 0.0) -> int:
+                       friction: float = 0.0, limit_solref: Sequence[float] = LIMIT_SOLREF,
+                       limit_solimp: Sequence[float] = LIMIT_SOLIMP, limit_margin: float = LIMIT_MARGIN) -> int:
         """A ball-and-socket: the joint frames' origins coincide, rotation is free.
 
         In :class:`~simkit.sim.Featherstone` (the maximal-coordinate integrators ignore these):
@@ -258,7 +280,9 @@ class JointBuilder:
         ``effort_limit`` (N m, None: unbounded) clamps the norm of drive, damping and act
         together; ``friction`` (N m) opposes each of the three components of the angular
         velocity and ``armature`` (kg m^2) is added to each of the three diagonal entries of
-        the joint-space mass matrix.
+        the joint-space mass matrix. With ``contact="constraint"`` the angle limit is MuJoCo's
+        soft limit constraint (``limit_solref``, ``limit_solimp``, ``limit_margin``, as for
+        :meth:`add_joint_revolute`).
 
         Example::
 
@@ -270,7 +294,8 @@ class JointBuilder:
         return self._add_joint(JOINT_BALL, "add_joint_ball", parent, child, parent_xform, child_xform, (1.0, 0.0, 0.0),
                                (None, limit_angle, limit_ke, limit_kd),
                                (target_ke, target_kd, linear_ke, linear_kd, 0.0, 0.0),
-                               dynamics=(armature, effort_limit, friction))
+                               dynamics=(armature, effort_limit, friction),
+                               soft=(limit_solref, limit_solimp, limit_margin))
 
     def add_joint_fixed(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None, *,
                         linear_ke: float = JOINT_LINEAR_KE, linear_kd: float = JOINT_LINEAR_KD,
@@ -293,7 +318,9 @@ class JointBuilder:
                             target_kd: float = 0.0, linear_ke: float = JOINT_LINEAR_KE,
                             linear_kd: float = JOINT_LINEAR_KD, angular_ke: float = JOINT_ANGULAR_KE,
                             angular_kd: float = JOINT_ANGULAR_KD, armature: float = 0.0,
-                            effort_limit: float | None = None, friction: float = 0.0) -> int:
+                            effort_limit: float | None = None, friction: float = 0.0,
+                            limit_solref: Sequence[float] = LIMIT_SOLREF,
+                            limit_solimp: Sequence[float] = LIMIT_SOLIMP, limit_margin: float = LIMIT_MARGIN) -> int:
         """A universal (Cardan) joint: the joint frames' origins coincide and the child turns
         about ``axis`` and about ``axis2`` (perpendicular to each other, in the joint frame),
         never about the third direction. Its coordinates are the two angles: the child's joint
@@ -310,7 +337,9 @@ class JointBuilder:
         ``control.joint_dof_target`` and their rates towards ``control.joint_dof_target_vel``
         (two entries each, from ``model.joint_qd_start[joint]``),
         ``control.joint_dof_act`` adds torques, ``effort_limit`` clamps drive plus act per
-        angle and ``friction`` (N m) opposes each angle's rate.
+        angle and ``friction`` (N m) opposes each angle's rate. With ``contact="constraint"``
+        both angles' limits are soft limit constraints (``limit_solref``, ``limit_solimp``,
+        ``limit_margin``, shared, as for :meth:`add_joint_revolute`).
 
         Example::
 
@@ -320,7 +349,8 @@ class JointBuilder:
         return self._add_joint(JOINT_UNIVERSAL, "add_joint_universal", parent, child, parent_xform, child_xform,
                                axis, (limit_lower, limit_upper, limit_ke, limit_kd),
                                (target_ke, target_kd, linear_ke, linear_kd, angular_ke, angular_kd),
-                               axis2, dynamics=(armature, effort_limit, friction), limits2=(limit2_lower, limit2_upper))
+                               axis2, dynamics=(armature, effort_limit, friction), limits2=(limit2_lower, limit2_upper),
+                               soft=(limit_solref, limit_solimp, limit_margin))
 
     def add_joint_free(self, parent: int, child: int, parent_xform: Any = None, child_xform: Any = None, *,
                        armature: float = 0.0, friction: float = 0.0) -> int:

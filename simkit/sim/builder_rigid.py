@@ -66,6 +66,8 @@ class RigidBuilder(JointBuilder):
         self.joint_gains: list = []
         self.joint_dynamics: list = []           # [armature, effort_limit, friction] (generalized coordinates)
         self.joint_limits2: list = []            # [lower, upper] of a universal joint's second angle
+        # MuJoCo's soft limit [solref (2), solimp (5), margin] (Featherstone(contact="constraint"))
+        self.joint_limit_soft: list = []
         self.joint_articulation: list = []       # -1: not in an articulation
         self.articulation_start: list = []       # the first joint of each articulation
         self._articulation_open = False
@@ -346,7 +348,7 @@ class RigidBuilder(JointBuilder):
         self.joint_parent_xform.extend(place(t) if p < 0 else t
                                        for t, p in zip(other.joint_parent_xform, other.joint_parent))
         for name in ("joint_child_xform", "joint_axis", "joint_axis2", "joint_limits", "joint_gains", "joint_dynamics",
-                     "joint_limits2"):
+                     "joint_limits2", "joint_limit_soft"):
             getattr(self, name).extend(getattr(other, name))
         # the joints of other's articulations are the next ones here; joints added after this
         # call join no articulation until add_articulation starts one
@@ -376,6 +378,7 @@ class RigidBuilder(JointBuilder):
         gains = np.asarray(self.joint_gains, dtype=np.float64).reshape(-1, 6)
         dynamics = np.asarray(self.joint_dynamics, dtype=np.float64).reshape(-1, 3)
         limits2 = np.asarray(self.joint_limits2, dtype=np.float64).reshape(-1, 2)
+        soft = np.asarray(self.joint_limit_soft, dtype=np.float64).reshape(-1, 8)
         return {
             "body_q": self.body_q, "body_qd": self.body_qd, "body_mass": mass, "body_com": com,
             "body_inertia": inertia,
@@ -394,5 +397,6 @@ class RigidBuilder(JointBuilder):
             "joint_linear_kd": gains[:, 3], "joint_angular_ke": gains[:, 4], "joint_angular_kd": gains[:, 5],
             "joint_armature": dynamics[:, 0], "joint_effort_limit": dynamics[:, 1], "joint_friction": dynamics[:, 2],
             "joint_limit2_lower": limits2[:, 0], "joint_limit2_upper": limits2[:, 1],
+            "joint_limit_solref": soft[:, 0:2], "joint_limit_solimp": soft[:, 2:7], "joint_limit_margin": soft[:, 7],
             "joint_articulation": self.joint_articulation, "articulation_start": self.articulation_start,
         }

@@ -3,7 +3,8 @@
 
 Per step, after the unconstrained acceleration ``a0 = M^-1 (tau - C)``: the contact rows of
 :mod:`simkit.kernels.contact_rows` (every shape point against the ground and every
-candidate shape pair), compacted to at most ``max_contacts`` active contacts; their
+candidate shape pair), compacted to at most ``max_contacts`` active contacts, and the
+joint-limit rows of :mod:`simkit.kernels.limit_rows` (every active one); their
 Jacobians ``J``; ``X = M^-1 J^T`` with the articulations' Cholesky factors; the Delassus
 matrix ``A = J X`` (as ``J (X f)``) over all rows at once (contacts between bodies of different
 articulations are coupled in the same solve); MuJoCo's reference accelerations and
@@ -29,7 +30,9 @@ from ..core.launch import launch
 from ..kernels.contact_rows import contact_row_kernels
 from ..kernels.contact_solve import ROWS_PER_CONTACT, contact_solve_kernels
 from ..kernels.featherstone import featherstone_kernels
+from ..kernels.limit_rows import LIMIT2_LOWER, LIMIT2_UPPER, LIMIT_CONE, LIMIT_LOWER, LIMIT_UPPER, limit_row_kernels
 from ..kernels.shapes import MAX_PLANE_POINTS, MAX_SHAPE_POINTS, collision_pairs
+from ..kernels.structs import JOINT_BALL, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_UNIVERSAL, NO_LIMIT
 from .model import Model, State
 
 
@@ -56,10 +59,34 @@ def _dof_body(model: Model) -> np.ndarray:
     return table.reshape(-1)
 
 
+def _limit_slots(model: Model) -> np.ndarray:
+    """One row per limit slot: ``(joint, which bound, its coordinate, its first dof, its dof
+    count)`` for every finite bound of the articulated revolute, prismatic and universal
+    joints and every ball joint whose ``limit_upper`` is below pi."""
+    J = model.joints
+    kind, art = J.kind.numpy(), model.joint_articulation.numpy()
+    bounds = [J.limit_lower.numpy(), J.limit_upper.numpy(), J.limit2_lower.numpy(), J.limit2_upper.numpy()]
+    qs, ds = model.joint_q_start.numpy(), model.joint_qd_start.numpy()
+    rows = []
+    for j in np.flatnonzero(art >= 0):
+        sides = []
+        if kind[j] in (JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_UNIVERSAL):
+            sides = [(LIMIT_LOWER, 0), (LIMIT_UPPER, 0)]
+        if kind[j] == JOINT_UNIVERSAL:
+            sides += [(LIMIT2_LOWER, 1), (LIMIT2_UPPER, 1)]
+        for which, k in sides:
+            if abs(bounds[which][j]) < NO_LIMIT:
+                rows.append((j, which, qs[j] + k, ds[j] + k, 1))
+        if kind[j] == JOINT_BALL and bounds[LIMIT_UPPER][j] < 3.14159:
+            rows.append((j, LIMIT_CONE, qs[j], ds[j], 3))
+    return np.asarray(rows, dtype=np.int32).reshape(-1, 5)
+
+
 class ContactSolve:
     """The buffers of the contact solve for one model (its sizes are the model's: slots for
-    every ground point and pair point, ``max_contacts`` contacts of 4 rows each) and the bodies' inverse weights
-    (MuJoCo's ``body_invweight0``) taken at the first step's configuration.
+    every ground point and pair point, then one per joint limit; ``max_contacts`` contacts
+    and every limit, of 4 rows each) and the bodies' and dofs' inverse weights (MuJoCo's
+    ``body_invweight0``, ``dof_invweight0``) taken at the first step's configuration.
 
     Example::
 
@@ -71,9 +98,12 @@ class ContactSolve:
         pairs = collision_pairs(model)
         self.pairs = pairs
         self.ground_slots = model.shape_count * MAX_PLANE_POINTS if model.ground else 0
-        self.slots = self.ground_slots + pairs.shape[0] * MAX_SHAPE_POINTS
-        self.max_contacts = max(1, min(int(max_contacts), self.slots))
-        self.max_rows = self.max_contacts * ROWS_PER_CONTACT
+        self.contact_slots = self.ground_slots + pairs.shape[0] * MAX_SHAPE_POINTS
+        limits = _limit_slots(model)
+        self.limit_count = limits.shape[0]
+        self.slots = self.contact_slots + self.limit_count
+        self.max_contacts = max(1, min(int(max_contacts), self.contact_slots))
+        self.max_rows = (self.max_contacts + self.limit_count) * ROWS_PER_CONTACT
         dev, real = model.device, model.dtype
 
         def zeros(n, dtype=real):
@@ -86,7 +116,16 @@ class ContactSolve:
         self.steps = 0
         self.reused = None
         self.dof_body = A.array(_dof_body(model), dtype=T.int32, device=dev)
-        self.invweight = None
+        self.invweight = self.dof_invweight = None
+
+        def int_array(x):
+            return A.array(np.ascontiguousarray(x, dtype=np.int32).reshape(-1), dtype=T.int32, device=dev)
+
+        self.limit_joint, self.limit_which, self.limit_coord = (int_array(limits[:, k]) for k in range(3))
+        # per slot: its first dof and dof count (-1, 0: a contact)
+        slot_dof = np.full((self.slots, 2), (-1, 0), dtype=np.int32)
+        slot_dof[self.contact_slots:] = limits[:, 3:5]
+        self.slot_dof = int_array(slot_dof)
 
     def _invweight(self, model: Model, state: State, topo: dict, S_dof: A.Array, L: A.Array) -> None:
         nb, nd, real = model.body_count, model.joint_dof_count, model.dtype
@@ -100,6 +139,18 @@ class ContactSolve:
                inputs=[count, 6, topo["dof_start"], topo["dof_count"], topo["entry_start"], nd, L, J], outputs=[Y, X])
         self.invweight = A.zeros(2 * nb, dtype=real, device=model.device)
         launch(k.body_invweight, nb, inputs=[nd, J, X], outputs=[self.invweight])
+        # the diagonal of M^-1 (rows of the identity through the factor), a ball joint's three
+        # entries their mean: MuJoCo's dof_invweight0
+        I = A.array(np.eye(nd).reshape(-1), dtype=real, device=model.device)
+        X, Y = A.zeros_like(I), A.zeros_like(I)
+        count = A.array(np.array([nd], dtype=np.int32), dtype=T.int32, device=model.device)
+        launch(k.minv_rows, (nd, model.articulation_count),
+               inputs=[count, 1, topo["dof_start"], topo["dof_count"], topo["entry_start"], nd, L, I], outputs=[Y, X])
+        diag = X.numpy().reshape(nd, nd).diagonal().copy()
+        kind, ds = model.joints.kind.numpy(), model.joint_qd_start.numpy()
+        for j in np.flatnonzero(kind == JOINT_BALL):
+            diag[ds[j]:ds[j] + 3] = diag[ds[j]:ds[j] + 3].mean()
+        self.dof_invweight = A.array(diag, dtype=real, device=model.device)
 
     def check_capacity(self) -> None:
         """Raise if a step since the last check had more active contacts than
@@ -128,11 +179,13 @@ class ContactSolve:
             return A.zeros(max(n, 1), dtype=dtype, device=dev)
 
         w = SimpleNamespace(slot_body=zeros(2 * self.slots, T.int32), slot_point=zeros(self.slots, S.vec3),
-                            slot_normal=zeros(self.slots, S.vec3), slot_dist=zeros(self.slots),
+                            slot_normal=zeros(self.slots, S.vec3), slot_tangent=zeros(self.slots, S.vec3),
+                            slot_dist=zeros(self.slots),
                             slot_mu=zeros(self.slots), slot_condim=zeros(self.slots, T.int32),
                             slot_solref=zeros(self.slots, S.vec2), slot_solimp=zeros(self.slots, S.vec5),
                             slot_margin=zeros(self.slots), slot_active=zeros(self.slots, T.int32),
-                            contact_slot=zeros(self.max_contacts, T.int32), count=zeros(1, T.int32),
+                            contact_slot=zeros(self.max_contacts + self.limit_count, T.int32),
+                            count=zeros(1, T.int32),
                             J=zeros(mr * nd), Y=zeros(mr * nd), X=zeros(mr * nd), b=zeros(mr), R=zeros(mr),
                             f=zeros(mr), out=zeros(nd))
         if not recording:
@@ -149,8 +202,9 @@ class ContactSolve:
         return f
 
     def qdd(self, model: Model, state: State, state_out: State, topo: dict, S_dof: A.Array, L: A.Array,
-            M: A.Array, a0: A.Array, dt: float, params: dict) -> A.Array:
-        """The constrained acceleration ``a0 + M^-1 J^T f`` at ``state`` (bodies placed); under
+            M: A.Array, a0: A.Array, dt: float, params: dict, contacts: bool = True) -> A.Array:
+        """The constrained acceleration ``a0 + M^-1 J^T f`` at ``state`` (bodies placed), of the
+        contacts (unless ``contacts`` is False) and the joint limits; under
         a Tape, recorded with its gradient (implicit differentiation at the solution). The
         solve starts from ``state.contact_force`` and leaves its forces in
         ``state_out.contact_force`` (outside any Tape: the warm start changes where the
@@ -166,23 +220,30 @@ class ContactSolve:
         slots = [w.slot_body, w.slot_point, w.slot_normal, w.slot_dist, w.slot_mu, w.slot_condim, w.slot_solref,
                  w.slot_solimp, w.slot_margin, w.slot_active]
         # recorded: the rows' geometry, their Jacobians and reference terms (generated adjoints)
-        if self.ground_slots:
+        if self.ground_slots and contacts:
             launch(kr.ground_rows, (model.shape_count, MAX_PLANE_POINTS),
-                   inputs=[state.body_q, model.shapes, model.contact], outputs=slots)
-        if self.pairs.shape[0]:
+                   inputs=[state.body_q, model.shapes, model.contact], outputs=slots + [w.slot_tangent])
+        if self.pairs.shape[0] and contacts:
             launch(kr.pair_rows, (self.pairs.shape[0], MAX_SHAPE_POINTS),
                    inputs=[self.pairs, state.body_q, model.shapes, model.contact, self.ground_slots], outputs=slots)
+        if self.limit_count:
+            launch(limit_row_kernels(real).limit_rows, self.limit_count,
+                   inputs=[self.limit_joint, self.limit_which, self.limit_coord, self.contact_slots, model.joints,
+                           state.joint_q],
+                   outputs=[w.slot_body, w.slot_normal, w.slot_dist, w.slot_condim, w.slot_solref, w.slot_solimp,
+                            w.slot_margin, w.slot_active])
         with paused_tapes():
             warm = self.warm_start(state_out)
             A.copy(warm, self.warm_start(state))
-            launch(k.compact, 1, inputs=[w.slot_active, self.slots, self.max_contacts],
+            launch(k.compact, 1, inputs=[w.slot_active, self.contact_slots, self.slots, self.max_contacts,
+                                         int(contacts)],
                    outputs=[w.contact_slot, w.count, self.needed, warm])
         self.steps += 1
         if str(model.device).startswith("cpu") or self.steps % CHECK_EVERY == 0:
             self.check_capacity()
         launch(k.row_jacobian, mr,
-               inputs=[w.count, w.contact_slot, w.slot_body, w.slot_point, w.slot_normal, w.slot_mu, w.slot_condim, params["elliptic"], S_dof,
-                       self.dof_body, nb, nd], outputs=[w.J])
+               inputs=[w.count, w.contact_slot, w.slot_body, w.slot_point, w.slot_normal, w.slot_tangent, w.slot_mu,
+                       w.slot_condim, self.slot_dof, params["elliptic"], S_dof, self.dof_body, nb, nd], outputs=[w.J])
         minv_inputs = [w.count, ROWS_PER_CONTACT, topo["dof_start"], topo["dof_count"], topo["entry_start"], nd, L]
         with paused_tapes():
             launch(k.minv_rows, (mr, model.articulation_count), inputs=minv_inputs + [w.J], outputs=[w.Y, w.X])
@@ -206,7 +267,8 @@ class ContactSolve:
                 tape.record_func(minv_backward, arrays=[w.J, M, w.X])
         launch(k.row_terms, mr,
                inputs=[w.count, w.contact_slot, w.slot_body, w.slot_dist, w.slot_mu, w.slot_condim, w.slot_solref,
-                       w.slot_solimp, w.slot_margin, self.invweight, params["elliptic"], float(params["impratio"]),
+                       w.slot_solimp, w.slot_margin, self.slot_dof, self.invweight, self.dof_invweight,
+                       params["elliptic"], float(params["impratio"]),
                        float(dt), nd, w.J, state.joint_qd, a0],
                outputs=[w.b, w.R])
         iterations, tol = params["iterations"], float(params["tolerance"])

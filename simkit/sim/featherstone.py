@@ -251,7 +251,11 @@ class Featherstone:
     Gauss-Seidel to ``tolerance`` or ``iterations`` sweeps, warm-started from
     ``state_in.contact_force`` (written to ``state_out.contact_force``). Its gradient is implicit
     differentiation at the solution. Models with bodies outside articulations need
-    ``contact="penalty"``.
+    ``contact="penalty"``. In that mode the joint limits are MuJoCo's soft limit constraints
+    in the same solve (each joint's ``limit_solref``, ``limit_solimp``, ``limit_margin``;
+    ``limit_ke`` / ``limit_kd`` are unused), and the constraints are solved against the mass
+    matrix without the implicit terms of drives, damping and friction, which are applied
+    after, as MuJoCo's Euler integrator does (docs/contact.md).
 
     The coordinates are the state: a step first places ``state_in``'s bodies by forward
     kinematics of ``state_in.joint_q`` / ``joint_qd`` (writing ``state_in.body_q`` /
@@ -278,6 +282,27 @@ class Featherstone:
         self.max_contacts = int(max_contacts)
         self.impratio = None if impratio is None else float(impratio)
         self._contact_params = dict(iterations=int(iterations), tolerance=float(tolerance))
+
+    def _constrained(self, model: Model, topo: dict, k, solve: ContactSolve, state_in: State, state_out: State,
+                     S_dof: A.Array, M: A.Array, rhs: A.Array, implicit: A.Array, dt: float, buffer) -> A.Array:
+        """The acceleration with the contact and limit constraints, as MuJoCo's Euler takes it:
+        the constraint forces ``f`` solved against the mass matrix ``M0`` without the implicit
+        terms ``D`` (drives, damping, friction) and the unconstrained ``M0^-1 rhs``, then the
+        implicit terms applied to everything, ``qdd = (M0 + D)^-1 (rhs + J^T f)``, which is
+        ``qdd0 - (M0 + D)^-1 (D qdd0)`` for ``qdd0 = M0^-1 (rhs + J^T f)``."""
+        real, nd, ne = model.dtype, model.joint_dof_count, topo["entry_count"]
+        M0 = buffer("M0", ne, real)
+        launch(k.strip_implicit, ne, inputs=[topo["entry_row"], topo["entry_col"], M, implicit], outputs=[M0])
+        a0, L0 = _solve(model, topo, k, M0, rhs, lambda name, n, dtype: buffer("plain_" + name, n, dtype))
+        params = dict(self._contact_params, elliptic=int(model.contact_cone == "elliptic"),
+                      impratio=model.impratio if self.impratio is None else self.impratio)
+        qdd0 = solve.qdd(model, state_in, state_out, topo, S_dof, L0, M0, a0, dt, params,
+                         contacts=model.contacts_enabled)
+        z, qdd = buffer("implicit_qdd", nd, real), buffer("constrained_qdd", nd, real)
+        launch(k.implicit_times, nd, inputs=[implicit, qdd0], outputs=[z])
+        y = _solve(model, topo, k, M, z, lambda name, n, dtype: buffer("implicit_" + name, n, dtype))[0]
+        launch(k.difference, nd, inputs=[qdd0, y], outputs=[qdd])
+        return qdd
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         """Advance ``state_in`` by ``dt`` into ``state_out`` (its joint coordinates and their
@@ -338,28 +363,30 @@ class Featherstone:
                outputs=[f_b, m_b, h_b, J_b])
         m_j, h_j, J_j = zeros("m_j", nj, real), zeros("h_j", nj, S.vec3), zeros("J_j", nj, S.mat33)
         rhs, diag, block = zeros("rhs", nd, real), zeros("diag", nd, real), zeros("block", nd, S.vec3)
+        implicit = zeros("implicit", nd, real)
         launch(k.joint_forces, nj,
                inputs=[topo["subtree_start"], topo["subtree_body"], f_b, m_b, h_b, J_b, S_dof, model.joints,
                        model.joint_articulation, model.joint_q_start, model.joint_qd_start, joint_q, joint_qd,
                        control.joint_target, control.joint_target_vel, control.joint_act, control.joint_dof_target,
                        control.joint_dof_target_vel, control.joint_dof_act,
-                       dt, self.friction_scale],
-               outputs=[m_j, h_j, J_j, rhs, diag, block])
+                       dt, self.friction_scale, int(self.contact == "penalty")],
+               outputs=[m_j, h_j, J_j, rhs, diag, block, implicit])
         ne = topo["entry_count"]
         M = zeros("M", ne, real)
         launch(k.mass_entries, ne,
                inputs=[topo["entry_row"], topo["entry_col"], topo["entry_joint"], topo["entry_local"], S_dof, m_j,
                        h_j, J_j, diag, block],
                outputs=[M])
-        qdd, L = _solve(model, topo, k, M, rhs, zeros)
-        if self.contact == "constraint" and model.contacts_enabled:
+        solve = None
+        if self.contact == "constraint":
             solves = topo.setdefault("contact_solves", {})      # per cap: integrators may differ
             solve = solves.get(self.max_contacts)
             if solve is None:
                 solve = solves[self.max_contacts] = ContactSolve(model, self.max_contacts)
-            params = dict(self._contact_params, impratio=model.impratio if self.impratio is None else self.impratio,
-                          elliptic=int(model.contact_cone == "elliptic"))
-            qdd = solve.qdd(model, state_in, state_out, topo, S_dof, L, M, qdd, dt, params)
+        if solve is not None and (model.contacts_enabled or solve.limit_count):
+            qdd = self._constrained(model, topo, k, solve, state_in, state_out, S_dof, M, rhs, implicit, dt, zeros)
+        else:
+            qdd = _solve(model, topo, k, M, rhs, zeros)[0]
         launch(k.integrate, nj,
                inputs=[model.joints, model.joint_articulation, model.joint_q_start, model.joint_qd_start, joint_q,
                        joint_qd, qdd, dt], outputs=[state_out.joint_q, state_out.joint_qd])

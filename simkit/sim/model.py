@@ -181,7 +181,9 @@ class Model:
                                **{name: reals(data[f"joint_{name}"]) for name in (
                                    "limit_lower", "limit_upper", "limit_ke", "limit_kd", "target_ke", "target_kd",
                                    "linear_ke", "linear_kd", "angular_ke", "angular_kd", "armature", "effort_limit",
-                                   "friction", "limit2_lower", "limit2_upper")})
+                                   "friction", "limit2_lower", "limit2_upper", "limit_margin")},
+                               limit_solref=vectors(data["joint_limit_solref"], S.vec2),
+                               limit_solimp=vectors(data["joint_limit_solimp"], S.vec5))
 
         # articulations: generalized coordinates of every joint, and which joints form trees
         q_start, qd_start = coordinate_starts(data["joint_kind"])

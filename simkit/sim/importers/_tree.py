@@ -180,6 +180,9 @@ class Joint:
     target_ke: float = 0.0
     target_kd: float = 0.0
     effort: float | None = None   # simkit's effort_limit (None: unbounded)
+    # MuJoCo's soft limit (solreflimit, solimplimit, margin) as add_joint_* takes them
+    # (limit_solref, limit_solimp, limit_margin); empty: the builder's defaults (URDF)
+    soft: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -280,7 +283,7 @@ class ImportRecord:
 def _joint_args(j: Joint) -> dict:
     lo, hi = j.limits if j.limits is not None else (None, None)
     return dict(axis=j.axis, limit_lower=lo, limit_upper=hi, target_ke=j.target_ke, target_kd=j.target_kd,
-                armature=j.armature, effort_limit=j.effort, friction=j.frictionloss)
+                armature=j.armature, effort_limit=j.effort, friction=j.frictionloss, **j.soft)
 
 
 def emit(builder, bodies: list, xform, record: ImportRecord, static_geoms: list) -> None:
@@ -338,7 +341,7 @@ def emit(builder, bodies: list, xform, record: ImportRecord, static_geoms: list)
             if j.kind == "ball":
                 builder.add_joint_ball(parent, child, parent_xform=px, child_xform=anchor, armature=j.armature,
                                        limit_angle=j.limits[1] if j.limits is not None else None,
-                                       target_kd=j.target_kd, friction=j.frictionloss)
+                                       target_kd=j.target_kd, friction=j.frictionloss, **j.soft)
             elif j.kind in ("hinge", "slide"):
                 add = builder.add_joint_revolute if j.kind == "hinge" else builder.add_joint_prismatic
                 add(parent, child, parent_xform=px, child_xform=anchor, **_joint_args(j))

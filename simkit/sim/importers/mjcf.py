@@ -24,7 +24,8 @@ import numpy as np
 
 from .. import geometry as G
 from .. import validate as V
-from ..contact_params import CONTACT_DEFAULTS, contact_params
+from ..builder_joints import LIMIT_SOLIMP, LIMIT_SOLREF
+from ..contact_params import CONTACT_DEFAULTS, check_solimp, check_solref, contact_params
 from ._tree import (IDENTITY_QUAT, Body, Geom, ImportRecord, Joint, RobotFileError, check_inertia, emit, mass_value,
                     primitive_mass, quat_axis_angle, quat_from_matrix, quat_z_to, transform_multiply)
 
@@ -354,6 +355,30 @@ class _Reader:
                              "MuJoCo does for equal priorities and solmix 1 (see docs/importers.md)")
         return out
 
+    def limit_params(self, elem: ET.Element, a: dict, d: dict, where: str) -> dict:
+        """A joint's soft limit as ``add_joint_*`` takes it: ``solreflimit``,
+        ``solimplimit`` (a vector given with fewer numbers keeps the rest from the class, or
+        MuJoCo's defaults) and ``margin``."""
+        out = {}
+        for attr, name, default in (("solreflimit", "limit_solref", LIMIT_SOLREF),
+                                    ("solimplimit", "limit_solimp", LIMIT_SOLIMP)):
+            v = np.array(default, dtype=np.float64)
+            for text in (d.get(attr), elem.get(attr)):
+                if text is not None:
+                    given = _floats(text, where, attr)
+                    if not 1 <= len(given) <= len(v):
+                        raise RobotFileError(f"{where}: {attr} must have 1 to {len(v)} numbers, got {text!r}")
+                    v[:len(given)] = given
+            out[name] = v
+        out["limit_margin"] = float(a.get("margin", "0"))
+        try:
+            check_solref(out["limit_solref"], f"{where}: solreflimit")
+            check_solimp(out["limit_solimp"], f"{where}: solimplimit")
+            V.nonneg(out["limit_margin"], f"{where}: margin")
+        except (TypeError, ValueError) as e:
+            raise RobotFileError(str(e)) from None
+        return out
+
     def options(self) -> None:
         """The contact options of ``<option>`` (``cone``, ``impratio``) and its ``<flag
         contact=...>``; those simkit cannot honour go into the record's warnings."""
@@ -387,7 +412,7 @@ class _Reader:
         if elem.tag == "freejoint":
             a, kind = elem.attrib, "free"
         else:
-            a, _ = self.attrs(elem, cls)
+            a, defaults = self.attrs(elem, cls)
             kind = a.get("type", "hinge")
         where = self.where(elem)
         if kind not in ("hinge", "slide", "ball", "free"):
@@ -421,6 +446,8 @@ class _Reader:
         j = Joint(kind, name, where, pos, axis / np.linalg.norm(axis), limits, ref,
                   damping=float(a.get("damping", "0")), armature=float(a.get("armature", "0")),
                   stiffness=float(a.get("stiffness", "0")), frictionloss=float(a.get("frictionloss", "0")))
+        if elem.tag != "freejoint":
+            j.soft = self.limit_params(elem, a, defaults, where)
         if j.kind in ("hinge", "slide", "ball"):
             j.target_kd = j.damping        # simkit's drive damping is a joint damping when there is no target
         if name in self.joints:
