@@ -56,8 +56,9 @@ def downhill_at(model, integrator, dt, times):
 CASES = [("semi-implicit", 1e-4, sk.float64, 3.0), ("semi-implicit", 1e-3, sk.float64, 3.0),
          ("featherstone", 1e-4, sk.float64, 1.0), ("featherstone", 1e-3, sk.float64, 3.0),
          ("xpbd", 1e-3, sk.float64, 3.0), ("xpbd", 1e-2, sk.float64, 3.0),
-         ("semi-implicit", 1e-3, sk.float32, 3.0), ("featherstone", 1e-3, sk.float32, 3.0),
-         ("xpbd", 1e-2, sk.float32, 3.0)]
+         ("semi-implicit", 1e-4, sk.float32, 3.0), ("semi-implicit", 1e-3, sk.float32, 3.0),
+         ("featherstone", 1e-4, sk.float32, 1.0), ("featherstone", 1e-3, sk.float32, 3.0),
+         ("xpbd", 1e-3, sk.float32, 3.0), ("xpbd", 1e-2, sk.float32, 3.0)]
 IDS = [f"{name}-dt{dt:g}-{sk.float32.__name__ if real is sk.float32 else 'float64'}" for name, dt, real, _ in CASES]
 
 
