@@ -161,6 +161,20 @@ def test_a_box_resting_off_center_on_a_static_box_stays_put():
     np.testing.assert_allclose(s.body_qd.numpy()[0], 0.0, atol=1e-9)
 
 
+
+def test_a_stack_of_five_boxes_stays_stacked_for_ten_seconds():
+    # the oracle: 10 s at dt = 2e-3 (5000 steps), every box within 1 mm of where it started
+    half, n = 0.1, 5
+    b = sk.sim.ModelBuilder(gravity=-G, ground=True)
+    for i in range(n):
+        box = b.add_body(sk.transform((0.0, half + 2.0 * half * i, 0.0), IDENTITY))
+        b.add_shape_box((0.0, 0.0, 0.0), IDENTITY, (half, half, half), body=box, density=125.0, mu=0.8)
+    model = b.finalize(dtype=sk.float64)
+    start = model.state().body_q.numpy()
+    X = final_state(model, 5000, 2e-3).body_q.numpy()
+    assert np.abs(X[:, :3] - start[:, :3]).max() < 1e-3
+    assert np.abs(X[:, 3:] - start[:, 3:]).max() < 1e-3      # and none of them turned
+
 # -- joints ---------------------------------------------------------------------------------
 
 def test_a_revolute_pendulum_swings_with_period_two_pi_sqrt_i_over_m_g_d():
