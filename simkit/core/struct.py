@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from . import mutation
 from . import types as T
 from .array import ArrayType
 from .device import DeviceMismatch
@@ -146,6 +147,7 @@ def struct(cls):
                 except (ValueError, TypeError) as e:
                     raise TypeError(f"{where} expects {T.type_name(t)}: {e}") from None
         self._values[name] = value
+        mutation.count[0] += 1  # a recorded step packed the old value: it must not replay
 
     def __getattr__(self, name):
         if name.startswith("_"):  # never recurse through the slots while half-built
