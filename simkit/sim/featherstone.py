@@ -51,7 +51,7 @@ from .contact_constraint import ContactSolve
 from .forces import eval_forces
 from .integrators import check_step
 from .model import Control, Model, State
-from .replay import Replayed, featherstone_after, featherstone_guard, replayed_step
+from .replay import Replayed, featherstone_after, featherstone_eligible, featherstone_guard, replayed_step
 
 
 def _csr(lists: list) -> tuple[np.ndarray, np.ndarray]:
@@ -286,8 +286,8 @@ class Featherstone(Replayed):
         ``contact="constraint"`` the contact forces are not among them: they act in joint
         space). Called again with the same arguments, it replays its recorded launches
         (:mod:`simkit.sim.replay`)."""
-        replayed_step(self, self._step, model, state_in, state_out, control, dt, featherstone_guard,
-                      featherstone_after)
+        replayed_step(self, self._step, model, state_in, state_out, control, dt, featherstone_eligible,
+                      featherstone_guard, featherstone_after)
 
     def _step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         control = check_step(model, state_in, state_out, control, dt)

@@ -19,7 +19,7 @@ from ..kernels.particles import particle_kernels
 from ..kernels.structs import JOINT_BALL, JOINT_UNIVERSAL, NO_LIMIT
 from .forces import eval_body_forces, eval_forces
 from .model import Control, Model, State
-from .replay import Replayed, particles_guard, replayed_step
+from .replay import Replayed, particles_eligible, replayed_step
 from .validate import normal_in
 
 
@@ -126,7 +126,7 @@ class SemiImplicitEuler(Replayed):
         """Advance ``state_in`` by ``dt`` into ``state_out``; ``state_in.particle_f`` and
         ``state_in.body_f`` receive the forces of ``state_in``. Called again with the same
         arguments, it replays its recorded launches (:mod:`simkit.sim.replay`)."""
-        replayed_step(self, self._step, model, state_in, state_out, control, dt, particles_guard)
+        replayed_step(self, self._step, model, state_in, state_out, control, dt, particles_eligible)
 
     def _step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         control = check_step(model, state_in, state_out, control, dt)

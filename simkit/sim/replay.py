@@ -2,9 +2,9 @@
 again with the same model, states, control and ``dt`` runs the launches it recorded the
 last time, natively (:mod:`simkit.core.step_cache`), instead of its Python.
 
-Each integrator's ``step`` enters through :func:`replayed_step` with a guard: the host-side
-values its Python branches on that no setter announces, or None where a step cannot be
-replayed (it reads array contents on the host, or keys a host cache on them):
+Each integrator's ``step`` enters through :func:`replayed_step`, with what makes a step not
+replayable (it reads array contents on the host, or keys a host cache on them) and a guard:
+the host-side values its Python branches on that no setter announces.
 
 - :class:`~simkit.sim.SemiImplicitEuler`: none; not replayed with particle-particle contact
   (the hash grid's cell size is cached on the radii's version);
@@ -68,32 +68,41 @@ class Replayed:
 
 
 def replayed_step(integrator: Replayed, body: Callable, model, state_in, state_out, control, dt: float,
-                  guard: Callable | None = None, after: Callable | None = None) -> None:
+                  eligible: Callable | None = None, guard: Callable | None = None,
+                  after: Callable | None = None) -> None:
     """Run ``body(model, state_in, state_out, control, dt)`` through the integrator's step
-    cache. ``guard(integrator, model, state_in)`` gives the host-side values the step branches
-    on (None: not replayable now); ``after(state_in, state_out, values)`` redoes the
-    host-side bookkeeping of the step after a replay (``values``: what the guard gave).
+    cache. ``eligible(integrator, model)`` says whether the step can replay at all (what it
+    reads is announced by setters, so it is asked only before recording); ``guard(state_in)``
+    gives the host-side values the step branches on that no setter announces, asked on every
+    call; ``after(state_in, state_out, values)`` redoes the host-side bookkeeping of the step
+    after a replay (``values``: what the guard gave).
 
     Example::
 
         replayed_step(self, self._step, model, state_in, state_out, control, dt)
     """
-    # anything odd (wrong types, a GPU) takes the step's own path, with its checks and errors
-    if type(model) is not Model or type(state_in) is not State or model.device != "cpu" or not integrator.replay:
-        body(model, state_in, state_out, control, dt)
-        return
-    extra = () if guard is None else guard(integrator, model, state_in)
-    if extra is None:
-        body(model, state_in, state_out, control, dt)
-        return
     cache = integrator.__dict__.get("_replay_cache")
+    if cache is not None and type(state_in) is State:
+        # the fast path: a recording exists only for a valid, eligible call, and whatever made
+        # the call valid and eligible (types aside) is announced by setters, which the cache
+        # checks (simkit.core.mutation)
+        extra = () if guard is None else guard(state_in)
+        if cache.replay((model, state_in, state_out, control), (dt, extra)):
+            if after is not None:
+                after(state_in, state_out, extra)
+            return
+    # anything odd (wrong types, a GPU, not eligible) takes the step's own path, with its checks and errors
+    if type(model) is not Model or type(state_in) is not State or model.device != "cpu" or not integrator.replay \
+            or (eligible is not None and not eligible(integrator, model)):
+        body(model, state_in, state_out, control, dt)
+        return
     if cache is None:
         cache = StepCache()
         object.__setattr__(integrator, "_replay_cache", cache)  # a cache, not a setting: no mutation
-    objects, values = (model, state_in, state_out, control), (dt, extra)
-    if cache.replay(objects, values) or cache.run(objects, values, lambda: body(model, state_in, state_out, control, dt)):
-        if after is not None:
-            after(state_in, state_out, extra)
+    extra = () if guard is None else guard(state_in)
+    if cache.run((model, state_in, state_out, control), (dt, extra),
+                 lambda: body(model, state_in, state_out, control, dt)) and after is not None:
+        after(state_in, state_out, extra)
 
 
 def _particle_contact(model) -> bool:
@@ -102,22 +111,33 @@ def _particle_contact(model) -> bool:
     return bool(model.particle_contact and model.contacts_enabled and model.particle_count)
 
 
-def particles_guard(integrator, model, state_in) -> tuple | None:
-    """The guard of the maximal-coordinate integrators: nothing, or None with particle-particle contact.
+def particles_eligible(integrator, model) -> bool:
+    """Whether a maximal-coordinate step of ``model`` can replay: not with particle-particle contact.
 
     Example::
 
-        particles_guard(integrator, model, state_in)   # ()
+        particles_eligible(integrator, model)   # True
     """
-    return None if _particle_contact(model) else ()
+    return not _particle_contact(model)
 
 
 _NO_TAPES = frozenset()
 
 
-def featherstone_guard(integrator, model, state_in) -> tuple | None:
+def featherstone_eligible(integrator, model) -> bool:
+    """Whether a Featherstone step of ``model`` can replay: not with the constraint contact
+    solve while contacts are enabled, nor with particle-particle contact.
+
+    Example::
+
+        featherstone_eligible(integrator, model)   # True for contact="penalty"
+    """
+    return not (integrator.contact == "constraint" and model.contacts_enabled or _particle_contact(model))
+
+
+def featherstone_guard(state_in) -> tuple:
     """Featherstone's guard: whether ``state_in``'s bodies are current (the step runs forward
-    kinematics when not); None for the constraint contact solve and particle-particle contact.
+    kinematics when not).
 
     It reads the mark Featherstone leaves on a state it placed (``_featherstone_fk``: the
     versions of its coordinates and bodies, and the Tapes that saw it): a replay only happens
@@ -125,10 +145,8 @@ def featherstone_guard(integrator, model, state_in) -> tuple | None:
 
     Example::
 
-        featherstone_guard(integrator, model, state_in)   # (True,)
+        featherstone_guard(state_in)   # (True,)
     """
-    if integrator.contact == "constraint" and model.contacts_enabled or _particle_contact(model):
-        return None
     mark = state_in.__dict__.get("_featherstone_fk")
     return (mark is not None and mark[0] == (state_in.joint_q._version, state_in.joint_qd._version,
                                               state_in.body_q._version, state_in.body_qd._version),)

@@ -107,6 +107,14 @@ def test_a_struct_field_set_runs_again():
     np.testing.assert_array_equal(step.bodies.x.numpy(), b.x.numpy())
 
 
+def test_new_structs_built_between_calls_leave_the_recording_alone():
+    step, cache = Step(bodies()), StepCache()
+    for _ in range(5):
+        bodies()                                 # no recording holds a struct being built
+        steps(cache, step, 1)
+    assert step.calls == 2
+
+
 def test_a_value_changed_in_place_runs_again():
     step, cache = Step(bodies()), StepCache()
     steps(cache, step, 5)
