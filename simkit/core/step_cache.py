@@ -32,6 +32,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 from . import array as A
@@ -99,8 +100,7 @@ class _Recorder:
 
 class Program:
     """What one recorded call did, in order: graphs of launches and host writes to arrays.
-
-    ``launches`` names every launch and host write, in order.
+    ``run()`` replays it; ``launches`` names every launch and host write, in order.
 
     Example::
 
@@ -109,9 +109,12 @@ class Program:
 
     def __init__(self, items: list):
         self.items = items
-        graphs = [g for g in items if type(g) is Graph]
-        # one graph and nothing else, the usual step: run it without the general loop
-        self._only = graphs[0] if len(items) == 1 and graphs else None
+        # each item as one callable, bound once: a graph's replay, an array's zero_/fill_/assign
+        self._calls = [_replayer(item) if type(item) is Graph else
+                       functools.partial(getattr(item[1], item[0]), *(() if item[2] is None else (item[2],)))
+                       for item in items]
+        # one graph and nothing else, the usual step: its replay is the whole run
+        self.run = self._calls[0] if len(items) == 1 and type(items[0]) is Graph else self._run_all
 
     @property
     def launches(self) -> list[str]:
@@ -124,42 +127,27 @@ class Program:
                 out.append(f"{item[0]}()")
         return out
 
-    def run(self) -> None:
-        """Replay every recorded launch and host write.
+    def _run_all(self) -> None:
+        for call in self._calls:
+            call()
 
-        Example::
 
-            program.run()
-        """
-        g = self._only
-        if g is not None:
-            _replay(g)
+def _replayer(g: Graph) -> Callable[[], None]:
+    """``sk.replay(g)`` without its checks (the caller made them), with everything it looks up
+    bound once: the native run, then the version counts of what it wrote."""
+    run, addr, n, bumps = g._run, g._jobs_addr, len(g._plans), g._bumps
+    if not n:
+        return lambda: None
+
+    def replay() -> None:
+        failed = run(addr, n)
+        if failed >= 0:
+            g._bump(failed)
+            g._plans[failed].check_error()
             return
-        for item in self.items:
-            if type(item) is Graph:
-                _replay(item)
-            else:
-                name, a, arg = item
-                if name == "zero_":
-                    a.zero_()
-                elif name == "fill_":
-                    a.fill_(arg)
-                else:
-                    a.assign(arg)
-
-
-def _replay(g: Graph) -> None:
-    """``sk.replay(g)`` without its checks (the caller made them): the native run, then the
-    version counts of what it wrote."""
-    if not g._plans:
-        return
-    failed = g._run(g._jobs_addr, len(g._plans))
-    if failed >= 0:
-        g._bump(failed)
-        g._plans[failed].check_error()
-        return
-    for a, n in g._bumps:
-        a._version += n
+        for a, k in bumps:
+            a._version += k
+    return replay
 
 
 class Entry:

@@ -161,8 +161,9 @@ def featherstone_after(state_in, state_out, guard: tuple) -> None:
 
         featherstone_after(state_in, state_out, (True,))
     """
+    # through __dict__: a private cache (no mutation to count), and no Python __setattr__ per step
     if not guard[0]:
-        state_in._featherstone_fk = ((state_in.joint_q._version, state_in.joint_qd._version,
-                                      state_in.body_q._version, state_in.body_qd._version), _NO_TAPES)
-    state_out._featherstone_fk = ((state_out.joint_q._version, state_out.joint_qd._version,
-                                   state_out.body_q._version, state_out.body_qd._version), _NO_TAPES)
+        state_in.__dict__["_featherstone_fk"] = ((state_in.joint_q._version, state_in.joint_qd._version,
+                                                  state_in.body_q._version, state_in.body_qd._version), _NO_TAPES)
+    state_out.__dict__["_featherstone_fk"] = ((state_out.joint_q._version, state_out.joint_qd._version,
+                                               state_out.body_q._version, state_out.body_qd._version), _NO_TAPES)
