@@ -61,9 +61,20 @@ def reference(count: int, dt: float = 0.01, n: int = 4) -> np.ndarray:
 
 
 @pytest.fixture(autouse=True)
-def _cpu_only(device):
-    if device != "cpu":
+def _cpu_only(device, request):
+    if device != "cpu" and "gpu" not in request.node.name:
         pytest.skip("steps replay on the CPU (on a GPU they run as before)")
+
+
+def test_a_step_on_a_gpu_keeps_running_its_python(device):
+    if device == "cpu":
+        pytest.skip("a step on a GPU")
+    b = Bodies(x=sk.zeros(4, device=device), v=sk.zeros(4, device=device), gain=1.0,
+               wind=sk.vec3(0.0, -2.0, 0.0))
+    step, cache = Step(b), StepCache()
+    steps(cache, step, 5)
+    assert step.calls == 5 and "steps replay on the CPU" in cache.entries()[0].reason
+    np.testing.assert_array_equal(b.x.numpy(), reference(5))
 
 
 def test_the_third_call_replays_and_gives_the_same_result():
