@@ -53,6 +53,11 @@ class Replayed:
         object.__setattr__(self, name, value)
         mutation.count[0] += 1  # a setting (friction_scale, iterations, ...) a recorded step baked in
 
+    def __getstate__(self) -> dict:
+        # pickling or copying an integrator copies its settings, not its recordings (native
+        # launch lists of this process, holding the states they step)
+        return {k: v for k, v in self.__dict__.items() if k != "_replay_cache"}
+
     def recorded_steps(self) -> list[Entry]:
         """The steps this integrator has recorded, oldest first: per ``(model, state_in,
         state_out, control)`` one entry with the ``program`` it replays (``program.launches``

@@ -269,6 +269,18 @@ def sum_kernel(q: sk.array(dtype=sk.float64), out: sk.array(dtype=sk.float64)):
     sk.atomic_add(out, 0, q[i])
 
 
+def test_an_integrator_with_recordings_pickles_and_copies_without_them():
+    import copy
+    import pickle
+    model, integrator = cloth(), sk.sim.XPBD(iterations=3)
+    a, b = model.state(), model.state()
+    for _ in range(4):
+        integrator.step(model, a, b, None, DT)
+        a, b = b, a
+    for twin in (pickle.loads(pickle.dumps(integrator)), copy.deepcopy(integrator)):
+        assert twin.iterations == 3 and twin.recorded_steps() == []
+
+
 def test_a_user_capture_of_a_step_records_its_launches():
     model, integrator = cloth(), sk.sim.SemiImplicitEuler()
     a, b = model.state(), model.state()
