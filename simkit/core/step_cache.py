@@ -32,6 +32,7 @@ Example::
 
 from __future__ import annotations
 
+import ctypes
 import functools
 from typing import Any, Callable
 
@@ -110,8 +111,8 @@ class Program:
     def __init__(self, items: list):
         self.items = items
         # each item as one callable, bound once: a graph's replay, an array's zero_/fill_/assign
-        self._calls = [_replayer(item) if type(item) is Graph else
-                       functools.partial(getattr(item[1], item[0]), *(() if item[2] is None else (item[2],)))
+        self._calls = [_replayer(item) if type(item) is Graph else _zeroer(item[1]) if item[0] == "zero_" else
+                       functools.partial(getattr(item[1], item[0]), item[2])
                        for item in items]
         # one graph and nothing else, the usual step: its replay is the whole run
         self.run = self._calls[0] if len(items) == 1 and type(items[0]) is Graph else self._run_all
@@ -130,6 +131,20 @@ class Program:
     def _run_all(self) -> None:
         for call in self._calls:
             call()
+
+
+def _zeroer(a: A.Array) -> Callable[[], None]:
+    """``a.zero_()`` as a replay runs it (no Tape, JVP or capture is active then): one memset
+    of a contiguous CPU array's bytes and one more write counted."""
+    data = a._np
+    if data is None or not data.flags.c_contiguous:
+        return a.zero_
+    memset, ptr, size = ctypes.memset, data.ctypes.data, data.nbytes
+
+    def zero() -> None:
+        memset(ptr, 0, size)
+        a._version += 1
+    return zero
 
 
 def _replayer(g: Graph) -> Callable[[], None]:
