@@ -168,7 +168,13 @@ def _replayer(g: Graph) -> Callable[[], None]:
 class Entry:
     """One set of argument objects of a :class:`StepCache`: ``objects``, ``guard``, the
     ``program`` recorded for them (None until recorded, or when not replayable), ``reason``
-    (why it is not replayable, else None) and ``replays`` (how many calls it served)."""
+    (why it is not replayable, else None) and ``replays`` (how many calls it served).
+
+    Example::
+
+        entry = cache.entries()[0]
+        entry.program.launches if entry.program else entry.reason
+    """
 
     __slots__ = ("objects", "guard", "epoch", "program", "reason", "replays")
 
