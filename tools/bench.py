@@ -37,6 +37,9 @@ autodiff, simulation or GPU, are added the same way and show up in ``--list``):
 ``featherstone`` ``sk.sim.Featherstone`` steps of gymnasium's ant (free base + 8 hinges,
             ground contact), forward in float64/float32 and a taped rollout's backward,
             next to MuJoCo's ``mj_step`` (tools/bench_featherstone.py).
+``replay``  the ant's ``Featherstone`` step in a plain Python loop, replayed (and with
+            replays off), and ``sk.replay`` of its captured launches, next to MuJoCo's Euler
+            ``mj_step`` on one thread (tools/bench_replay.py).
 ``builder`` ``ModelBuilder`` build + finalize of 200x200 and 1000x1000 cloth grids and
             32^3 and 64^3 soft grids: seconds, and peak memory next to the model's bytes
             (``tools/bench_builder.py``).
@@ -666,6 +669,10 @@ bench_forward.add_sections(section, Result, Row, fmt)
 import bench_featherstone  # noqa: E402  (the generalized-coordinate step of an ant vs MuJoCo)
 
 bench_featherstone.add_sections(section, Result, Row, fmt, interleaved)
+
+import bench_replay  # noqa: E402  (the ant stepped in a plain Python loop, replayed, vs MuJoCo)
+
+bench_replay.add_sections(section, Result, Row, fmt, interleaved)
 
 import bench_builder  # noqa: E402  (build + finalize of big grids: time and memory)
 

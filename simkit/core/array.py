@@ -137,6 +137,12 @@ def _written(a: "Array", source: "Array | None") -> None:
         hook(a, source)
 
 
+# While a step is being recorded for replay (simkit.core.step_cache), its recorder sits here
+# and hears what the step does to arrays outside kernels: ``read(a)`` for a host read of the
+# contents, ``op(name, a, arg)`` for zero_/fill_/assign, ``allocated(a)`` for a new array.
+recorders: list = []
+
+
 def _refuse_in_capture(what: str) -> None:
     if D.state.capturing:
         raise RuntimeError(f"{what} is not allowed inside sk.capture(): a capture records kernel launches only "
@@ -175,6 +181,8 @@ class Array:
         for k, s in enumerate(self.shape):
             self._hdr.shape[k] = s
             self._hdr.strides[k] = self._strides[k]
+        if recorders:
+            recorders[-1].allocated(self)
 
     # -- gradients --------------------------------------------------------------
     @property
@@ -267,6 +275,8 @@ class Array:
 
             sk.zeros(2, dtype=sk.vec3).numpy().shape    # (2, 3)
         """
+        if recorders:
+            recorders[-1].read(self)
         if self._np is not None:
             return self._np
         from .cuda import arrays
@@ -301,6 +311,8 @@ class Array:
 
     @property
     def __array_interface__(self):
+        if recorders:
+            recorders[-1].read(self)
         if self._np is None:
             raise AttributeError(f"an array on {self.device} has no __array_interface__ (its memory is on the GPU); "
                                  "use .numpy() for a host copy or __cuda_array_interface__")
@@ -374,6 +386,8 @@ class Array:
             a.zero_()
         """
         _refuse_in_capture("zero_()")
+        if recorders:
+            recorders[-1].op("zero_", self, None)
         self._write(0)
         self._version += 1
         if write_hooks:
@@ -398,6 +412,8 @@ class Array:
             sk.zeros(4, dtype=sk.vec3).fill_(sk.vec3(0.0, 1.0, 0.0))
         """
         _refuse_in_capture("fill_()")
+        if recorders:
+            recorders[-1].op("fill_", self, self._fill_value(value))
         self._write(self._fill_value(value))
         self._version += 1
         if write_hooks:
@@ -424,6 +440,8 @@ class Array:
             a.assign(np.arange(3.0))
         """
         _refuse_in_capture("assign()")
+        if recorders:
+            recorders[-1].op("assign", self, src)
         if isinstance(src, Array):
             if src._host_shape != self._host_shape:
                 raise ValueError(f"assign: data of shape {src._host_shape} does not match this array's "

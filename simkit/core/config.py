@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 
+from . import mutation
+
 
 class Config:
     """``mode``: "release" or "debug" (array bounds checks, integer division by zero raises,
@@ -21,8 +23,11 @@ class Config:
     adjoint can replay (per thread, per loop); ``cuda_max_loop_iterations``: the same on
     GPUs, smaller because the replay stack is per-thread local memory and the driver
     reserves it for every resident thread; ``cache_dir``: overrides the cache path
-    (``SIMKIT_CACHE_DIR`` does the same from the environment). ``SIMKIT_DEBUG=1`` sets
-    ``mode`` to "debug" at import."""
+    (``SIMKIT_CACHE_DIR`` does the same from the environment); ``replay_steps``: an
+    integrator's ``step`` called again with the same model, states, control and ``dt`` runs
+    its recorded launches (see the README's "Speed"; False: every step runs its Python).
+    ``SIMKIT_DEBUG=1`` sets ``mode`` to "debug" at import. Setting any option makes recorded
+    steps record again."""
 
     def __init__(self):
         self.mode = _mode_from_environment()
@@ -32,14 +37,18 @@ class Config:
         self.cuda_max_loop_iterations = 64
         self.cache_dir: str | None = None
         self.verbose = False
+        self.replay_steps = True
 
     def __setattr__(self, name, value):
         if name == "mode" and value not in ("release", "debug"):
             raise ValueError(f"sk.config.mode must be 'release' or 'debug', got {value!r}")
+        if name == "replay_steps" and not isinstance(value, bool):
+            raise TypeError(f"sk.config.replay_steps must be True or False, got {value!r}")
         if name not in ("mode", "keep_source", "max_unroll", "max_loop_iterations", "cuda_max_loop_iterations",
-                        "cache_dir", "verbose"):
+                        "cache_dir", "verbose", "replay_steps"):
             raise AttributeError(f"sk.config has no setting {name!r}")
         object.__setattr__(self, name, value)
+        mutation.count[0] += 1  # e.g. the mode picks other compiled kernels than a recorded step holds
 
 
 def _mode_from_environment() -> str:

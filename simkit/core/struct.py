@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from . import mutation
 from . import types as T
 from .array import ArrayType
 from .device import DeviceMismatch
@@ -113,15 +114,15 @@ def struct(cls):
                 raise AttributeError(f"{cls.__name__} has no field '{k}' (fields: {', '.join(fields)})")
         for n, t in fields.items():
             if n in kwargs:
-                setattr(self, n, kwargs[n])
+                _set_field(self, n, kwargs[n])
             elif n in defaults:
-                setattr(self, n, _copy_default(defaults[n]))
+                _set_field(self, n, _copy_default(defaults[n]))
             elif t._sk_kind == "array":
                 self._values[n] = None
             else:
-                setattr(self, n, t())
+                _set_field(self, n, t())
 
-    def __setattr__(self, name, value):
+    def _set_field(self, name, value):
         t = fields.get(name)
         if t is None:
             raise AttributeError(f"{cls.__name__} has no field '{name}' (fields: {', '.join(fields)})")
@@ -146,6 +147,12 @@ def struct(cls):
                 except (ValueError, TypeError) as e:
                     raise TypeError(f"{where} expects {T.type_name(t)}: {e}") from None
         self._values[name] = value
+
+    def __setattr__(self, name, value):
+        _set_field(self, name, value)
+        # a recorded step (core/step_cache.py) packed the old value: it must not replay. Not
+        # while __init__ fills a new struct, which no recording can hold yet.
+        mutation.count[0] += 1
 
     def __getattr__(self, name):
         if name.startswith("_"):  # never recurse through the slots while half-built

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from . import mutation
+
 
 class ScalarType:
     """A scalar type such as ``sk.float32``; calling it converts a Python number.
@@ -141,6 +143,7 @@ class Composite:
 
     def __setitem__(self, idx, value):
         self._v[idx] = value
+        mutation.count[0] += 1  # launches bake values in: a recorded step must not replay this one stale
 
     def __eq__(self, other) -> bool:
         try:
@@ -249,6 +252,7 @@ class Vector(Composite):
             object.__setattr__(self, name, value)
         else:
             self._v[i] = value
+            mutation.count[0] += 1
 
 
 def _component(name: str, length: int):
@@ -336,6 +340,7 @@ class Transform(Composite):
     @p.setter
     def p(self, value):
         self._v[:3] = vector(3, self._sk_scalar)(value)._v
+        mutation.count[0] += 1
 
     @property
     def q(self):
@@ -345,6 +350,7 @@ class Transform(Composite):
     @q.setter
     def q(self, value):
         self._v[3:] = quat_of(self._sk_scalar)(value)._v
+        mutation.count[0] += 1
 
 
 _CT_SUFFIX = {"float32": "f", "float64": "d", "int32": "i", "int64": "l", "uint32": "u", "bool": "b"}

@@ -51,6 +51,7 @@ from .contact_constraint import ContactSolve
 from .forces import eval_forces
 from .integrators import check_step
 from .model import Control, Model, State
+from .replay import Replayed, featherstone_after, featherstone_eligible, featherstone_guard, replayed_step
 
 
 def _csr(lists: list) -> tuple[np.ndarray, np.ndarray]:
@@ -204,7 +205,7 @@ def _check_contact_args(contact, impratio, max_contacts, iterations, tolerance) 
     return contact
 
 
-class Featherstone:
+class Featherstone(Replayed):
     """Semi-implicit Euler in generalized coordinates for models with articulations
     (:meth:`~simkit.sim.ModelBuilder.add_articulation`): ``state.joint_q`` / ``joint_qd`` are
     integrated exactly along the joints (no joint drifts apart, whatever the masses), and
@@ -308,7 +309,12 @@ class Featherstone:
         """Advance ``state_in`` by ``dt`` into ``state_out`` (its joint coordinates and their
         bodies); ``state_in.body_f`` receives the external wrenches of ``state_in`` (with
         ``contact="constraint"`` the contact forces are not among them: they act in joint
-        space)."""
+        space). Called again with the same arguments, it replays its recorded launches
+        (:mod:`simkit.sim.replay`)."""
+        replayed_step(self, self._step, model, state_in, state_out, control, dt, featherstone_eligible,
+                      featherstone_guard, featherstone_after)
+
+    def _step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         control = check_step(model, state_in, state_out, control, dt)
         if not model.articulation_count:
             raise ValueError("Featherstone.step: the model has no articulation (start one with "

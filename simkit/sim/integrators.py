@@ -19,6 +19,7 @@ from ..kernels.particles import particle_kernels
 from ..kernels.structs import JOINT_BALL, JOINT_UNIVERSAL, NO_LIMIT
 from .forces import eval_body_forces, eval_forces
 from .model import Control, Model, State
+from .replay import Replayed, particles_eligible, replayed_step
 from .validate import normal_in
 
 
@@ -92,7 +93,7 @@ def warn_ignored_joint_features(model: Model, integrator: str) -> None:
                       f"{integrator} steps it without them", IgnoredJointFeatureWarning, stacklevel=3)
 
 
-class SemiImplicitEuler:
+class SemiImplicitEuler(Replayed):
     """Symplectic (semi-implicit) Euler: forces at ``state_in``, then ``v += a dt`` and
     ``x += v dt``. Every force is explicit, so ``dt`` must resolve the stiffest one: for
     contact given per unit mass (the builder's default) ``dt <= contact_time_constant / 10``
@@ -123,7 +124,11 @@ class SemiImplicitEuler:
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         """Advance ``state_in`` by ``dt`` into ``state_out``; ``state_in.particle_f`` and
-        ``state_in.body_f`` receive the forces of ``state_in``."""
+        ``state_in.body_f`` receive the forces of ``state_in``. Called again with the same
+        arguments, it replays its recorded launches (:mod:`simkit.sim.replay`)."""
+        replayed_step(self, self._step, model, state_in, state_out, control, dt, particles_eligible)
+
+    def _step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         control = check_step(model, state_in, state_out, control, dt)
         warn_ignored_joint_features(model, "SemiImplicitEuler")
         state_in.clear_forces()

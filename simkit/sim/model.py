@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..core import array as A
+from ..core import mutation
 from ..core import types as T
 from ..core.launch import launch
 from ..kernels.bodies import body_kernels
@@ -46,6 +47,15 @@ from .contact_params import mask_int32, split_rows
 WORLD_KINDS = {"particle": "particle_count", "spring": "spring_count", "triangle": "tri_count",
                "edge": "edge_count", "tet": "tet_count", "body": "body_count", "shape": "shape_count",
                "joint": "joint_count"}
+
+
+def _watched_setattr(obj, name: str, value: Any) -> None:
+    """Set an attribute; a public one (an array, a struct, gravity, a flag) may be baked into
+    a recorded step (simkit.core.step_cache), which must then not replay. Private ones are
+    the integrators' caches, set while stepping."""
+    object.__setattr__(obj, name, value)
+    if name[0] != "_":
+        mutation.count[0] += 1
 
 
 class Model:
@@ -76,6 +86,8 @@ class Model:
     :meth:`~simkit.sim.ModelBuilder.add_builder`), and the int32 arrays ``particle_world``,
     ``body_world``, ``shape_world`` (-1: shared by every world).
     """
+
+    __setattr__ = _watched_setattr
 
     def __init__(self, data: dict, device: str, requires_grad: bool, dtype: Any):
         self.device = device
@@ -389,6 +401,8 @@ class State:
                   "contact_anchor", "contact_point")
     _FIELDS = ("particle_q", "particle_qd", "particle_f", "body_q", "body_qd", "body_f")
 
+    __setattr__ = _watched_setattr
+
     def __init__(self, model: Model, requires_grad: bool):
         self.model = model
         self.requires_grad = requires_grad
@@ -481,6 +495,8 @@ class Control:
         control.joint_dof_target.assign(t)                # a universal joint's two target angles
         control.joint_target_vel.assign(np.full(model.joint_count, 2.0))   # spin at 2 rad/s
     """
+
+    __setattr__ = _watched_setattr
 
     def __init__(self, model: Model):
         self.model = model

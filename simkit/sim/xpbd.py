@@ -111,6 +111,7 @@ from ..kernels.structs import JOINT_FREE
 from ..kernels.shapes import collision_pairs, particle_shape_rows
 from .integrators import check_step, warn_ignored_joint_features
 from .model import Control, Model, State
+from .replay import Replayed, replayed_step
 from .xpbd_meshes import count_mesh_contacts, mesh_scratch, solve_mesh_contacts
 
 
@@ -274,7 +275,7 @@ def _scratch(model: Model, state: State, iterations: int) -> _Scratch:
     return s
 
 
-class XPBD:
+class XPBD(Replayed):
     """Extended position-based dynamics with ``iterations`` Jacobi constraint iterations per step.
 
     Unconditionally stable for any stiffness: a stiff spring (large ``ke``) becomes a nearly
@@ -299,11 +300,16 @@ class XPBD:
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         """Advance ``state_in`` by ``dt`` into ``state_out`` (``state_in`` is only read).
+        Called again with the same arguments, it replays its recorded launches
+        (:mod:`simkit.sim.replay`).
 
         Example::
 
             XPBD().step(model, s0, s1, None, 1.0 / 600.0)
         """
+        replayed_step(self, self._step, model, state_in, state_out, control, dt)
+
+    def _step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         control = check_step(model, state_in, state_out, control, dt)
         warn_ignored_joint_features(model, "XPBD")
         if model.particle_contact:
