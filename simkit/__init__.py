@@ -31,7 +31,8 @@ from .autograd.tape import Tape
 from .core.types import (float32, float64, int32, int64, uint32, bool_, matrix, vector, quat_of, transform_of,
                          vec2, vec3, vec4, vec2d, vec3d, vec4d, vec2i, vec3i, vec4i, mat22, mat33, mat44,
                          mat22d, mat33d, mat44d, quat, quatd, transform, transformd, spatial_vector, spatial_vectord,
-                         spatial_matrix, spatial_matrixd)
+                         spatial_matrix, spatial_matrixd, dtype_from_numpy, dtype_to_numpy)
+from . import types  # noqa: E402  (sk.types.vector, sk.types.type_size, ...: Warp's wp.types)
 
 from . import autograd  # noqa: E402  (sk.autograd.jacobian, ...)
 from . import cuda  # noqa: E402  (sk.cuda.ptx, ...)

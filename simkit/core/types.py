@@ -81,6 +81,56 @@ def scalar_from_numpy(dt: Any) -> ScalarType:
         raise TypeError(f"numpy dtype {dt} has no simkit scalar type (supported: {names})") from None
 
 
+def dtype_from_numpy(numpy_dtype: Any) -> ScalarType:
+    """The simkit scalar type of a numpy dtype (Warp's ``wp.dtype_from_numpy``).
+
+    Takes a ``np.dtype``, a numpy scalar type or a dtype string; Python's own ``float``,
+    ``int`` and ``bool`` are refused, since numpy reads ``float`` as float64 where a simkit
+    annotation reads it as float32.
+
+    Example::
+
+        sk.dtype_from_numpy(np.float64)           # sk.float64
+        sk.dtype_from_numpy(np.dtype("int32"))    # sk.int32
+    """
+    # Identity, not ==: np.dtype("float64") == float is True.
+    if any(numpy_dtype is t for t in (float, int, bool, complex)):
+        raise TypeError(f"dtype_from_numpy: numpy_dtype must be a numpy dtype (np.float32, np.dtype('int64'), "
+                        f"...), got Python's {numpy_dtype.__name__}, which numpy and simkit read differently")
+    if numpy_dtype is None:  # np.dtype(None) would be float64
+        raise TypeError("dtype_from_numpy: numpy_dtype must be a numpy dtype, got None")
+    try:
+        dt = np.dtype(numpy_dtype)
+    except TypeError:
+        raise TypeError(f"dtype_from_numpy: numpy_dtype must be a numpy dtype, got {numpy_dtype!r}") from None
+    try:
+        return scalar_from_numpy(dt)
+    except TypeError as e:
+        raise TypeError(f"dtype_from_numpy: {e}") from None
+
+
+def dtype_to_numpy(dtype: Any) -> type:
+    """The numpy scalar type of a simkit scalar type (Warp's ``wp.dtype_to_numpy``).
+
+    Vectors, matrices, quats and transforms are refused with a TypeError: take their
+    component type first (``sk.types.type_scalar_type(sk.vec3)``).
+
+    Example::
+
+        sk.dtype_to_numpy(sk.float32)     # numpy.float32
+        sk.dtype_to_numpy(float)          # numpy.float32: float means float32 in simkit
+    """
+    s = resolve(dtype)
+    if isinstance(s, ScalarType):
+        return s.np_dtype.type
+    kind = getattr(s, "_sk_kind", None)
+    if kind in ("vec", "mat", "quat", "transform"):
+        raise TypeError(f"dtype_to_numpy: dtype must be a scalar type, got {type_name(s)}, a {kind} of "
+                        f"{s._sk_scalar.__name__}; pass its component type, sk.types.type_scalar_type({type_name(s)})")
+    names = ", ".join(x.__name__ for x in SCALARS)
+    raise TypeError(f"dtype_to_numpy: dtype must be a simkit scalar type ({names}), got {dtype!r}")
+
+
 # ---------------------------------------------------------------------------
 # Composite values
 # ---------------------------------------------------------------------------
