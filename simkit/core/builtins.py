@@ -11,7 +11,7 @@ Signature patterns (a tiny language):
   ``V`` any numeric value (scalar, vector, matrix, quat, transform);
   the same letter twice means the same type
 - ``vec(N,F)``, ``mat(R,C,F)``, ``quat(F)``, ``transform(F)``; ``N R C K`` are lengths
-- concrete scalars: ``float32 float64 int32 int64 uint32 bool``
+- concrete scalars: ``float32 float64 int32 int64 uint32 bool int8 uint8 int16 uint16 uint64``
 - ``void`` as the result: a statement with a side effect (``expect_eq``), run in the
   forward pass only (the adjoint pass does not repeat it)
 
@@ -422,6 +422,11 @@ SK_FUNC void print_scalar_(double x) { printf("%g", x); }
 SK_FUNC void print_scalar_(int32_t x) { printf("%d", int(x)); }
 SK_FUNC void print_scalar_(int64_t x) { printf("%lld", (long long)x); }
 SK_FUNC void print_scalar_(uint32_t x) { printf("%u", (unsigned)x); }
+SK_FUNC void print_scalar_(uint64_t x) { printf("%llu", (unsigned long long)x); }
+SK_FUNC void print_scalar_(int8_t x) { printf("%d", int(x)); }
+SK_FUNC void print_scalar_(uint8_t x) { printf("%u", unsigned(x)); }
+SK_FUNC void print_scalar_(int16_t x) { printf("%d", int(x)); }
+SK_FUNC void print_scalar_(uint16_t x) { printf("%u", unsigned(x)); }
 SK_FUNC void print_scalar_(bool x) { printf("%s", x ? "True" : "False"); }
 template <typename V> SK_FUNC void print_value_(const V& v) {
     if constexpr (traits<V>::size == 1) {

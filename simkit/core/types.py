@@ -66,8 +66,15 @@ int64 = ScalarType("int64", np.int64, "int64_t", "i", ctypes.c_int64)
 uint32 = ScalarType("uint32", np.uint32, "uint32_t", "u", ctypes.c_uint32)
 bool_ = ScalarType("bool", np.bool_, "bool", "b", ctypes.c_bool)
 bool_.__name__ = "bool"
+# Narrow and wide integers, mostly for data: C++ computes on them in int and stores back
+# with wrap-around, as numpy does. Atomics on the 8- and 16-bit ones are refused (a GPU has none).
+int8 = ScalarType("int8", np.int8, "int8_t", "i", ctypes.c_int8)
+uint8 = ScalarType("uint8", np.uint8, "uint8_t", "u", ctypes.c_uint8)
+int16 = ScalarType("int16", np.int16, "int16_t", "i", ctypes.c_int16)
+uint16 = ScalarType("uint16", np.uint16, "uint16_t", "u", ctypes.c_uint16)
+uint64 = ScalarType("uint64", np.uint64, "uint64_t", "u", ctypes.c_uint64)
 
-SCALARS = (float32, float64, int32, int64, uint32, bool_)
+SCALARS = (float32, float64, int32, int64, uint32, bool_, int8, uint8, int16, uint16, uint64)
 _SCALAR_BY_NP = {s.np_dtype: s for s in SCALARS}
 
 
@@ -397,7 +404,9 @@ class Transform(Composite):
         self._v[3:] = quat_of(self._sk_scalar)(value)._v
 
 
-_CT_SUFFIX = {"float32": "f", "float64": "d", "int32": "i", "int64": "l", "uint32": "u", "bool": "b"}
+# Warp's suffixes: vec3d, vec3i, vec3b (int8), vec3ub, vec3s (int16), vec3us, vec3l, vec3ul.
+_CT_SUFFIX = {"float32": "f", "float64": "d", "int32": "i", "int64": "l", "uint32": "ui", "bool": "bool", "int8": "b",
+              "uint8": "ub", "int16": "s", "uint16": "us", "uint64": "ul"}
 _cache: dict[tuple, type] = {}
 
 
@@ -503,6 +512,9 @@ for _f in (vector, matrix, quat_of, transform_of):
 vec2, vec3, vec4 = (vector(n) for n in (2, 3, 4))
 vec2d, vec3d, vec4d = (vector(n, float64) for n in (2, 3, 4))
 vec2i, vec3i, vec4i = (vector(n, int32) for n in (2, 3, 4))
+# Warp's names of the other integer vectors: vec2b ... vec4ul (sk.vec3b is vector(3, int8)).
+INT_VECTORS = {f"vec{n}{_CT_SUFFIX[s.__name__]}": vector(n, s)
+               for s in (int8, uint8, int16, uint16, int64, uint32, uint64) for n in (2, 3, 4)}
 mat22, mat33, mat44 = (matrix((n, n)) for n in (2, 3, 4))
 mat22d, mat33d, mat44d = (matrix((n, n), float64) for n in (2, 3, 4))
 quat, quatd = quat_of(float32), quat_of(float64)

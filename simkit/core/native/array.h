@@ -167,6 +167,9 @@ SK_FUNC double atomic_add_(double* p, double v) { return atomicAdd(p, v); }
 SK_FUNC int32_t atomic_add_(int32_t* p, int32_t v) { return atomicAdd(p, v); }
 SK_FUNC uint32_t atomic_add_(uint32_t* p, uint32_t v) { return atomicAdd(p, v); }
 SK_FUNC int64_t atomic_add_(int64_t* p, int64_t v) { return (int64_t)atomicAdd((unsigned long long*)p, (unsigned long long)v); }
+SK_FUNC uint64_t atomic_add_(uint64_t* p, uint64_t v) { return atomicAdd((unsigned long long*)p, (unsigned long long)v); }
+SK_FUNC uint64_t atomic_min_(uint64_t* p, uint64_t v) { return atomicMin((unsigned long long*)p, (unsigned long long)v); }
+SK_FUNC uint64_t atomic_max_(uint64_t* p, uint64_t v) { return atomicMax((unsigned long long*)p, (unsigned long long)v); }
 SK_FUNC int32_t atomic_min_(int32_t* p, int32_t v) { return atomicMin(p, v); }
 SK_FUNC int32_t atomic_max_(int32_t* p, int32_t v) { return atomicMax(p, v); }
 SK_FUNC uint32_t atomic_min_(uint32_t* p, uint32_t v) { return atomicMin(p, v); }

@@ -14,6 +14,9 @@
 // atomics, __threadfence and device printf are built in; the fixed-width integer
 // types are declared here with the sizes the CPU side uses (int64 is 8 bytes).
 typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
 typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
