@@ -74,7 +74,10 @@ int16 = ScalarType("int16", np.int16, "int16_t", "i", ctypes.c_int16)
 uint16 = ScalarType("uint16", np.uint16, "uint16_t", "u", ctypes.c_uint16)
 uint64 = ScalarType("uint64", np.uint64, "uint64_t", "u", ctypes.c_uint64)
 
-SCALARS = (float32, float64, int32, int64, uint32, bool_, int8, uint8, int16, uint16, uint64)
+# Half precision: stored in 16 bits, computed in float32 (each operation rounds back to half).
+float16 = ScalarType("float16", np.float16, "sk::half", "f", ctypes.c_uint16)
+
+SCALARS = (float32, float64, int32, int64, uint32, bool_, int8, uint8, int16, uint16, uint64, float16)
 _SCALAR_BY_NP = {s.np_dtype: s for s in SCALARS}
 
 
@@ -404,9 +407,9 @@ class Transform(Composite):
         self._v[3:] = quat_of(self._sk_scalar)(value)._v
 
 
-# Warp's suffixes: vec3d, vec3i, vec3b (int8), vec3ub, vec3s (int16), vec3us, vec3l, vec3ul.
+# Warp's suffixes: vec3d, vec3i, vec3b (int8), vec3ub, vec3s (int16), vec3us, vec3l, vec3ul, vec3h (float16).
 _CT_SUFFIX = {"float32": "f", "float64": "d", "int32": "i", "int64": "l", "uint32": "ui", "bool": "bool", "int8": "b",
-              "uint8": "ub", "int16": "s", "uint16": "us", "uint64": "ul"}
+              "uint8": "ub", "int16": "s", "uint16": "us", "uint64": "ul", "float16": "h"}
 _cache: dict[tuple, type] = {}
 
 
@@ -448,12 +451,13 @@ def matrix(shape: tuple[int, int], dtype: Any = float32) -> type:
 
 def quat_of(dtype: Any = float32) -> type:
     s = _check_scalar(dtype, "quat")
-    return _make(Quat, "quat" + ("d" if s is float64 else ""), (4,), s, f"sk::quat_t<{s._sk_ctype}>")
+    return _make(Quat, "quat" + ("" if s is float32 else _CT_SUFFIX[s.__name__]), (4,), s, f"sk::quat_t<{s._sk_ctype}>")
 
 
 def transform_of(dtype: Any = float32) -> type:
     s = _check_scalar(dtype, "transform")
-    return _make(Transform, "transform" + ("d" if s is float64 else ""), (7,), s, f"sk::transform_t<{s._sk_ctype}>")
+    return _make(Transform, "transform" + ("" if s is float32 else _CT_SUFFIX[s.__name__]), (7,), s,
+                 f"sk::transform_t<{s._sk_ctype}>")
 
 
 def resolve(t: Any) -> Any:
@@ -513,8 +517,13 @@ vec2, vec3, vec4 = (vector(n) for n in (2, 3, 4))
 vec2d, vec3d, vec4d = (vector(n, float64) for n in (2, 3, 4))
 vec2i, vec3i, vec4i = (vector(n, int32) for n in (2, 3, 4))
 # Warp's names of the other integer vectors: vec2b ... vec4ul (sk.vec3b is vector(3, int8)).
-INT_VECTORS = {f"vec{n}{_CT_SUFFIX[s.__name__]}": vector(n, s)
-               for s in (int8, uint8, int16, uint16, int64, uint32, uint64) for n in (2, 3, 4)}
+WARP_NAMED_TYPES = {f"vec{n}{_CT_SUFFIX[s.__name__]}": vector(n, s)
+                    for s in (int8, uint8, int16, uint16, int64, uint32, uint64) for n in (2, 3, 4)}
+# And the half-precision ones: vec2h vec3h vec4h, mat22h mat33h mat44h, quath, transformh.
+WARP_NAMED_TYPES.update({f"vec{n}h": vector(n, float16) for n in (2, 3, 4)})
+WARP_NAMED_TYPES.update({f"mat{n}{n}h": matrix((n, n), float16) for n in (2, 3, 4)})
+WARP_NAMED_TYPES.update(quath=quat_of(float16), transformh=transform_of(float16),
+                        spatial_vectorh=vector(6, float16), spatial_matrixh=matrix((6, 6), float16))
 mat22, mat33, mat44 = (matrix((n, n)) for n in (2, 3, 4))
 mat22d, mat33d, mat44d = (matrix((n, n), float64) for n in (2, 3, 4))
 quat, quatd = quat_of(float32), quat_of(float64)
