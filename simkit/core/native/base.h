@@ -167,10 +167,21 @@ SK_FUNC float half_to_float_(uint16_t h) {
     }
     return f32_of_bits_(sign | ((e + 112) << 23) | (mant << 13));
 }
+// Built-in arithmetic types only convert to half implicitly: a converting constructor open
+// to every type would make other types' operators (hvp's dual numbers) ambiguous.
+template <typename T> struct is_arith_ { static constexpr bool value = false; };
+#define SK_ARITH(T) template <> struct is_arith_<T> { static constexpr bool value = true; };
+SK_ARITH(bool) SK_ARITH(float) SK_ARITH(double) SK_ARITH(signed char) SK_ARITH(unsigned char) SK_ARITH(short)
+SK_ARITH(unsigned short) SK_ARITH(int) SK_ARITH(unsigned) SK_ARITH(long) SK_ARITH(unsigned long) SK_ARITH(long long)
+SK_ARITH(unsigned long long)
+#undef SK_ARITH
+template <bool B> struct enable_if_ {};
+template <> struct enable_if_<true> { typedef int type; };
 struct half {
     uint16_t bits;
     half() = default;
-    template <typename T> SK_FUNC half(T x) : bits(half_bits_(float(x))) {}
+    template <typename T, typename enable_if_<is_arith_<T>::value>::type = 0>
+    SK_FUNC half(T x) : bits(half_bits_(float(x))) {}
     SK_FUNC operator float() const { return half_to_float_(bits); }
     SK_FUNC half operator-() const { half r; r.bits = uint16_t(bits ^ 0x8000u); return r; }
     SK_FUNC half operator+() const { return *this; }
