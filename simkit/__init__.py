@@ -28,10 +28,13 @@ from .core.device import ScopedDevice, get_cuda_device_count, get_device, is_cud
 from .core.struct import struct
 from .core.threads import get_threads, set_threads
 from .autograd.tape import Tape
-from .core.types import (float32, float64, int32, int64, uint32, bool_, matrix, vector, quat_of, transform_of,
+from .core.types import (float32, float64, int32, int64, uint32, bool_, int8, uint8, int16, uint16, uint64, float16,
+                         matrix, vector, quat_of, transform_of, WARP_NAMED_TYPES,
                          vec2, vec3, vec4, vec2d, vec3d, vec4d, vec2i, vec3i, vec4i, mat22, mat33, mat44,
                          mat22d, mat33d, mat44d, quat, quatd, transform, transformd, spatial_vector, spatial_vectord,
-                         spatial_matrix, spatial_matrixd)
+                         spatial_matrix, spatial_matrixd, dtype_from_numpy, dtype_to_numpy)
+globals().update(WARP_NAMED_TYPES)  # vec3b (int8), vec3ub, vec3s, vec3us, vec3l, vec3ui, vec3ul, vec3h, quath, ...
+from . import types  # noqa: E402  (sk.types.vector, sk.types.type_size, ...: Warp's wp.types)
 
 from . import autograd  # noqa: E402  (sk.autograd.jacobian, ...)
 from . import cuda  # noqa: E402  (sk.cuda.ptx, ...)

@@ -166,6 +166,9 @@ class AccessMixin:
         dt = arr.type.dtype
         if name in ("atomic_min", "atomic_max") and dt._sk_kind not in ("scalar", "vec"):
             self.error(f"{name} works on scalar and vector arrays", node)
+        if dt._sk_scalar.np_dtype.itemsize < 4 and dt._sk_scalar.is_int:
+            self.error(f"{name} on an array of {T.type_name(dt)}: GPUs have no 8- or 16-bit atomics; "
+                       f"use an array of int32 or uint32", node)
         value = self.convert(value, dt, node)
         ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
         v = f"$a{len(idx) + 1}"

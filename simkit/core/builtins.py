@@ -11,7 +11,9 @@ Signature patterns (a tiny language):
   ``V`` any numeric value (scalar, vector, matrix, quat, transform);
   the same letter twice means the same type
 - ``vec(N,F)``, ``mat(R,C,F)``, ``quat(F)``, ``transform(F)``; ``N R C K`` are lengths
-- concrete scalars: ``float32 float64 int32 int64 uint32 bool``
+- concrete scalars: ``float32 float64 int32 int64 uint32 bool int8 uint8 int16 uint16 uint64``
+- ``void`` as the result: a statement with a side effect (``expect_eq``), run in the
+  forward pass only (the adjoint pass does not repeat it)
 
 Adjoint bodies see the inputs by name, ``adj_<name>`` accumulators for each input
 and ``adj_ret`` for the result. ``adj=None`` marks a builtin without gradient
@@ -392,11 +394,77 @@ _("where", "cond: B, a: V, b: V", "V", "return cond ? a : b;",
   "if (cond) adj_a += adj_ret; else adj_b += adj_ret;", tan="return cond ? tan_a : tan_b;",
   doc="where(cond, value_if_true, value_if_false).")
 
+# ---------------------------------------------------------------------------
+# Checks (Warp's expect_*): print a failure to stdout and go on; no result, no adjoint
+# ---------------------------------------------------------------------------
+_("expect_eq", "a: V, b: V", "void", 'if (!inner_eq_(a, b)) expect_failed_("expect_eq", a, b);', None,
+  doc="Print an error if a != b (a: the actual value, b: the expected one).")
+_("expect_eq", "a: B, b: B", "void", 'if (a != b) expect_failed_("expect_eq", a, b);', None)
+_("expect_neq", "a: V, b: V", "void", 'if (inner_eq_(a, b)) expect_failed_("expect_neq", a, b);', None,
+  doc="Print an error if a == b.")
+_("expect_neq", "a: B, b: B", "void", 'if (a == b) expect_failed_("expect_neq", a, b);', None)
+# A NaN anywhere fails (Warp's |a - b| > tolerance lets it pass).
+for _t in ("F", "vec(N,F)", "mat(R,C,F)", "quat(F)"):
+    _("expect_near", f"a: {_t}, b: {_t}, tolerance: F", "void",
+      "F d = max_abs_diff_(a, b); if (!(d <= tolerance)) expect_near_failed_(a, b, tolerance, d);", None,
+      doc="Print an error if a component of a and b differ by more than tolerance.")
+
 # Helpers the table bodies use, emitted once ahead of the table functions.
 _PRELUDE = r"""
 template <typename V> SK_FUNC bool inner_eq_(const V& a, const V& b) {
     SK_UNROLL for (int i = 0; i < traits<V>::size; ++i) if (!(traits<V>::at(a, i) == traits<V>::at(b, i))) return false;
     return true;
+}
+// Printing for expect_*: a scalar as printf would, a vector, quat or transform as [x, y, z],
+// a matrix as its rows [[a, b], [c, d]] (simkit's str() of the same value).
+SK_FUNC void print_scalar_(float x) { printf("%g", double(x)); }
+SK_FUNC void print_scalar_(double x) { printf("%g", x); }
+SK_FUNC void print_scalar_(half x) { printf("%g", double(float(x))); }
+SK_FUNC void print_scalar_(int32_t x) { printf("%d", int(x)); }
+SK_FUNC void print_scalar_(int64_t x) { printf("%lld", (long long)x); }
+SK_FUNC void print_scalar_(uint32_t x) { printf("%u", (unsigned)x); }
+SK_FUNC void print_scalar_(uint64_t x) { printf("%llu", (unsigned long long)x); }
+SK_FUNC void print_scalar_(int8_t x) { printf("%d", int(x)); }
+SK_FUNC void print_scalar_(uint8_t x) { printf("%u", unsigned(x)); }
+SK_FUNC void print_scalar_(int16_t x) { printf("%d", int(x)); }
+SK_FUNC void print_scalar_(uint16_t x) { printf("%u", unsigned(x)); }
+SK_FUNC void print_scalar_(bool x) { printf("%s", x ? "True" : "False"); }
+template <typename V> SK_FUNC void print_value_(const V& v) {
+    if constexpr (traits<V>::size == 1) {
+        print_scalar_(traits<V>::at(v, 0));
+    } else {
+        printf("[");
+        for (int i = 0; i < traits<V>::size; ++i) { if (i) printf(", "); print_scalar_(traits<V>::at(v, i)); }
+        printf("]");
+    }
+}
+template <int R, int C, typename T> SK_FUNC void print_value_(const mat_t<R, C, T>& m) {
+    printf("[");
+    for (int i = 0; i < R; ++i) {
+        printf(i ? ", [" : "[");
+        for (int j = 0; j < C; ++j) { if (j) printf(", "); print_scalar_(m.c[i][j]); }
+        printf("]");
+    }
+    printf("]");
+}
+template <typename V> SK_FUNC void expect_failed_(const char* what, const V& actual, const V& expected) {
+    printf("Error, %s() failed:\n\t Expected: ", what); print_value_(expected);
+    printf("\n\t Actual: "); print_value_(actual); printf("\n");
+}
+template <typename V> SK_FUNC typename traits<V>::scalar max_abs_diff_(const V& a, const V& b) {
+    typedef typename traits<V>::scalar F;
+    F d = F(0);
+    for (int i = 0; i < traits<V>::size; ++i) {
+        F e = traits<V>::at(a, i) - traits<V>::at(b, i);
+        e = e < F(0) ? -e : e;
+        d = (e > d || e != e) ? e : d;  // a NaN difference sticks
+    }
+    return d;
+}
+template <typename V, typename F> SK_FUNC void expect_near_failed_(const V& actual, const V& expected, F tolerance, F d) {
+    printf("Error, expect_near() failed with tolerance "); print_scalar_(tolerance);
+    printf("\n    Expected: "); print_value_(expected); printf("\n    Actual: "); print_value_(actual);
+    printf("\n    Max absolute difference: "); print_scalar_(d); printf("\n");
 }
 // The halves of a spatial vector and the spatial vector of two halves.
 template <typename F> SK_FUNC vec_t<3, F> top_(const vec_t<6, F>& a) { return vec_t<3, F>{{a[0], a[1], a[2]}}; }
@@ -598,6 +666,8 @@ def _subst(pat, env: dict):
         return int(pat)
     if pat in CONCRETE:
         return CONCRETE[pat]
+    if pat == "void":
+        return None
     return env[pat]
 
 

@@ -53,6 +53,11 @@ class CallMixin:
             hint = " (for element-wise products use sk.cw_mul, for the dot product sk.dot)" if name == "mul" else ""
             self.error(f"{what} does not accept ({got}){hint}; expected one of:\n      {sigs}", node)
         b, concrete, ret = found
+        if ret is None:  # a statement (expect_eq): forward only, the adjoint pass does not repeat it
+            args = [self.convert(a, t, node) for a, t in zip(args, concrete)]
+            ins = ", ".join(f"$a{k}" for k in range(len(args)))
+            self.emit([], args, f"sk::{b.cname}({ins});", None, replay=False, what=f"builtin '{name}'")
+            return Py(None)
         out = self.new_var(ret)
         self.inherit_weak_origin(out, args)
         args = [self.convert(a, t, node) for a, t in zip(args, concrete)]

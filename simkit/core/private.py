@@ -38,7 +38,7 @@ class PrivateTarget(ctypes.Structure):
 
 # The runtime sums copies per scalar: 0 float32, 1 float64, 2 and 3 integers of 32 and 64
 # bits (two's complement addition does not care about the sign).
-_SCALAR_CODE = {T.float32: 0, T.float64: 1, T.int32: 2, T.uint32: 2, T.int64: 3}
+_SCALAR_CODE = {T.float32: 0, T.float64: 1, T.int32: 2, T.uint32: 2, T.int64: 3, T.uint64: 3}
 
 
 def accumulated(fir, adjoint: bool) -> set | None:

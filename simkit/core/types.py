@@ -68,8 +68,18 @@ int64 = ScalarType("int64", np.int64, "int64_t", "i", ctypes.c_int64)
 uint32 = ScalarType("uint32", np.uint32, "uint32_t", "u", ctypes.c_uint32)
 bool_ = ScalarType("bool", np.bool_, "bool", "b", ctypes.c_bool)
 bool_.__name__ = "bool"
+# Narrow and wide integers, mostly for data: C++ computes on them in int and stores back
+# with wrap-around, as numpy does. Atomics on the 8- and 16-bit ones are refused (a GPU has none).
+int8 = ScalarType("int8", np.int8, "int8_t", "i", ctypes.c_int8)
+uint8 = ScalarType("uint8", np.uint8, "uint8_t", "u", ctypes.c_uint8)
+int16 = ScalarType("int16", np.int16, "int16_t", "i", ctypes.c_int16)
+uint16 = ScalarType("uint16", np.uint16, "uint16_t", "u", ctypes.c_uint16)
+uint64 = ScalarType("uint64", np.uint64, "uint64_t", "u", ctypes.c_uint64)
 
-SCALARS = (float32, float64, int32, int64, uint32, bool_)
+# Half precision: stored in 16 bits, computed in float32 (each operation rounds back to half).
+float16 = ScalarType("float16", np.float16, "sk::half", "f", ctypes.c_uint16)
+
+SCALARS = (float32, float64, int32, int64, uint32, bool_, int8, uint8, int16, uint16, uint64, float16)
 _SCALAR_BY_NP = {s.np_dtype: s for s in SCALARS}
 
 
@@ -81,6 +91,56 @@ def scalar_from_numpy(dt: Any) -> ScalarType:
     except KeyError:
         names = ", ".join(str(s.np_dtype) for s in SCALARS)
         raise TypeError(f"numpy dtype {dt} has no simkit scalar type (supported: {names})") from None
+
+
+def dtype_from_numpy(numpy_dtype: Any) -> ScalarType:
+    """The simkit scalar type of a numpy dtype (Warp's ``wp.dtype_from_numpy``).
+
+    Takes a ``np.dtype``, a numpy scalar type or a dtype string; Python's own ``float``,
+    ``int`` and ``bool`` are refused, since numpy reads ``float`` as float64 where a simkit
+    annotation reads it as float32.
+
+    Example::
+
+        sk.dtype_from_numpy(np.float64)           # sk.float64
+        sk.dtype_from_numpy(np.dtype("int32"))    # sk.int32
+    """
+    # Identity, not ==: np.dtype("float64") == float is True.
+    if any(numpy_dtype is t for t in (float, int, bool, complex)):
+        raise TypeError(f"dtype_from_numpy: numpy_dtype must be a numpy dtype (np.float32, np.dtype('int64'), "
+                        f"...), got Python's {numpy_dtype.__name__}, which numpy and simkit read differently")
+    if numpy_dtype is None:  # np.dtype(None) would be float64
+        raise TypeError("dtype_from_numpy: numpy_dtype must be a numpy dtype, got None")
+    try:
+        dt = np.dtype(numpy_dtype)
+    except TypeError:
+        raise TypeError(f"dtype_from_numpy: numpy_dtype must be a numpy dtype, got {numpy_dtype!r}") from None
+    try:
+        return scalar_from_numpy(dt)
+    except TypeError as e:
+        raise TypeError(f"dtype_from_numpy: {e}") from None
+
+
+def dtype_to_numpy(dtype: Any) -> type:
+    """The numpy scalar type of a simkit scalar type (Warp's ``wp.dtype_to_numpy``).
+
+    Vectors, matrices, quats and transforms are refused with a TypeError: take their
+    component type first (``sk.types.type_scalar_type(sk.vec3)``).
+
+    Example::
+
+        sk.dtype_to_numpy(sk.float32)     # numpy.float32
+        sk.dtype_to_numpy(float)          # numpy.float32: float means float32 in simkit
+    """
+    s = resolve(dtype)
+    if isinstance(s, ScalarType):
+        return s.np_dtype.type
+    kind = getattr(s, "_sk_kind", None)
+    if kind in ("vec", "mat", "quat", "transform"):
+        raise TypeError(f"dtype_to_numpy: dtype must be a scalar type, got {type_name(s)}, a {kind} of "
+                        f"{s._sk_scalar.__name__}; pass its component type, sk.types.type_scalar_type({type_name(s)})")
+    names = ", ".join(x.__name__ for x in SCALARS)
+    raise TypeError(f"dtype_to_numpy: dtype must be a simkit scalar type ({names}), got {dtype!r}")
 
 
 # ---------------------------------------------------------------------------
@@ -353,7 +413,9 @@ class Transform(Composite):
         mutation.count[0] += 1
 
 
-_CT_SUFFIX = {"float32": "f", "float64": "d", "int32": "i", "int64": "l", "uint32": "u", "bool": "b"}
+# Warp's suffixes: vec3d, vec3i, vec3b (int8), vec3ub, vec3s (int16), vec3us, vec3l, vec3ul, vec3h (float16).
+_CT_SUFFIX = {"float32": "f", "float64": "d", "int32": "i", "int64": "l", "uint32": "ui", "bool": "bool", "int8": "b",
+              "uint8": "ub", "int16": "s", "uint16": "us", "uint64": "ul", "float16": "h"}
 _cache: dict[tuple, type] = {}
 
 
@@ -395,12 +457,13 @@ def matrix(shape: tuple[int, int], dtype: Any = float32) -> type:
 
 def quat_of(dtype: Any = float32) -> type:
     s = _check_scalar(dtype, "quat")
-    return _make(Quat, "quat" + ("d" if s is float64 else ""), (4,), s, f"sk::quat_t<{s._sk_ctype}>")
+    return _make(Quat, "quat" + ("" if s is float32 else _CT_SUFFIX[s.__name__]), (4,), s, f"sk::quat_t<{s._sk_ctype}>")
 
 
 def transform_of(dtype: Any = float32) -> type:
     s = _check_scalar(dtype, "transform")
-    return _make(Transform, "transform" + ("d" if s is float64 else ""), (7,), s, f"sk::transform_t<{s._sk_ctype}>")
+    return _make(Transform, "transform" + ("" if s is float32 else _CT_SUFFIX[s.__name__]), (7,), s,
+                 f"sk::transform_t<{s._sk_ctype}>")
 
 
 def resolve(t: Any) -> Any:
@@ -459,6 +522,14 @@ for _f in (vector, matrix, quat_of, transform_of):
 vec2, vec3, vec4 = (vector(n) for n in (2, 3, 4))
 vec2d, vec3d, vec4d = (vector(n, float64) for n in (2, 3, 4))
 vec2i, vec3i, vec4i = (vector(n, int32) for n in (2, 3, 4))
+# Warp's names of the other integer vectors: vec2b ... vec4ul (sk.vec3b is vector(3, int8)).
+WARP_NAMED_TYPES = {f"vec{n}{_CT_SUFFIX[s.__name__]}": vector(n, s)
+                    for s in (int8, uint8, int16, uint16, int64, uint32, uint64) for n in (2, 3, 4)}
+# And the half-precision ones: vec2h vec3h vec4h, mat22h mat33h mat44h, quath, transformh.
+WARP_NAMED_TYPES.update({f"vec{n}h": vector(n, float16) for n in (2, 3, 4)})
+WARP_NAMED_TYPES.update({f"mat{n}{n}h": matrix((n, n), float16) for n in (2, 3, 4)})
+WARP_NAMED_TYPES.update(quath=quat_of(float16), transformh=transform_of(float16),
+                        spatial_vectorh=vector(6, float16), spatial_matrixh=matrix((6, 6), float16))
 mat22, mat33, mat44 = (matrix((n, n)) for n in (2, 3, 4))
 mat22d, mat33d, mat44d = (matrix((n, n), float64) for n in (2, 3, 4))
 quat, quatd = quat_of(float32), quat_of(float64)

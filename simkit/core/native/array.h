@@ -167,6 +167,9 @@ SK_FUNC double atomic_add_(double* p, double v) { return atomicAdd(p, v); }
 SK_FUNC int32_t atomic_add_(int32_t* p, int32_t v) { return atomicAdd(p, v); }
 SK_FUNC uint32_t atomic_add_(uint32_t* p, uint32_t v) { return atomicAdd(p, v); }
 SK_FUNC int64_t atomic_add_(int64_t* p, int64_t v) { return (int64_t)atomicAdd((unsigned long long*)p, (unsigned long long)v); }
+SK_FUNC uint64_t atomic_add_(uint64_t* p, uint64_t v) { return atomicAdd((unsigned long long*)p, (unsigned long long)v); }
+SK_FUNC uint64_t atomic_min_(uint64_t* p, uint64_t v) { return atomicMin((unsigned long long*)p, (unsigned long long)v); }
+SK_FUNC uint64_t atomic_max_(uint64_t* p, uint64_t v) { return atomicMax((unsigned long long*)p, (unsigned long long)v); }
 SK_FUNC int32_t atomic_min_(int32_t* p, int32_t v) { return atomicMin(p, v); }
 SK_FUNC int32_t atomic_max_(int32_t* p, int32_t v) { return atomicMax(p, v); }
 SK_FUNC uint32_t atomic_min_(uint32_t* p, uint32_t v) { return atomicMin(p, v); }
@@ -197,6 +200,22 @@ SK_FUNC double cas_minmax_(double* p, double v, bool take_min) {
     } while (assumed != old);
     return __longlong_as_double((long long)old);
 }
+// float16: a compare-and-swap loop on the 16-bit pattern (sm_70 and later have a 16-bit atomicCAS).
+SK_FUNC half cas_half_(half* p, half v, int op) {  // op 0: add, 1: min, 2: max
+    unsigned short* up = (unsigned short*)p;
+    unsigned short old = *up, assumed;
+    do {
+        assumed = old;
+        half cur; cur.bits = assumed;
+        if ((op == 1 && !(v < cur)) || (op == 2 && !(v > cur))) return cur;
+        half next = op == 0 ? cur + v : v;
+        old = atomicCAS(up, assumed, next.bits);
+    } while (assumed != old);
+    half r; r.bits = old; return r;
+}
+SK_FUNC half atomic_add_(half* p, half v) { return cas_half_(p, v, 0); }
+SK_FUNC half atomic_min_(half* p, half v) { return cas_half_(p, v, 1); }
+SK_FUNC half atomic_max_(half* p, half v) { return cas_half_(p, v, 2); }
 SK_FUNC float atomic_min_(float* p, float v) { return cas_minmax_(p, v, true); }
 SK_FUNC float atomic_max_(float* p, float v) { return cas_minmax_(p, v, false); }
 SK_FUNC double atomic_min_(double* p, double v) { return cas_minmax_(p, v, true); }
@@ -228,7 +247,8 @@ template <typename T> SK_FUNC T atomic_add_(T* p, T v) {
         *p = cur + v;
         return cur;
     }
-    if constexpr (sizeof(T) == 4 && (T(0.5) != T(0))) return cas_add_<T, uint32_t>(p, v);
+    if constexpr (is_half_<T>::value) return cas_add_<T, uint16_t>(p, v);
+    else if constexpr (sizeof(T) == 4 && (T(0.5) != T(0))) return cas_add_<T, uint32_t>(p, v);
     else if constexpr (sizeof(T) == 8 && (T(0.5) != T(0))) return cas_add_<T, uint64_t>(p, v);
     else return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
@@ -283,6 +303,15 @@ template <typename T> SK_FUNC T atomic_max_any(T* p, const T& v) {
 SK_FUNC float atomic_exchange_(float* p, float v) { return atomicExch(p, v); }
 SK_FUNC double atomic_exchange_(double* p, double v) {
     return __longlong_as_double((long long)atomicExch((unsigned long long*)p, (unsigned long long)__double_as_longlong(v)));
+}
+SK_FUNC half atomic_exchange_(half* p, half v) {
+    unsigned short* up = (unsigned short*)p;
+    unsigned short old = *up, assumed;
+    do {
+        assumed = old;
+        old = atomicCAS(up, assumed, v.bits);
+    } while (assumed != old);
+    half r; r.bits = old; return r;
 }
 #else
 template <typename T> SK_FUNC T atomic_exchange_(T* p, T v) {

@@ -14,6 +14,9 @@
 // atomics, __threadfence and device printf are built in; the fixed-width integer
 // types are declared here with the sizes the CPU side uses (int64 is 8 bytes).
 typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
 typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
@@ -121,5 +124,103 @@ SK_FUNC double nan_() { return __builtin_nan(""); }
 #endif
 
 template <typename To, typename From> SK_FUNC To cast(From x) { return To(x); }
+
+// float16 (sk.float16): IEEE half-precision storage, float32 arithmetic. Every operation
+// converts to float, computes, and rounds the result back to the nearest half (ties to
+// even), so a chain of operations rounds after each step. Plain C++ on both targets: no
+// cuda_fp16.h under NVRTC, and no compiler extension on the CPU.
+SK_FUNC uint32_t f32_bits_(float f) {
+#ifdef SK_CUDA
+    return __float_as_uint(f);
+#else
+    uint32_t x; memcpy(&x, &f, 4); return x;
+#endif
+}
+SK_FUNC float f32_of_bits_(uint32_t x) {
+#ifdef SK_CUDA
+    return __uint_as_float(x);
+#else
+    float f; memcpy(&f, &x, 4); return f;
+#endif
+}
+SK_FUNC uint16_t half_bits_(float f) {
+    uint32_t x = f32_bits_(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) return uint16_t(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));  // inf, NaN
+    if (ax >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds past 65504: inf
+    if (ax <= 0x33000000u) return uint16_t(sign);             // at most 2^-25: rounds to zero
+    uint32_t e = ax >> 23, mant = (ax & 0x7fffffu) | 0x800000u;
+    if (e < 113) {  // below 2^-14: a subnormal half, in units of 2^-24
+        uint32_t shift = 126 - e, r = mant >> shift, rem = mant & ((1u << shift) - 1u), mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (r & 1u))) ++r;
+        return uint16_t(sign | r);
+    }
+    uint32_t r = ((e - 112) << 10) | ((ax >> 13) & 0x3ffu), rem = ax & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) ++r;  // a carry moves into the exponent, as it should
+    return uint16_t(sign | r);
+}
+SK_FUNC float half_to_float_(uint16_t h) {
+    uint32_t sign = uint32_t(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+    if (e == 0x1fu) return f32_of_bits_(sign | 0x7f800000u | (mant << 13));
+    if (e == 0) {
+        float v = float(mant) * 5.9604644775390625e-08f;  // mant * 2^-24
+        return sign ? -v : v;
+    }
+    return f32_of_bits_(sign | ((e + 112) << 23) | (mant << 13));
+}
+// Built-in arithmetic types only convert to half implicitly: a converting constructor open
+// to every type would make other types' operators (hvp's dual numbers) ambiguous.
+template <typename T> struct is_arith_ { static constexpr bool value = false; };
+#define SK_ARITH(T) template <> struct is_arith_<T> { static constexpr bool value = true; };
+SK_ARITH(bool) SK_ARITH(float) SK_ARITH(double) SK_ARITH(signed char) SK_ARITH(unsigned char) SK_ARITH(short)
+SK_ARITH(unsigned short) SK_ARITH(int) SK_ARITH(unsigned) SK_ARITH(long) SK_ARITH(unsigned long) SK_ARITH(long long)
+SK_ARITH(unsigned long long)
+#undef SK_ARITH
+template <bool B> struct enable_if_ {};
+template <> struct enable_if_<true> { typedef int type; };
+struct half {
+    uint16_t bits;
+    half() = default;
+    template <typename T, typename enable_if_<is_arith_<T>::value>::type = 0>
+    SK_FUNC half(T x) : bits(half_bits_(float(x))) {}
+    SK_FUNC operator float() const { return half_to_float_(bits); }
+    SK_FUNC half operator-() const { half r; r.bits = uint16_t(bits ^ 0x8000u); return r; }
+    SK_FUNC half operator+() const { return *this; }
+};
+// Half with half stays half; with a float or double it computes in that type.
+#define SK_HALF_OP(op)                                                                                   \
+    SK_FUNC half operator op(half a, half b) { return half(float(a) op float(b)); }                      \
+    SK_FUNC float operator op(half a, float b) { return float(a) op b; }                                 \
+    SK_FUNC float operator op(float a, half b) { return a op float(b); }                                 \
+    SK_FUNC double operator op(half a, double b) { return double(float(a)) op b; }                       \
+    SK_FUNC double operator op(double a, half b) { return a op double(float(b)); }                       \
+    SK_FUNC half operator op(half a, int b) { return half(float(a) op float(b)); }                       \
+    SK_FUNC half operator op(int a, half b) { return half(float(a) op float(b)); }                       \
+    SK_FUNC half& operator op##=(half& a, half b) { a = a op b; return a; }                              \
+    SK_FUNC half& operator op##=(half& a, float b) { a = half(float(a) op b); return a; }
+SK_HALF_OP(+) SK_HALF_OP(-) SK_HALF_OP(*) SK_HALF_OP(/)
+#undef SK_HALF_OP
+#define SK_HALF_CMP(op)                                                                                  \
+    SK_FUNC bool operator op(half a, half b) { return float(a) op float(b); }                            \
+    SK_FUNC bool operator op(half a, float b) { return float(a) op b; }                                  \
+    SK_FUNC bool operator op(float a, half b) { return a op float(b); }                                  \
+    SK_FUNC bool operator op(half a, int b) { return float(a) op float(b); }                             \
+    SK_FUNC bool operator op(int a, half b) { return float(a) op float(b); }
+SK_HALF_CMP(<) SK_HALF_CMP(<=) SK_HALF_CMP(>) SK_HALF_CMP(>=) SK_HALF_CMP(==) SK_HALF_CMP(!=)
+#undef SK_HALF_CMP
+namespace m {
+#define SK_UNARY(name) SK_FUNC half name(half x) { return half(name(float(x))); }
+SK_UNARY(sin) SK_UNARY(cos) SK_UNARY(tan) SK_UNARY(asin) SK_UNARY(acos) SK_UNARY(atan)
+SK_UNARY(sqrt) SK_UNARY(exp) SK_UNARY(log) SK_UNARY(floor) SK_UNARY(ceil) SK_UNARY(round)
+SK_UNARY(fabs) SK_UNARY(sinh) SK_UNARY(cosh) SK_UNARY(tanh) SK_UNARY(log2) SK_UNARY(log10)
+SK_UNARY(trunc)
+#undef SK_UNARY
+SK_FUNC half atan2(half y, half x) { return half(atan2(float(y), float(x))); }
+SK_FUNC half pow(half x, half y) { return half(pow(float(x), float(y))); }
+SK_FUNC half fmod(half x, half y) { return half(fmod(float(x), float(y))); }
+}  // namespace m
+template <typename T> struct is_half_ { static constexpr bool value = false; };
+template <> struct is_half_<half> { static constexpr bool value = true; };
+SK_FUNC half mod_(half a, half b) { return half(mod_(float(a), float(b))); }
+SK_FUNC half floordiv_(half a, half b) { return half(floordiv_(float(a), float(b))); }
 
 }  // namespace sk
