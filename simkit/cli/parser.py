@@ -11,34 +11,23 @@ from .sweep import cmd_sweep
 from .utilities import cmd_bench, cmd_cache, cmd_info, cmd_view
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
+def _checked(convert: Any, ok: Any, expected: str) -> Any:
+    """An argparse ``type``: ``convert(text)`` when that works and ``ok`` holds for it, else
+    the error "expected {expected}, got 'text'"."""
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+    return parse
 
 
-def _spread(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 50), got {text!r}") from None
-    if not 0.0 <= value < 50.0:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 50), got {text!r}")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
+_count = _checked(int, lambda v: v >= 1, "an integer >= 1")
+_spread = _checked(float, lambda v: 0.0 <= v < 50.0, "a number in [0, 50)")
+_seed = _checked(int, lambda v: v >= 0, "an integer >= 0")
 
 
 def _size(text: str) -> tuple[int, int]:

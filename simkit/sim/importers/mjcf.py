@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +36,19 @@ _ACTUATORS = ("general", "motor", "position", "velocity", "intvelocity", "damper
 _QUIET_SECTIONS = {"compiler", "option", "size", "visual", "statistic", "default", "asset", "worldbody", "actuator",
                    "sensor", "keyframe", "custom", "extension"}
 _QUIET_IN_BODY = {"site", "camera", "light"}          # no mass, no joint
+
+
+def _class_vector(elem: ET.Element, d: dict, attr: str, default: Any, where: str) -> np.ndarray:
+    """The vector attribute ``attr`` of ``elem`` over its default class ``d`` over MuJoCo's
+    ``default``: a vector given with fewer numbers keeps the rest from below, as MuJoCo reads it."""
+    v = np.array(default, dtype=np.float64)
+    for text in (d.get(attr), elem.get(attr)):
+        if text is not None:
+            given = _floats(text, where, attr)
+            if not 1 <= len(given) <= len(v):
+                raise RobotFileError(f"{where}: {attr} must have 1 to {len(v)} numbers, got {text!r}")
+            v[:len(given)] = given
+    return v
 
 
 def _floats(text: str, where: str, attr: str, count: int | None = None) -> np.ndarray:
@@ -330,14 +344,7 @@ class _Reader:
         out = {}
         for attr, defaults in (("friction", (1.0, 0.005, 0.0001)), ("solref", CONTACT_DEFAULTS["solref"]),
                                ("solimp", CONTACT_DEFAULTS["solimp"])):
-            v = np.array(defaults, dtype=np.float64)
-            for text in (d.get(attr), elem.get(attr)):
-                if text is not None:
-                    given = _floats(text, where, attr)
-                    if not 1 <= len(given) <= len(v):
-                        raise RobotFileError(f"{where}: {attr} must have 1 to {len(v)} numbers, got {text!r}")
-                    v[:len(given)] = given
-            out[attr] = v
+            out[attr] = _class_vector(elem, d, attr, defaults, where)
         friction = out.pop("friction")
         out.update(mu=friction[0], torsional_mu=friction[1], rolling_mu=friction[2])
         out.update(margin=float(a.get("margin", "0")), gap=float(a.get("gap", "0")))
@@ -362,14 +369,7 @@ class _Reader:
         out = {}
         for attr, name, default in (("solreflimit", "limit_solref", LIMIT_SOLREF),
                                     ("solimplimit", "limit_solimp", LIMIT_SOLIMP)):
-            v = np.array(default, dtype=np.float64)
-            for text in (d.get(attr), elem.get(attr)):
-                if text is not None:
-                    given = _floats(text, where, attr)
-                    if not 1 <= len(given) <= len(v):
-                        raise RobotFileError(f"{where}: {attr} must have 1 to {len(v)} numbers, got {text!r}")
-                    v[:len(given)] = given
-            out[name] = v
+            out[name] = _class_vector(elem, d, attr, default, where)
         out["limit_margin"] = float(a.get("margin", "0"))
         try:
             check_solref(out["limit_solref"], f"{where}: solreflimit")
