@@ -294,8 +294,7 @@ class Stepper:
             state = stepper.reset()
         """
         self._current = self._buffers[0]
-        for name in State.INTEGRATED:
-            A.copy(getattr(self._current, name), getattr(self.initial, name))
+        self._current.copy_from(self.initial)
         self.frame = 0
         return self._current
 
@@ -310,8 +309,7 @@ class Stepper:
         s = self.scene
         cur = self._current if state is None else state
         if cur is not self._buffers[0] and cur is not self._buffers[1]:
-            for name in State.INTEGRATED:
-                A.copy(getattr(self._buffers[0], name), getattr(cur, name))
+            self._buffers[0].copy_from(cur)
             cur = self._buffers[0]
         if self.frame >= s.settings.frames:
             self._current = cur

@@ -426,6 +426,22 @@ class State:
         # wrote this state, per slot (None in a fresh state: the first solve starts from zero)
         self.contact_force = None
 
+    def copy_from(self, other: "State") -> None:
+        """Make this state the instant ``other`` is: its ``INTEGRATED`` fields copied, and the
+        constraint contact's warm start with them, so that a step from either gives the same bits.
+
+        Example::
+
+            state.copy_from(initial)      # back to the start, as a rerun from `initial` would be
+        """
+        for name in self.INTEGRATED:
+            A.copy(getattr(self, name), getattr(other, name))
+        warm = other.contact_force
+        if warm is None or self.contact_force is None or self.contact_force.shape != warm.shape:
+            self.contact_force = None if warm is None else A.clone(warm)
+        else:
+            A.copy(self.contact_force, warm)
+
     def clear_forces(self) -> None:
         """Zero the force accumulators (the integrators do this at the start of each step).
 

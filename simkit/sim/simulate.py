@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..core import device as D
-from ..core.array import copy
 from .model import Control, Model, State
 from .stability import StabilityCheck
 
@@ -78,8 +77,7 @@ def simulate(model: Model, integrator, state: State, steps: int, dt: float, *, s
                 checked(nxt, n)
         return states
     a, b = model.state(requires_grad=False), model.state(requires_grad=False)
-    for name in State.INTEGRATED:
-        copy(getattr(a, name), getattr(state, name))
+    a.copy_from(state)
     for k in range(steps):
         c = _control_at(control, k, steps)
         for _ in range(substeps):

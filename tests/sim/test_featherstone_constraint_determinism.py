@@ -50,3 +50,31 @@ def test_step_writes_the_contact_forces_into_state_out():
     sk.sim.Featherstone(contact="constraint").step(model, s0, s1, None, 1e-3)
     assert s1.contact_force is not None and s1.contact_force.numpy().sum() > 0.0
     assert not np.any(s0.contact_force.numpy())                   # state_in's warm start is left as it was
+
+
+def steps_from(model, integrator, s, n: int = 30):
+    a, b = s, model.state()
+    for _ in range(n):
+        integrator.step(model, a, b, None, 1e-3)
+        a, b = b, a
+    return a.joint_q.numpy().copy()
+
+
+def test_a_state_copied_with_copy_from_steps_to_the_same_bits_as_its_original():
+    model = boxes_on_ground()
+    integrator = sk.sim.Featherstone(contact="constraint", tolerance=1e-4)
+    mid = model.state()
+    mid.copy_from(sk.sim.simulate(model, integrator, model.state(), 50, 1e-3)[-1])   # resting: a warm start
+    assert mid.contact_force is not None
+    copy = model.state()
+    copy.copy_from(mid)
+    np.testing.assert_array_equal(steps_from(model, integrator, copy), steps_from(model, integrator, mid))
+
+
+def test_simulate_without_keeping_states_starts_from_the_given_warm_start():
+    model = boxes_on_ground()
+    integrator = sk.sim.Featherstone(contact="constraint", tolerance=1e-4)
+    mid = sk.sim.simulate(model, integrator, model.state(), 50, 1e-3)[-1]
+    kept = sk.sim.simulate(model, integrator, mid, 30, 1e-3)[-1].joint_q.numpy()
+    lean = sk.sim.simulate(model, integrator, mid, 30, 1e-3, keep_states=False)[-1].joint_q.numpy()
+    np.testing.assert_array_equal(lean, kept)
