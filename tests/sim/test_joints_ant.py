@@ -1,10 +1,10 @@
 """gymnasium's ant under sk.sim.SemiImplicitEuler (penalty joints between maximal-coordinate
 bodies) checked against physics: dropped from its file pose (ankles outside their limits) it
-stays finite, keeps its joints together and comes to rest on its ankle limits (where MuJoCo's
-ant also rests, 3 cm higher: 2 cm of MuJoCo's contact margin, 1 cm of simkit's penalty contact
-sinking under light feet) at the height sk.sim.Featherstone gives the same model, the gap
-being the penalty joints' compliance; spinning freely, its kinetic energy never grows and its
-momentum is conserved.
+stays finite, keeps its joints together and, its feet frictionless, comes to rest on its
+ankle limits at the height sk.sim.Featherstone gives the same model, the gap being the
+penalty joints' compliance; spinning freely, its kinetic energy never grows and its momentum
+is conserved. (With friction, MuJoCo's ant and Featherstone(contact="constraint") rest higher,
+on their feet: tests/sim/test_featherstone_constraint_ant.py.)
 
 The ant's legs weigh 39 to 68 g with about 1e-4 kg m^2 about their hinges, and the file's
 joint damping (1 N m s/rad) and the importer's limit damping (10) would reverse the legs'
@@ -24,7 +24,10 @@ DT = 1e-4
 
 
 def ant(ground=True, gravity=-9.81, gain_scale=1.0):
-    """gymnasium's ant as imported, its penalty gains scaled by ``gain_scale``."""
+    """gymnasium's ant as imported, its penalty gains scaled by ``gain_scale``, its feet
+    frictionless: with Coulomb friction that sticks, where the feet stop (and so the torso's
+    rest height) depends on the path, which the two integrators take differently; without
+    friction the ant settles onto one rest pose, its ankles on their limits."""
     gymnasium = pytest.importorskip("gymnasium")
     from simkit.sim.importers import RobotFileWarning
     path = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets", "ant.xml")
@@ -35,6 +38,7 @@ def ant(ground=True, gravity=-9.81, gain_scale=1.0):
     model = b.finalize(dtype=F64)
     for gains in (model.joints.linear_ke, model.joints.angular_ke):
         gains.assign(gains.numpy() * gain_scale)
+    model.shapes.mu.assign(np.zeros(model.shape_count))
     return model
 
 
