@@ -2,8 +2,8 @@
 runs it: inline on the calling thread, split over the pool, in private-accumulator chunks, or
 inline because an atomic split would not pay (the call site a busy machine takes).
 
-Each program runs in a subprocess, which gets SIGINT a second into a launch of 10^12 threads
-(about 20 minutes of work on one core).
+Each program runs in a subprocess, which gets SIGINT a second into a launch of 10^6 x 10^6
+threads (about 20 minutes of work on one core).
 """
 
 import os
@@ -27,18 +27,18 @@ LONG = """
 
     @sk.kernel
     def stores(a: sk.array(dtype=float)):
-        i = sk.tid()
-        a[i % 8] = float(i)
+        i, j = sk.tid()
+        a[(i + j) % 8] = float(i)
 
     @sk.kernel
     def scatters(a: sk.array(dtype=float)):
-        i = sk.tid()
-        a[i % 8] += 1.0
+        i, j = sk.tid()
+        a[(i + j) % 8] += 1.0
 
     @sk.kernel
     def reads_and_scatters(a: sk.array(dtype=float)):
-        i = sk.tid()
-        sk.atomic_add(a, i % 8, a[(i + 1) % 8] * 0.0 + 1.0)
+        i, j = sk.tid()
+        sk.atomic_add(a, (i + j) % 8, a[(i + j + 1) % 8] * 0.0 + 1.0)
 
     sk.set_threads(THREADS, adaptive=False)
     kernel = KERNEL
@@ -48,7 +48,7 @@ LONG = """
     print("ready", flush=True)
     start = time.perf_counter()
     try:
-        sk.launch(kernel, 10**12, inputs=[a])
+        sk.launch(kernel, (10**6, 10**6), inputs=[a])   # one index may not pass 2^31 - 1
     except KeyboardInterrupt as e:
         ran = {k: v - before[k] for k, v in launch_counts().items() if v > before[k]}
         print(f"interrupted after {time.perf_counter() - start:.2f} s on the {','.join(ran)} path: {e}", flush=True)
