@@ -52,6 +52,7 @@ from ..sim.model import State
 from ..sim.stability import StabilityCheck
 from .build import Body, Scene
 from .kernels import scene_kernels
+from .outputs import save_figure
 from .run import RunResult, SimulationError, run_scene
 from .validate import SceneError
 
@@ -565,13 +566,7 @@ def plot_losses(losses: list[float], path: str | os.PathLike, title: str = "") -
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.{uuid.uuid4().hex[:12]}.tmp{path.suffix}")
-    try:
-        fig.savefig(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    save_figure(fig, path)
     return path
 
 

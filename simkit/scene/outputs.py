@@ -112,3 +112,20 @@ def write_atomic(path: PathLike, data: bytes | str) -> Path:
         if tmp.exists():
             tmp.unlink()
     return path
+
+
+def save_figure(fig, path: Path) -> None:
+    """Save a matplotlib figure to ``path`` through a temporary file beside it, so that an
+    interrupted save never leaves a half-written image under the final name.
+
+    Example::
+
+        save_figure(fig, Path("loss.png"))
+    """
+    tmp = path.with_name(f".{path.stem}.{uuid.uuid4().hex[:12]}.tmp{path.suffix}")
+    try:
+        fig.savefig(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import math
 import os
-import uuid
 from pathlib import Path
 from typing import Any, Sequence
 
+from .outputs import save_figure
 from .task import OPTIMIZE_METRICS, RUN_METRICS
 
 PLOT_NAME = "results.png"
@@ -124,13 +124,7 @@ def plot_sweep(rows: Sequence[dict], keys: Sequence[str], metric: str, path: str
     fig.suptitle(f"{title}: {metric} per swept key{note}" if title else f"{metric} per swept key{note}")
     fig.tight_layout()
     path = Path(path)
-    tmp = path.with_name(f".{path.stem}.{uuid.uuid4().hex[:12]}.tmp{path.suffix}")
-    try:
-        fig.savefig(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    save_figure(fig, path)
     return path
 
 
