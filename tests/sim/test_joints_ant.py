@@ -23,9 +23,9 @@ F64 = sk.float64
 DT = 1e-4
 
 
-def ant(ground=True, gravity=-9.81, gain_scale=1.0):
+def ant(ground=True, gravity=-9.81, gain_scale=1.0, frictionless=True):
     """gymnasium's ant as imported, its penalty gains scaled by ``gain_scale``, its feet
-    frictionless: with Coulomb friction that sticks, where the feet stop (and so the torso's
+    frictionless unless told otherwise: with Coulomb friction that sticks, where the feet stop (and so the torso's
     rest height) depends on the path, which the two integrators take differently; without
     friction the ant settles onto one rest pose, its ankles on their limits."""
     gymnasium = pytest.importorskip("gymnasium")
@@ -38,7 +38,8 @@ def ant(ground=True, gravity=-9.81, gain_scale=1.0):
     model = b.finalize(dtype=F64)
     for gains in (model.joints.linear_ke, model.joints.angular_ke):
         gains.assign(gains.numpy() * gain_scale)
-    model.shapes.mu.assign(np.zeros(model.shape_count))
+    if frictionless:
+        model.shapes.mu.assign(np.zeros(model.shape_count))
     return model
 
 

@@ -61,7 +61,7 @@ def clamped_to_limits(model):
 
 
 def test_ant_ankles_enter_their_range_through_their_nearest_limit_under_xpbd():
-    model = ant()
+    model = ant(frictionless=False)
     lower, upper = model.joints.limit_lower.numpy()[ANKLES], model.joints.limit_upper.numpy()[ANKLES]
     nearest = np.where(np.abs(lower) < np.abs(upper), lower, upper)      # every ankle starts at 0
     state, values = model.state(), []
@@ -81,14 +81,14 @@ def test_ant_ankles_enter_their_range_through_their_nearest_limit_under_xpbd():
 def test_ant_snapped_onto_its_ankle_limits_under_xpbd_is_thrown_up():
     # the projection's velocity (30 degrees over a few steps of 1 ms) swings the lower legs
     # down: the torso, released at 0.75 m, rises instead of falling
-    model = ant()
+    model = ant(frictionless=False)
     heights = []
     run(model, model.state(), sk.sim.XPBD(), 30, DT, every=1, record=lambda s: heights.append(s.body_q.numpy()[0, 2]))
     assert max(heights) > 0.8
 
 
 def test_ant_dropped_from_its_file_pose_under_xpbd_stands_at_the_height_its_ankle_angles_give():
-    model = ant()
+    model = ant(frictionless=False)
     speeds = []
     end = run(model, model.state(), sk.sim.XPBD(), 2000, DT, every=10,
               record=lambda s: speeds.append(np.abs(s.body_qd.numpy()).max()))
@@ -115,7 +115,7 @@ def test_ant_started_on_its_nearest_limits_rests_there_under_xpbd_at_its_rigid_h
     # compliance of order dt^2 (3.6 mm at dt = 1e-3 s, 0.9 mm at 5e-4, 0.2 mm at 2.5e-4).
     gaps = []
     for dt in (1e-3, 5e-4):
-        model = ant()
+        model = ant(frictionless=False)
         end = run(model, clamped_to_limits(model), sk.sim.XPBD(), round(2.0 / dt), dt)
         assert np.abs(end.body_qd.numpy()).max() < 1e-6
         ankles = np.abs(joint_values(model, end, ANKLES))
