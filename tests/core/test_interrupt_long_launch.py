@@ -3,7 +3,7 @@ runs it: inline on the calling thread, split over the pool, in private-accumulat
 inline because an atomic split would not pay (the call site a busy machine takes).
 
 Each program runs in a subprocess, which gets SIGINT a second into a launch of 10^6 x 10^6
-threads (about 20 minutes of work on one core).
+threads (about 20 minutes of work on one core, or years for threads of milliseconds each).
 """
 
 import os
@@ -39,6 +39,15 @@ LONG = """
     def reads_and_scatters(a: sk.array(dtype=float)):
         i, j = sk.tid()
         sk.atomic_add(a, (i + j) % 8, a[(i + j + 1) % 8] * 0.0 + 1.0)
+
+    @sk.kernel
+    def heavy(a: sk.array(dtype=float)):
+        # milliseconds a thread: a chain of two million dependent multiply-adds
+        i, j = sk.tid()
+        x = float(i)
+        for k in range(2000000):
+            x = x * 0.999 + 1.0
+        a[(i + j) % 8] = x
 
     sk.set_threads(THREADS, adaptive=False)
     kernel = KERNEL
@@ -92,3 +101,13 @@ def test_ctrl_c_stops_a_launch_of_a_trillion_cheap_threads_within_seconds(tmp_pa
     assert f"on the {path} path: kernel '{kernel}'" in out.stdout, out.stdout
     assert "interrupted (SIGINT)" in out.stdout
     assert took < 5.0, f"exited {took:.1f} s after SIGINT"
+
+
+@pytest.mark.cpu_only("Ctrl-C stops CPU launches; GPU kernels cannot be interrupted")
+@pytest.mark.parametrize("threads, path", [(1, "inline"), (2, "split")], ids=["one-thread-inline", "split-over-the-pool"])
+def test_ctrl_c_stops_a_launch_of_threads_of_milliseconds_each_within_a_second(tmp_path, threads, path):
+    # the first look at the interrupt comes after a few threads, not after thousands of them
+    out, took = interrupt_after_a_second(tmp_path, threads, "heavy")
+    assert out.returncode == 3, out.stderr[-2000:]
+    assert f"on the {path} path: kernel 'heavy'" in out.stdout, out.stdout
+    assert took < 1.0, f"exited {took:.1f} s after SIGINT"

@@ -180,12 +180,13 @@ extern "C" void on_sigint(int sig, siginfo_t* info, void* context) {
 // -- slices: Ctrl-C reaches a launch within tens of milliseconds, whatever its size --------
 // A kernel entry runs its range without looking at the error code (only `while` loops do),
 // so a range is run in slices, and the code is read between them. A slice is sized by
-// time: the first is SLICE_FIRST elements; each next one aims at SLICE_NS from the time
-// the last one took, growing at most SLICE_GROWTH-fold (a first slice in cold caches runs
-// slow). A clock read per slice of milliseconds costs nothing measurable, and a range of
-// at most SLICE_FIRST elements (a simulation step's launches) is one call, as before.
+// time: the first is SLICE_FIRST elements, few enough that even elements of milliseconds
+// each are looked at soon; each next one aims at SLICE_NS from the time the last one took,
+// growing at most SLICE_GROWTH-fold (a first slice in cold caches runs slow). A range of
+// cheap elements reaches its full slice size in a few calls; a clock read per slice costs
+// nothing measurable, and a range of at most SLICE_FIRST elements is one call, as before.
 // Elements run in the same order as one call would run them, so results do not change.
-constexpr int64_t SLICE_FIRST = 4096;
+constexpr int64_t SLICE_FIRST = 16;
 constexpr int64_t SLICE_NS = 10000000;
 constexpr int64_t SLICE_GROWTH = 8;
 
