@@ -582,6 +582,9 @@ class ModelBuilder(MeshBuilder, RigidBuilder, ImporterMixin):
         V.finite_arrays({k: v for k, v in data.items() if k != "world_ranges" and not k.endswith("_indices")},
                         "finalize")
         data.update(self._rigid_data())
+        V.arrays_fit({k: v for k, v in data.items() if k != "world_ranges" and not k.endswith("_indices")}
+                     | {"gravity": self.gravity} | {f"contact_{k}": v for k, v in self.contact.items()},
+                     dtype, "finalize")
         data.update(gravity=up * self.gravity, up_vector=up, up_axis=self.up_axis, ground=self.ground,
                     particle_contact=self.particle_contact, contact=dict(self.contact),
                     contacts_enabled=self.contacts_enabled)

@@ -82,6 +82,38 @@ def finite_arrays(arrays: dict, where: str) -> None:
                              "must be finite")
 
 
+def arrays_fit(arrays: dict, float_type: Any, where: str) -> None:
+    """Every float array of ``arrays`` (name -> list or array, finite) keeps its numbers once
+    converted to ``float_type``: none overflows, and no entry whose numbers are all tiny
+    becomes zero (a mass of 1e-300 kg is 0 in float32, a static particle). A tiny number
+    beside larger ones in the same entry (a quaternion's 1e-50) may round to zero: that
+    changes nothing. The error names the first bad array and entry.
+
+    Example::
+
+        arrays_fit({"particle_mass": [1e-300]}, sk.float32, "finalize")
+        # ValueError: finalize: particle_mass[0] = 1e-300 is 0 in float32 ...
+    """
+    np_type = np.dtype(getattr(float_type, "np_dtype", float_type))
+    tiny, high = _normal_range(np_type)
+    for name, value in arrays.items():
+        try:
+            a = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            continue
+        if a.size == 0 or a.dtype.kind != "f":
+            continue
+        rows = np.abs(a.reshape(len(a), -1) if a.ndim else a.reshape(1, 1))
+        largest = rows.max(axis=1)
+        bad = np.flatnonzero((largest > high) | ((largest > 0.0) & (largest < tiny)))
+        if bad.size:
+            row = rows[bad[0]]
+            v = float(a.reshape(rows.shape)[bad[0]][int(np.argmax(row))])
+            at = f"{name}[{bad[0]}]" if a.ndim else name
+            raise ValueError(f"{where}: {at} = {v!r} {float_problem(v, np_type)}; the model computes in "
+                             f"{np_type.name} (finalize(dtype=sk.float64) keeps it)")
+
+
 def positive(value: Any, where: str) -> float:
     """A finite number > 0."""
     v = nonneg(value, where)

@@ -194,6 +194,34 @@ def test_finalize_refuses_a_non_finite_number_put_into_a_list_directly():
         b.finalize()
 
 
+@pytest.mark.parametrize("where, value, expected", [
+    ("particle_mass", 1e-300, r"finalize: particle_mass\[1\] = 1e-300 is 0 in float32"),
+    ("particle_mass", 1e300, r"finalize: particle_mass\[1\] = 1e\+300 overflows to inf in float32"),
+    ("particle_q", 1e39, r"finalize: particle_q\[1\] = 1e\+39 overflows to inf in float32"),
+    ("gravity", -1e300, r"finalize: gravity = -1e\+300 overflows"),
+], ids=["mass-that-is-0", "mass-that-overflows", "position-that-overflows", "gravity-that-overflows"])
+def test_finalize_in_float32_refuses_a_number_float32_loses_naming_it(where, value, expected):
+    b = sk.sim.ModelBuilder(gravity=-9.81)
+    b.add_particle((0.0, 0.0, 1.0), (0.0, 0.0, 0.0), 1.0)
+    b.add_particle((0.0, 0.0, 2.0), (0.0, 0.0, 0.0), 1.0)
+    if where == "gravity":
+        b.gravity = value
+    elif where == "particle_q":
+        b.particle_q[1] = (value, 0.0, 2.0)
+    else:
+        b.particle_mass[1] = value
+    with pytest.raises(ValueError, match=expected + r".*finalize\(dtype=sk.float64\) keeps it"):
+        b.finalize(dtype=sk.float32)
+    model = b.finalize(dtype=sk.float64)  # the builder kept everything
+    assert model.particle_count == 2
+
+
+def test_finalize_in_float32_lets_a_tiny_number_beside_larger_ones_round_to_zero():
+    b = sk.sim.ModelBuilder()
+    b.add_particle((1e-50, 0.0, 1.0), (0.0, 0.0, 0.0), 1.0)
+    assert b.finalize(dtype=sk.float32).particle_q.numpy()[0, 0] == 0.0
+
+
 @pytest.mark.parametrize("method, args, expected", [
     ("add_cloth_grid", (100000, 100000, 0.1, 0.1, 0.01),
      "add_cloth_grid: dim_x = 100000 by dim_y = 100000 cells make 10000200001 particles, more than a model can index"),
