@@ -37,7 +37,8 @@ from .model import Model, State
 
 
 # how often (in steps) a step on a GPU reads back whether max_contacts was exceeded: each
-# read waits for the device, so not every step (on the CPU the read is free, and every step)
+# read waits for the device, so not every step (on the CPU the read is free, and every step,
+# after the step: see ContactSolve.after_step)
 CHECK_EVERY = 100
 
 
@@ -113,6 +114,7 @@ class ContactSolve:
         # the most contacts active at once since the last check (written on the device,
         # read on the host: every step on the CPU, every CHECK_EVERY steps elsewhere)
         self.needed = zeros(1, T.int32)
+        self._needed_host = self.needed.numpy() if str(dev).startswith("cpu") else None  # a view on the CPU
         self.steps = 0
         self.reused = None
         self.dof_body = A.array(_dof_body(model), dtype=T.int32, device=dev)
@@ -151,6 +153,22 @@ class ContactSolve:
         for j in np.flatnonzero(kind == JOINT_BALL):
             diag[ds[j]:ds[j] + 3] = diag[ds[j]:ds[j] + 3].mean()
         self.dof_invweight = A.array(diag, dtype=real, device=model.device)
+
+    def after_step(self, device: str) -> None:
+        """The host's look after each step, replayed or not (the step itself reads nothing on
+        the host, so it can replay): :meth:`check_capacity` every step on the CPU, every
+        ``CHECK_EVERY`` steps elsewhere.
+
+        Example::
+
+            solve.after_step(model.device)
+        """
+        self.steps += 1
+        if self._needed_host is not None:
+            if self._needed_host[0] > self.max_contacts:
+                self.check_capacity()
+        elif self.steps % CHECK_EVERY == 0:
+            self.check_capacity()
 
     def check_capacity(self) -> None:
         """Raise if a step since the last check had more active contacts than
@@ -238,9 +256,6 @@ class ContactSolve:
             launch(k.compact, 1, inputs=[w.slot_active, self.contact_slots, self.slots, self.max_contacts,
                                          int(contacts)],
                    outputs=[w.contact_slot, w.count, self.needed, warm])
-        self.steps += 1
-        if str(model.device).startswith("cpu") or self.steps % CHECK_EVERY == 0:
-            self.check_capacity()
         launch(k.row_jacobian, mr,
                inputs=[w.count, w.contact_slot, w.slot_body, w.slot_point, w.slot_normal, w.slot_tangent, w.slot_mu,
                        w.slot_condim, self.slot_dof, params["elliptic"], S_dof, self.dof_body, nb, nd], outputs=[w.J])

@@ -313,6 +313,10 @@ class Featherstone(Replayed):
         (:mod:`simkit.sim.replay`)."""
         replayed_step(self, self._step, model, state_in, state_out, control, dt, featherstone_eligible,
                       featherstone_guard, featherstone_after)
+        if self.contact == "constraint":
+            solve = model._featherstone["contact_solves"].get(self.max_contacts)
+            if solve is not None:
+                solve.after_step(model.device)
 
     def _step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         control = check_step(model, state_in, state_out, control, dt)

@@ -11,9 +11,9 @@ the host-side values its Python branches on that no setter announces.
 - :class:`~simkit.sim.XPBD`: none (its per-step ``zero_`` of the scratch buffers is recorded
   and replayed);
 - :class:`~simkit.sim.Featherstone`: whether ``state_in``'s bodies are the forward kinematics
-  of its coordinates (the step places them otherwise); not replayed with
-  ``contact="constraint"`` while contacts are enabled (the solve reads the contact count on
-  the host to refuse more than ``max_contacts``) nor with particle-particle contact.
+  of its coordinates (the step places them otherwise); not replayed with particle-particle
+  contact. With ``contact="constraint"`` the check that no more than ``max_contacts`` were
+  active runs after every step, replayed or not.
 
 Steps on a GPU, under a Tape or a forward-mode JVP, or inside ``sk.capture`` run as before.
 ``sk.config.replay_steps = False`` or ``integrator.replay = False`` turns replays off.
@@ -130,14 +130,13 @@ _NO_TAPES = frozenset()
 
 
 def featherstone_eligible(integrator, model) -> bool:
-    """Whether a Featherstone step of ``model`` can replay: not with the constraint contact
-    solve while contacts are enabled, nor with particle-particle contact.
+    """Whether a Featherstone step of ``model`` can replay: not with particle-particle contact.
 
     Example::
 
-        featherstone_eligible(integrator, model)   # True for contact="penalty"
+        featherstone_eligible(integrator, model)   # True
     """
-    return not (integrator.contact == "constraint" and model.contacts_enabled or _particle_contact(model))
+    return not _particle_contact(model)
 
 
 def featherstone_guard(state_in) -> tuple:

@@ -215,14 +215,29 @@ def test_the_guard_agrees_with_featherstones_own_check():
 
 # -- what does not replay ------------------------------------------------------------------------
 
-def test_the_constraint_contact_solve_runs_its_python():
-    model = ant()
-    integrator = sk.sim.Featherstone(contact="constraint")
-    a, b = model.state(), model.state()
-    for _ in range(5):
-        integrator.step(model, a, b, None, DT)
-        a, b = b, a
-    assert integrator.recorded_steps() == []
+def test_featherstone_replays_the_constraint_contact_solve_bit_for_bit():
+    integrator = assert_replays_like_the_uncached_path(ant, lambda: sk.sim.Featherstone(contact="constraint"),
+                                                       steps=300)
+    launches = [e.program.launches for e in integrator.recorded_steps()]
+    assert len(launches) == 2 and "pgs" in launches[0] and "ground_rows" in launches[0]
+
+
+def test_a_replayed_constraint_step_still_refuses_more_contacts_than_max_contacts():
+    # a box falls flat onto the ground: its steps replay in the air (no contact), then its
+    # four corners touch, more than max_contacts = 2, and the replayed step says so
+    b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="z", ground=True)
+    b.add_articulation()
+    body = b.add_body(((0.0, 0.0, 0.2), (0.0, 0.0, 0.0, 1.0)))
+    b.add_shape_box((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (0.1, 0.1, 0.1), body=body, density=125.0)
+    b.add_joint_free(-1, body)
+    model = b.finalize(dtype=F64)
+    integrator = sk.sim.Featherstone(contact="constraint", max_contacts=2)
+    s0, s1 = model.state(), model.state()
+    with pytest.raises(RuntimeError, match=r"max_contacts=2\).*4 contacts"):
+        for _ in range(400):
+            integrator.step(model, s0, s1, None, 1e-3)
+            s0, s1 = s1, s0
+    assert sum(e.replays for e in integrator.recorded_steps()) > 50
 
 
 def test_integrator_replay_false_runs_every_step():
