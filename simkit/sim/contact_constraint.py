@@ -27,6 +27,7 @@ from ..autograd.tape import active_tapes, paused_tapes
 from ..core import array as A
 from ..core import types as T
 from ..core.launch import launch
+from ..kernels.contact_active_set import ACTIVE_SET_ROWS, active_set_kernels
 from ..kernels.contact_rows import contact_row_kernels
 from ..kernels.contact_solve import ROWS_PER_CONTACT, contact_solve_kernels
 from ..kernels.featherstone import featherstone_kernels
@@ -123,6 +124,10 @@ class ContactSolve:
         def int_array(x):
             return A.array(np.ascontiguousarray(x, dtype=np.int32).reshape(-1), dtype=T.int32, device=dev)
 
+        # the exact solve's scratch (kernels/contact_active_set.py): two matrices of its rows squared
+        n = min(self.max_rows, ACTIVE_SET_ROWS)
+        self.exact = SimpleNamespace(H=zeros(n * n), L=zeros(n * n), f=zeros(n), y=zeros(n), on=zeros(n, T.int32),
+                                     rows=zeros(2 * n, T.int32))
         self.limit_joint, self.limit_which, self.limit_coord = (int_array(limits[:, k]) for k in range(3))
         # per slot: its first dof and dof count (-1, 0: a contact)
         slot_dof = np.full((self.slots, 2), (-1, 0), dtype=np.int32)
@@ -288,6 +293,12 @@ class ContactSolve:
                outputs=[w.b, w.R])
         iterations, tol = params["iterations"], float(params["tolerance"])
         with paused_tapes():
+            # the exact solve of the pyramidal dual puts its forces where Gauss-Seidel starts
+            # (which then checks them in one sweep); where it does not apply, it leaves them
+            e = self.exact
+            launch(active_set_kernels(real).active_set, 1,
+                   inputs=[w.count, w.contact_slot, w.slot_condim, params["elliptic"], nd, tol, w.J, w.X, w.b, w.R],
+                   outputs=[warm, e.H, e.L, e.f, e.y, e.on, e.rows])
             launch(k.pgs, 1, inputs=[w.count, w.contact_slot, w.slot_condim, w.slot_mu, params["elliptic"], nd,
                                      iterations, tol, w.J, w.X, w.b, w.R, a0],
                    outputs=[warm, w.f, w.out, self.iterations])

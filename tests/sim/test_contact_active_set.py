@@ -1,0 +1,113 @@
+"""The exact solve of the pyramidal contact dual (kernels/contact_active_set.py) against the
+brute-force oracle: of all 2^n sets of pushing rows, the one whose forces are >= 0 and whose
+other rows' residuals are >= 0 (the optimality conditions of ``min 0.5 f^T H f + b^T f``
+over ``f >= 0``, unique for a positive-definite ``H``); and in a simulation, the Gauss-Seidel
+that follows it has nothing left to do."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import simkit as sk
+from simkit.kernels.contact_active_set import active_set_kernels
+
+ROWS = 4
+
+
+def brute_force(H: np.ndarray, b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    for size in range(n + 1):
+        for S in itertools.combinations(range(n), size):
+            f = np.zeros(n)
+            if S:
+                S = list(S)
+                f[S] = np.linalg.solve(H[np.ix_(S, S)], -b[S])
+            r = H @ f + b
+            if f.min() >= -1e-12 and np.delete(r, S).min(initial=0.0) >= -1e-12:
+                return f
+    raise AssertionError("no set satisfies the optimality conditions")
+
+
+def problem(seed: int, contacts: int, dofs: int):
+    # more rows than dofs, as a box's pyramid: A = J M^-1 J^T is singular, R makes H definite
+    rng = np.random.default_rng(seed)
+    n = contacts * ROWS
+    J = rng.normal(size=(n, dofs))
+    B = rng.normal(size=(dofs, dofs))
+    M = B @ B.T + dofs * np.eye(dofs)
+    X = np.linalg.solve(M, J.T).T
+    R = 0.05 * np.abs(np.einsum("ij,ij->i", J, X))
+    b = rng.normal(size=n)
+    return J, X, R, b
+
+
+def run_kernel(J, X, R, b, warm, condim=3, elliptic=0):
+    n, nd = J.shape
+    contacts = n // ROWS
+    k = active_set_kernels(sk.float64)
+    f64 = lambda x: sk.array(np.ascontiguousarray(x, dtype=np.float64).reshape(-1), dtype=sk.float64)
+    i32 = lambda x: sk.array(np.asarray(x, dtype=np.int32).reshape(-1), dtype=sk.int32)
+    slot_force = f64(warm)
+    sk.launch(k.active_set, 1,
+              inputs=[i32([contacts]), i32(range(contacts)), i32([condim] * contacts), elliptic, nd, 1e-12,
+                      f64(J), f64(X), f64(b), f64(R)],
+              outputs=[slot_force, sk.zeros(n * n, dtype=sk.float64), sk.zeros(n * n, dtype=sk.float64),
+                       sk.zeros(n, dtype=sk.float64), sk.zeros(n, dtype=sk.float64), sk.zeros(n, dtype=sk.int32),
+                       sk.zeros(2 * n, dtype=sk.int32)])
+    return slot_force.numpy()
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("start", ["cold", "warm-from-the-wrong-rows"])
+def test_the_forces_are_the_unique_optimum_the_brute_force_search_finds(seed, start):
+    J, X, R, b = problem(seed, contacts=3, dofs=5)
+    H = J @ X.T + np.diag(R)
+    expected = brute_force(H, b)
+    warm = np.zeros(len(b)) if start == "cold" else (expected == 0.0).astype(float)
+    np.testing.assert_allclose(run_kernel(J, X, R, b, warm), expected, rtol=1e-9, atol=1e-12)
+
+
+def test_the_unused_rows_of_a_condim_1_contact_carry_no_force():
+    J, X, R, b = problem(7, contacts=2, dofs=3)
+    used = np.arange(len(b)) % ROWS == 0
+    H = (J @ X.T + np.diag(R))[np.ix_(used, used)]
+    expected = np.zeros(len(b))
+    expected[used] = brute_force(H, b[used])
+    np.testing.assert_allclose(run_kernel(J, X, R, b, np.ones(len(b)), condim=1), expected, rtol=1e-9, atol=1e-12)
+
+
+def test_the_elliptic_cone_is_left_to_gauss_seidel():
+    J, X, R, b = problem(8, contacts=2, dofs=4)
+    warm = np.full(len(b), 0.25)
+    np.testing.assert_array_equal(run_kernel(J, X, R, b, warm, elliptic=1), warm)
+
+
+def boxes_on_ground(cone: str):
+    b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="z", ground=True)
+    b.set_contact_options(cone=cone)
+    for i in range(2):
+        b.add_articulation()
+        body = b.add_body(((0.5 * i, 0.0, 0.1 - 1e-4), (0.0, 0.0, 0.0, 1.0)))
+        b.add_shape_box((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (0.1, 0.1, 0.1), body=body, density=125.0)
+        b.add_joint_free(-1, body)
+    return b.finalize(dtype=sk.float64)
+
+
+def sweeps_after(cone: str) -> int:
+    model = boxes_on_ground(cone)
+    integrator = sk.sim.Featherstone(contact="constraint", tolerance=1e-10, iterations=1000)
+    s0, s1 = model.state(), model.state()
+    for _ in range(50):
+        integrator.step(model, s0, s1, None, 1e-3)
+        s0, s1 = s1, s0
+    return int(model._featherstone["contact_solves"][integrator.max_contacts].iterations.numpy()[0])
+
+
+def test_resting_boxes_leave_gauss_seidel_one_checking_sweep():
+    # 8 corners, 32 pyramid rows on 12 dofs: Gauss-Seidel alone needs hundreds of sweeps
+    assert sweeps_after("pyramidal") == 1
+
+
+def test_with_the_elliptic_cone_gauss_seidel_solves_alone():
+    assert sweeps_after("elliptic") > 1
