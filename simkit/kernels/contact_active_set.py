@@ -14,6 +14,8 @@ hundreds of sweeps. The solution goes to the slots' forces, where Gauss-Seidel s
 then stops after its first sweep, having checked it; when this solve does not apply (the
 elliptic cone, more than ``ACTIVE_SET_ROWS`` rows) or does not end within its pivots, it
 leaves the forces as they were and Gauss-Seidel solves from the warm start as before.
+The backward pass solves its system on the same rows by the same factorization
+(``active_set_adjoint``).
 
 Example::
 
@@ -154,12 +156,49 @@ def active_set(count: ints, contact_slot: ints, slot_condim: ints, elliptic: int
             slot_force[ROWS_PER_CONTACT * contact_slot[c] + i - c * ROWS_PER_CONTACT] = f[i]
 
 
+@sk.kernel
+def active_set_adjoint(count: ints, nd: int, J: AnyArray, X: AnyArray, R: AnyArray, f: AnyArray, g: AnyArray,
+                       H: AnyArray, L: AnyArray, rhs: AnyArray, y: AnyArray, on: ints, rows: ints, mu: AnyArray,
+                       t: AnyArray, jt_mu: AnyArray):
+    # One thread: the adjoint of the solve at its solution, exactly (pgs_adjoint's system,
+    # by Cholesky): on the rows that push (f > 0), (A + R) mu = X g; zero on the others;
+    # t = X^T mu and J^T mu for the gradients
+    n = count[0] * ROWS_PER_CONTACT
+    for i in range(n):
+        on[i] = 0
+        rhs[i] = rhs.dtype(0.0)
+        if f[i] > 0.0:
+            on[i] = 1
+            v = rhs.dtype(0.0)
+            for d in range(nd):
+                v = v + X[i * nd + d] * g[d]
+            rhs[i] = -v
+            for j in range(i + 1):
+                if on[j] == 1:
+                    h = H.dtype(0.0)
+                    for d in range(nd):
+                        h = h + J[i * nd + d] * X[j * nd + d]
+                    H[i * n + j] = h
+                    H[j * n + i] = h
+            H[i * n + i] = H[i * n + i] + R[i]
+    set_solve(n, H, rhs, on, rows, L, y, mu)
+    for d in range(nd):
+        u = t.dtype(0.0)
+        v = t.dtype(0.0)
+        for i in range(n):
+            u = u + X[i * nd + d] * mu[i]
+            v = v + J[i * nd + d] * mu[i]
+        t[d] = u
+        jt_mu[d] = v
+
+
 @sk.overload_types
 def _param_types(real) -> dict:
     """The types of the kernels' generic parameters for float type ``real``."""
     reals = sk.array(dtype=real)
     types = {"tol": real}
-    types.update(dict.fromkeys(["J", "X", "b", "R", "slot_force", "H", "L", "f", "y"], reals))
+    types.update(dict.fromkeys(["J", "X", "b", "R", "slot_force", "H", "L", "f", "y", "g", "rhs", "mu", "t", "jt_mu"],
+                               reals))
     return types
 
 

@@ -309,8 +309,14 @@ class ContactSolve:
             def pgs_backward() -> None:
                 with paused_tapes():
                     mu, t, jt_mu = A.zeros_like(w.f), A.zeros_like(w.out), A.zeros_like(w.out)
-                    launch(k.pgs_adjoint, 1, inputs=[w.count, nd, iterations, tol, w.J, w.X, w.R, w.f, w.out.grad],
-                           outputs=[mu, t, jt_mu])
+                    if int(w.count.numpy()[0]) * ROWS_PER_CONTACT <= ACTIVE_SET_ROWS:
+                        e = self.exact
+                        launch(active_set_kernels(real).active_set_adjoint, 1,
+                               inputs=[w.count, nd, w.J, w.X, w.R, w.f, w.out.grad],
+                               outputs=[e.H, e.L, e.f, e.y, e.on, e.rows, mu, t, jt_mu])
+                    else:
+                        launch(k.pgs_adjoint, 1, inputs=[w.count, nd, iterations, tol, w.J, w.X, w.R, w.f, w.out.grad],
+                               outputs=[mu, t, jt_mu])
                     grads = [x.grad if x.requires_grad else A.zeros_like(x) for x in (w.X, w.J, w.b, w.R)]
                     launch(k.pgs_grads, (mr, nd), inputs=[w.count, nd, w.f, mu, w.out.grad, jt_mu, w.out, a0],
                            outputs=grads)

@@ -111,3 +111,37 @@ def test_resting_boxes_leave_gauss_seidel_one_checking_sweep():
 
 def test_with_the_elliptic_cone_gauss_seidel_solves_alone():
     assert sweeps_after("elliptic") > 1
+
+
+def test_the_exact_adjoint_agrees_with_gauss_seidels_and_with_numpy():
+    # the backward pass's system (A + R)_SS mu_S = (X g)_S on the pushing rows: by Cholesky
+    # for up to ACTIVE_SET_ROWS rows, by Gauss-Seidel (pgs_adjoint) above
+    from simkit.kernels.contact_solve import contact_solve_kernels
+
+    J, X, R, b = problem(3, contacts=3, dofs=5)
+    H = J @ X.T + np.diag(R)
+    f = brute_force(H, b)
+    g = np.random.default_rng(9).normal(size=J.shape[1])
+    S = f > 0
+    expected = np.zeros(len(f))
+    expected[S] = np.linalg.solve(H[np.ix_(S, S)], (X @ g)[S])
+    n, nd = J.shape
+    f64 = lambda x: sk.array(np.ascontiguousarray(x, dtype=np.float64).reshape(-1), dtype=sk.float64)
+    count = sk.array(np.array([n // ROWS], dtype=np.int32), dtype=sk.int32)
+    results = []
+    for exact in (True, False):
+        mu, t, jt_mu = (sk.zeros(m, dtype=sk.float64) for m in (n, nd, nd))
+        if exact:
+            sk.launch(active_set_kernels(sk.float64).active_set_adjoint, 1,
+                      inputs=[count, nd, f64(J), f64(X), f64(R), f64(f), f64(g)],
+                      outputs=[sk.zeros(n * n, dtype=sk.float64), sk.zeros(n * n, dtype=sk.float64),
+                               sk.zeros(n, dtype=sk.float64), sk.zeros(n, dtype=sk.float64),
+                               sk.zeros(n, dtype=sk.int32), sk.zeros(2 * n, dtype=sk.int32), mu, t, jt_mu])
+        else:
+            sk.launch(contact_solve_kernels(sk.float64).pgs_adjoint, 1,
+                      inputs=[count, nd, 100000, 1e-15, f64(J), f64(X), f64(R), f64(f), f64(g)],
+                      outputs=[mu, t, jt_mu])
+        results.append(mu.numpy())
+        np.testing.assert_allclose(jt_mu.numpy(), J.T @ mu.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(results[0], expected, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(results[1], expected, rtol=1e-6, atol=1e-9)
