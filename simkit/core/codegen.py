@@ -444,6 +444,24 @@ def has_dense_loop(f: ir.FunctionIR, adjoint: bool) -> bool:
     return all(ir.work_estimate(s.ir) <= INLINE_STATEMENTS for s in funcs)
 
 
+# elements a CPU entry runs between two looks at its module's error code: Ctrl-C (or an
+# error in another thread) stops a launch within this many elements, however long each is
+STOP_EVERY = 32
+
+
+def _stopping_loop(index: str, call: str, indent: str = "    ") -> list[str]:
+    """The lines of a CPU entry's loop over [start, end): ``call`` per element ``i``, in
+    blocks of STOP_EVERY elements, leaving between two blocks once the launch is stopped
+    (the inner loop stays one the C++ compiler can vectorize)."""
+    return [indent + line for line in [
+        f"for ({index} i0 = {index}(start); i0 < {index}(end);) {{  // a stopped launch leaves between two blocks",
+        f"    const {index} i1 = {index}(end) - i0 > {STOP_EVERY} ? i0 + {STOP_EVERY} : {index}(end);",
+        f"    for ({index} i = i0; i < i1; ++i) {call}",
+        "    i0 = i1;",
+        "    if (SK_STOPPING()) return;",
+        "}"]]
+
+
 def cpu_entry(f: ir.FunctionIR, which: str, body: str) -> str:
     """The CPU entry of the forward or backward: runs elements [start, end).
 
@@ -460,7 +478,7 @@ def cpu_entry(f: ir.FunctionIR, which: str, body: str) -> str:
     if dense:
         lines += [f"static SK_NOINLINE void {entry}_dense(const {f.cname}_args* args, int32_t start, int32_t end) {{",
                   f"    const {f.cname}_args a = *args;  // a local copy: no store in the loop can alias it",
-                  f"    for (int32_t i = start; i < end; ++i) {name}<true>(a, i);",
+                  *_stopping_loop("int32_t", f"{name}<true>(a, i);"),
                   "}"]
     lines += [f"SK_EXPORT void {entry}(const {f.cname}_args* args, int64_t start, int64_t end, bool exclusive) {{",
               "    sk::plain_adds.store(exclusive, std::memory_order_relaxed);"]
@@ -470,7 +488,7 @@ def cpu_entry(f: ir.FunctionIR, which: str, body: str) -> str:
                   "        return;",
                   "    }"]
     lines += [f"    const {f.cname}_args a = *args;",
-              f"    for (int64_t i = start; i < end; ++i) {name}<false>(a, i);", "}",
+              *_stopping_loop("int64_t", f"{name}<false>(a, i);"), "}",
               f"SK_EXPORT const int {f.cname}_cpu_{which}_scatters = {int(scatters(body))};"]
     return "\n".join(lines)
 

@@ -22,8 +22,8 @@ import re
 
 from . import builtins as B
 from . import ir
-from .codegen import (FunctionWriter, _order_funcs, _order_structs, ctype, dense_check, differentiable, function_source,
-                      scatters, struct_source)
+from .codegen import (FunctionWriter, _order_funcs, _order_structs, _stopping_loop, ctype, dense_check, differentiable,
+                      function_source, scatters, struct_source)
 from .config import config
 from .errors import CompileError
 from .hvp_header import DUAL_ARRAYS, DUAL_SCALARS
@@ -105,7 +105,7 @@ def kernel_hvp_source(f: ir.FunctionIR, dual: Dualizer) -> str:
     # (the buffers are laid out like their arrays): no stride arithmetic per access.
     dense = f.tid_dims <= 1
     loop = [f"    if (a.p.launch.ndim == 1 && end <= INT32_MAX && {f.cname}_dense(a.p) && {f.cname}_dense(a.t)) {{",
-            f"        for (int32_t i = int32_t(start); i < int32_t(end); ++i) {f.cname}_hvp<true>(d, i);",
+            *_stopping_loop("int32_t", f"{f.cname}_hvp<true>(d, i);", "        "),
             "        return;",
             "    }"] if dense else []
     entry = "\n".join([
@@ -116,7 +116,7 @@ def kernel_hvp_source(f: ir.FunctionIR, dual: Dualizer) -> str:
         f"    const {f.cname}_hargs& a = *args;",
         f"    const {f.cname}_dargs d = {f.cname}_dual_args(a.p, a.t);",
         *loop,
-        f"    for (int64_t i = start; i < end; ++i) {f.cname}_hvp<false>(d, i);",
+        *_stopping_loop("int64_t", f"{f.cname}_hvp<false>(d, i);"),
         "}",
         f"SK_EXPORT const int {name}_scatters = {int(scatters(body))};"])
     top = f"// Hessian-vector product (dual adjoint) of kernel {f.name}  ({os.path.basename(f.file)}:{f.line})"

@@ -106,7 +106,7 @@ def test_ctrl_c_stops_a_launch_of_a_trillion_cheap_threads_within_seconds(tmp_pa
 @pytest.mark.cpu_only("Ctrl-C stops CPU launches; GPU kernels cannot be interrupted")
 @pytest.mark.parametrize("threads, path", [(1, "inline"), (2, "split")], ids=["one-thread-inline", "split-over-the-pool"])
 def test_ctrl_c_stops_a_launch_of_threads_of_milliseconds_each_within_a_second(tmp_path, threads, path):
-    # the first look at the interrupt comes after a few threads, not after thousands of them
+    # the entry looks at the interrupt every few threads, not after thousands of them
     out, took = interrupt_after_a_second(tmp_path, threads, "heavy")
     assert out.returncode == 3, out.stderr[-2000:]
     assert f"on the {path} path: kernel 'heavy'" in out.stdout, out.stdout

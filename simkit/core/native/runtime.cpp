@@ -9,7 +9,8 @@
 // Ctrl-C: while a launch runs, SIGINT sets the launch's error code to INTERRUPTED instead
 // of reaching Python (whose handler could only run once the launch returned, which a
 // kernel stuck in `while True` never does). Every range runs in slices of ~10 ms
-// (run_sliced), and no further slice or chunk starts once the code is set; generated `while` loops leave at their next iteration (SK_STOPPING in
+// (run_sliced), and no further slice or chunk starts once the code is set; generated entries
+// leave within 32 elements and `while` loops at their next iteration (SK_STOPPING in
 // array.h), and Python raises KeyboardInterrupt after the launch (launch.py). Outside
 // launches SIGINT goes on to Python's handler (sk_catch_interrupts).
 #include <cstring>
@@ -178,15 +179,16 @@ extern "C" void on_sigint(int sig, siginfo_t* info, void* context) {
 }
 #endif
 // -- slices: Ctrl-C reaches a launch within tens of milliseconds, whatever its size --------
-// A kernel entry runs its range without looking at the error code (only `while` loops do),
-// so a range is run in slices, and the code is read between them. A slice is sized by
-// time: the first is SLICE_FIRST elements, few enough that even elements of milliseconds
-// each are looked at soon; each next one aims at SLICE_NS from the time the last one took,
-// growing at most SLICE_GROWTH-fold (a first slice in cold caches runs slow). A range of
-// cheap elements reaches its full slice size in a few calls; a clock read per slice costs
-// nothing measurable, and a range of at most SLICE_FIRST elements is one call, as before.
+// A kernel entry looks at the error code every STOP_EVERY elements (codegen.py) and leaves
+// once it is set; between calls the code is read here too. A long range is run in slices
+// sized by time, so that no chunk of the pool starts after the code is set: the first is
+// SLICE_FIRST elements; each next one aims at SLICE_NS from the time the last one took,
+// growing at most SLICE_GROWTH-fold (a first slice in cold caches runs slow). A clock read
+// per slice of milliseconds costs nothing measurable, and a range of at most SLICE_FIRST
+// elements (a simulation step's launches) is one call: an entry call costs a copy of the
+// arguments and the dense loop's overlap checks, a microsecond for a kernel of many arrays.
 // Elements run in the same order as one call would run them, so results do not change.
-constexpr int64_t SLICE_FIRST = 16;
+constexpr int64_t SLICE_FIRST = 4096;
 constexpr int64_t SLICE_NS = 10000000;
 constexpr int64_t SLICE_GROWTH = 8;
 
