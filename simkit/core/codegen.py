@@ -379,7 +379,7 @@ def function_source(f: ir.FunctionIR, grad=None, writer=FunctionWriter) -> str:
     fwd = w.assemble(sig, False, [], epi)
     adj_params = [f"{ctype(v.type)}& {w.adj_name(v)}" for v in f.params if getattr(v.type, "_sk_kind", "") != "array"]
     adj_rets = [f"const {ctype(t)}& adj_ret{k}" for k, t in enumerate(rets)]
-    adj_attr = "SK_FUNC" if ir.work_estimate(f, True) <= ADJOINT_INLINE_STATEMENTS else "SK_USER_FUNC"
+    adj_attr = "SK_FUNC" if ir.work_estimate(f, True) <= ADJOINT_INLINE_STATEMENTS else "SK_DERIVED_FUNC"
     sig = f"{tmpl}static {adj_attr} void adj_{f.cname}({', '.join(params + adj_params + adj_rets)})"
     if grad is not None:
         adj = "\n".join([sig + " {", *custom_adjoint(f, w, grad), "}"])

@@ -154,8 +154,9 @@ def function_tangent_source(f: ir.FunctionIR) -> str:
     tmpl = dense_template(v.type for v in f.params)
     # Inlined wherever the function's forward is: kept out of line, the cloth's hinge angle
     # passed its ten vec3 results and tangents through the stack and cost the bending kernel
-    # its dense loop (codegen.has_dense_loop): it took 1.3x the time it takes inlined.
-    attr = "SK_FUNC" if ir.work_estimate(f) <= INLINE_STATEMENTS else "SK_USER_FUNC"
+    # its dense loop (codegen.has_dense_loop): it took 1.3x the time it takes inlined. (On
+    # the GPU a large one stays out of line: see SK_DERIVED_FUNC in native/base.h.)
+    attr = "SK_FUNC" if ir.work_estimate(f) <= INLINE_STATEMENTS else "SK_DERIVED_FUNC"
     sig = f"{tmpl}static {attr} void tan_{f.cname}({', '.join(params + tans + outs)})"
     epi = []
     for k, r in enumerate(f.returns):
