@@ -29,11 +29,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import simkit as sk
+from .contact_solve import ROWS_PER_CONTACT
 
 AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
 ints = sk.array(dtype=sk.int32)
 
-ROWS_PER_CONTACT = 4
 # the most rows solved exactly: the scratch holds two matrices of this size squared
 ACTIVE_SET_ROWS = 128
 
