@@ -19,10 +19,11 @@ contacts, joint limits: row ``4 c`` alone) ``>= 0``. At the solution each contac
 
 With ``D`` the columns of all contacts' directions (per contact ``B_c``, 3 x 3, its unused
 columns zero) and ``C`` the curvatures, the stationarity ``D^T (H f + b) = 0`` gives
-``df = -D (D^T H D + C)^-1 D^T db`` and the same with ``dH f`` for ``db``. So the adjoint is
-``mu = D nu``, ``(D^T H D + C) nu = D^T X g``, and every gradient the pyramidal path takes
-from its ``mu`` (``pgs_grads``) follows from it unchanged. The friction coefficient enters
-the cone itself: a sliding contact's ``mu`` gets ``f_n t . (X g - H mu)_t + lambda mu_n``.
+``df = -D (D^T H D + C)^-1 D^T db`` and the same with ``dH f`` for ``db``. So the adjoint
+(``mu`` here, as in ``pgs_grads``: not the friction coefficient) is ``mu = D nu``, ``(D^T H D
++ C) nu = D^T X g``, and every gradient the pyramidal path takes from it follows unchanged.
+The friction coefficient ``mu_c`` enters the cone itself: a sliding contact's gets ``f_n t .
+(X g - H mu)_t + lambda mu_n``.
 
 The reduced system is solved by Cholesky for up to ``ACTIVE_SET_ROWS`` rows (the scratch
 of :mod:`simkit.kernels.contact_active_set`), by Gauss-Seidel over the contacts' blocks
@@ -32,8 +33,8 @@ Example::
 
     k = elliptic_kernels(sk.float64)
     sk.launch(k.elliptic_adjoint, 1, inputs=[count, contact_slot, slot_condim, slot_mu, nd, dense, iterations,
-              tol, J, X, b, R, f, g, qdd, a0], outputs=[K, L, y, on, rows, basis, cols, nu, rhs, mu, t, jt_mu,
-              mu_grad])
+              tol, ON_SURFACE["float64"], J, X, b, R, f, g, qdd, a0], outputs=[K, L, y, on, rows, basis, cols, nu,
+              rhs, mu, t, jt_mu, mu_grad])
 """
 
 import functools
@@ -50,10 +51,10 @@ ROWS_PER_CONTACT = 4
 # per contact in the scratch `basis`: B (9, row-major), the curvatures (3), the friction
 # direction's two tangent components (2) and the multiplier lambda (1)
 BASIS = 15
-# a cone contact whose |f_t| is within this fraction of mu f_n is on the surface: the
-# forward's projection leaves it there to rounding, an unprojected force is inside
-# except on a set of measure zero
-ON_SURFACE = 1.0e-10
+# a cone contact whose |f_t| is within this fraction of mu f_n is on the surface (the
+# forward's projection leaves it there to rounding, an unprojected force is inside except
+# on a set of measure zero): per float type, some thousand roundings
+ON_SURFACE = {"float64": 1.0e-10, "float32": 1.0e-4}
 
 
 @sk.func
@@ -74,12 +75,13 @@ def block_product(i0: int, j0: int, nd: int, J: AnyArray, X: AnyArray, R: AnyArr
 
 
 @sk.func
-def contact_basis(cone: int, mu: Any, fc: Any, rc: Any):
+def contact_basis(cone: int, mu: Any, fc: Any, rc: Any, surface: Any):
     """The directions in which a contact's force ``fc`` (normal, two tangents; its
     residual ``rc``) moves at the solution: the columns of ``B`` (the first ``m``; the rest
     zero), the curvature on each, ``m``, and for the friction coefficient's gradient the
     friction direction ``th`` (tangent components) and the multiplier ``lam`` (both zero
-    unless the contact slides)."""
+    unless the contact slides); ``surface``: the fraction of ``mu f_n`` within which
+    ``|f_t|`` is on the cone."""
     z = fc * 0.0
     B = sk.outer(z, z)
     curv = z
@@ -92,7 +94,7 @@ def contact_basis(cone: int, mu: Any, fc: Any, rc: Any):
         if cone == 0:
             B[0, 0] = 1.0
             m = 1
-        elif ft > 0.0 and ft >= mu * fc[0] * (1.0 - ON_SURFACE):
+        elif ft > 0.0 and ft >= mu * fc[0] * (1.0 - surface):
             th[1] = fc[1] / ft
             th[2] = fc[2] / ft
             lam = sk.max(-(rc[1] * th[1] + rc[2] * th[2]), 0.0)
@@ -149,9 +151,9 @@ def rows_dot(i0: int, nd: int, A: AnyArray, v: AnyArray):
 
 @sk.kernel(enable_backward=False)   # itself a backward pass: nothing differentiates it
 def elliptic_adjoint(count: ints, contact_slot: ints, slot_condim: ints, slot_mu: AnyArray, nd: int, dense: int,
-                     iterations: int, tol: Any, J: AnyArray, X: AnyArray, b: AnyArray, R: AnyArray, f: AnyArray,
-                     g: AnyArray, qdd: AnyArray, a0: AnyArray, K: AnyArray, L: AnyArray, y: AnyArray, on: ints,
-                     rows: ints, basis: AnyArray, cols: ints, nu: AnyArray, rhs: AnyArray, mu: AnyArray,
+                     iterations: int, tol: Any, surface: Any, J: AnyArray, X: AnyArray, b: AnyArray, R: AnyArray,
+                     f: AnyArray, g: AnyArray, qdd: AnyArray, a0: AnyArray, K: AnyArray, L: AnyArray, y: AnyArray,
+                     on: ints, rows: ints, basis: AnyArray, cols: ints, nu: AnyArray, rhs: AnyArray, mu: AnyArray,
                      t: AnyArray, jt_mu: AnyArray, mu_grad: AnyArray):
     # One thread. mu (per row) = D nu with (D^T H D + C) nu = D^T X g, by Cholesky of the
     # reduced matrix (dense == 1: K, L, y, on, rows hold at least (3 count)^2, 3 count,
@@ -172,7 +174,7 @@ def elliptic_adjoint(count: ints, contact_slot: ints, slot_condim: ints, slot_mu
         cone = int(0)
         if slot_condim[s] >= 3:
             cone = 1
-        B, curv, mc, th, lam = contact_basis(cone, slot_mu[s], fc, rc)
+        B, curv, mc, th, lam = contact_basis(cone, slot_mu[s], fc, rc, surface)
         for a in range(3):
             for k in range(3):
                 basis[BASIS * c + 3 * a + k] = B[a, k]
@@ -288,7 +290,7 @@ def elliptic_adjoint(count: ints, contact_slot: ints, slot_condim: ints, slot_mu
 def _param_types(real) -> dict:
     """The types of the kernels' generic parameters for float type ``real``."""
     reals = sk.array(dtype=real)
-    types = {"tol": real}
+    types = {"tol": real, "surface": real}
     types.update(dict.fromkeys(["slot_mu", "J", "X", "b", "R", "f", "g", "qdd", "a0", "K", "L", "y", "basis", "nu",
                                 "rhs", "mu", "t", "jt_mu", "mu_grad", "A", "v"], reals))
     return types

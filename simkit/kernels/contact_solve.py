@@ -309,7 +309,8 @@ def elliptic_block(i0: int, mu: Any, nd: int, J: AnyArray, X: AnyArray, b: AnyAr
                    qdd: AnyArray):
     """One Gauss-Seidel step on the three rows of an elliptic contact from row ``i0``: the
     exact minimizer of the dual over the block inside the cone (unconstrained when it is
-    inside, else projected gradient steps in the block's metric), then ``qdd`` updated.
+    inside, else projected gradient steps in the block's metric, from the better of the
+    projected minimizer and the current force), then ``qdd`` updated.
     Returns the largest change of a row's residual."""
     vec3 = sk.vector(3, J.dtype)
     r = vec3(0.0, 0.0, 0.0)

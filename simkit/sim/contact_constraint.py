@@ -28,7 +28,7 @@ from ..core import array as A
 from ..core import types as T
 from ..core.launch import launch
 from ..kernels.contact_active_set import ACTIVE_SET_ROWS, active_set_kernels
-from ..kernels.contact_elliptic import BASIS, elliptic_kernels
+from ..kernels.contact_elliptic import BASIS, ON_SURFACE, elliptic_kernels
 from ..kernels.contact_rows import contact_row_kernels
 from ..kernels.contact_solve import ROWS_PER_CONTACT, contact_solve_kernels
 from ..kernels.featherstone import featherstone_kernels
@@ -334,7 +334,7 @@ class ContactSolve:
                         mu_grad = w.slot_mu.grad if w.slot_mu.requires_grad else c.mu_grad
                         launch(elliptic_kernels(real).elliptic_adjoint, 1,
                                inputs=[w.count, w.contact_slot, w.slot_condim, w.slot_mu, nd, int(dense), iterations,
-                                       tol, w.J, w.X, w.b, w.R, w.f, w.out.grad, w.out, a0],
+                                       tol, ON_SURFACE[real.__name__], w.J, w.X, w.b, w.R, w.f, w.out.grad, w.out, a0],
                                outputs=[e.H, e.L, e.y, e.on, e.rows, c.basis, c.cols, c.nu, c.rhs, mu, t, jt_mu,
                                         mu_grad])
                     elif dense:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from simkit.kernels.contact_elliptic import elliptic_kernels
+from simkit.kernels.contact_elliptic import ON_SURFACE, elliptic_kernels
 from simkit.kernels.contact_solve import contact_solve_kernels
 
 ROWS = 4
@@ -67,8 +67,8 @@ def adjoint(J, X, R, b, a0, mu, f, qdd, g, dense: int):
     z = lambda m, dtype=sk.float64: sk.zeros(m, dtype=dtype)
     out = [z(n), z(nd), z(nd), z(nc)]
     sk.launch(elliptic_kernels(sk.float64).elliptic_adjoint, 1,
-              inputs=[i32([nc]), i32(range(nc)), i32(CONDIM), f64(mu), nd, dense, 100000, 1e-15, f64(J), f64(X),
-                      f64(b), f64(R), f64(f), f64(g), f64(qdd), f64(a0)],
+              inputs=[i32([nc]), i32(range(nc)), i32(CONDIM), f64(mu), nd, dense, 100000, 1e-15,
+                      ON_SURFACE["float64"], f64(J), f64(X), f64(b), f64(R), f64(f), f64(g), f64(qdd), f64(a0)],
               outputs=[z(n * n), z(n * n), z(n), z(n, sk.int32), z(2 * n, sk.int32), z(15 * nc),
                        z(2 * nc, sk.int32), z(3 * nc), z(3 * nc)] + out)
     return [a.numpy() for a in out]
