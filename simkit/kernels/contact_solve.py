@@ -309,7 +309,8 @@ def elliptic_block(i0: int, mu: Any, nd: int, J: AnyArray, X: AnyArray, b: AnyAr
                    qdd: AnyArray):
     """One Gauss-Seidel step on the three rows of an elliptic contact from row ``i0``: the
     exact minimizer of the dual over the block inside the cone (unconstrained when it is
-    inside, else projected gradient steps in the block's metric), then ``qdd`` updated.
+    inside, else projected gradient steps in the block's metric, from the better of the
+    projected minimizer and the current force), then ``qdd`` updated.
     Returns the largest change of a row's residual."""
     vec3 = sk.vector(3, J.dtype)
     r = vec3(0.0, 0.0, 0.0)
@@ -333,6 +334,12 @@ def elliptic_block(i0: int, mu: Any, nd: int, J: AnyArray, X: AnyArray, b: AnyAr
         for k in range(3):
             L = L + sk.abs(H[k, 0]) + sk.abs(H[k, 1]) + sk.abs(H[k, 2])
         y = cone_projection(y, mu)
+        # from the better of that and the block's current force: at the block's optimum
+        # the steps then leave it there (from the projection alone, on a badly conditioned
+        # block, they may not get back to it, and sweeps repeat without settling)
+        dy = y - f0
+        if sk.dot(dy, H @ dy * 0.5 + r) > 0.0:
+            y = cone_projection(f0, mu)
         for _ in range(200):
             y = cone_projection(y - (H @ (y - f0) + r) / L, mu)
     delta = y - f0

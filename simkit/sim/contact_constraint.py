@@ -28,6 +28,7 @@ from ..core import array as A
 from ..core import types as T
 from ..core.launch import launch
 from ..kernels.contact_active_set import ACTIVE_SET_ROWS, active_set_kernels
+from ..kernels.contact_elliptic import BASIS, ON_SURFACE, elliptic_kernels
 from ..kernels.contact_rows import contact_row_kernels
 from ..kernels.contact_solve import ROWS_PER_CONTACT, contact_solve_kernels
 from ..kernels.featherstone import featherstone_kernels
@@ -128,11 +129,25 @@ class ContactSolve:
         n = min(self.max_rows, ACTIVE_SET_ROWS)
         self.exact = SimpleNamespace(H=zeros(n * n), L=zeros(n * n), f=zeros(n), y=zeros(n), on=zeros(n, T.int32),
                                      rows=zeros(2 * n, T.int32))
+        self.elliptic = None     # the elliptic cone's backward scratch, made when first needed
         self.limit_joint, self.limit_which, self.limit_coord = (int_array(limits[:, k]) for k in range(3))
         # per slot: its first dof and dof count (-1, 0: a contact)
         slot_dof = np.full((self.slots, 2), (-1, 0), dtype=np.int32)
         slot_dof[self.contact_slots:] = limits[:, 3:5]
         self.slot_dof = int_array(slot_dof)
+
+    def _elliptic_scratch(self, model: Model) -> SimpleNamespace:
+        """The elliptic cone's backward scratch (kernels/contact_elliptic.py), made the first
+        time: per contact its directions at the solution and its reduced adjoint, and a sink
+        for the friction gradient when the slots' ``mu`` carries none."""
+        if self.elliptic is None:
+            n, dev, real = self.max_contacts + self.limit_count, model.device, model.dtype
+            self.elliptic = SimpleNamespace(basis=A.zeros(BASIS * n, dtype=real, device=dev),
+                                            cols=A.zeros(2 * n, dtype=T.int32, device=dev),
+                                            nu=A.zeros(3 * n, dtype=real, device=dev),
+                                            rhs=A.zeros(3 * n, dtype=real, device=dev),
+                                            mu_grad=A.zeros(max(self.slots, 1), dtype=real, device=dev))
+        return self.elliptic
 
     def _invweight(self, model: Model, state: State, topo: dict, S_dof: A.Array, L: A.Array) -> None:
         nb, nd, real = model.body_count, model.joint_dof_count, model.dtype
@@ -302,15 +317,27 @@ class ContactSolve:
             launch(k.pgs, 1, inputs=[w.count, w.contact_slot, w.slot_condim, w.slot_mu, params["elliptic"], nd,
                                      iterations, tol, w.J, w.X, w.b, w.R, a0],
                    outputs=[warm, w.f, w.out, self.iterations])
-        inputs = [w.J, w.X, w.b, w.R, a0]
+        elliptic = params["elliptic"] == 1
+        # with the elliptic cone mu bounds the forces itself (with the pyramid it reaches
+        # them through the edges' J and R)
+        inputs = [w.J, w.X, w.b, w.R, a0] + ([w.slot_mu] if elliptic else [])
         if tapes and any(x.requires_grad for x in inputs):
             w.out.requires_grad = True
 
             def pgs_backward() -> None:
                 with paused_tapes():
                     mu, t, jt_mu = A.zeros_like(w.f), A.zeros_like(w.out), A.zeros_like(w.out)
-                    if int(w.count.numpy()[0]) * ROWS_PER_CONTACT <= ACTIVE_SET_ROWS:
-                        e = self.exact
+                    dense = int(w.count.numpy()[0]) * ROWS_PER_CONTACT <= ACTIVE_SET_ROWS
+                    e = self.exact
+                    if elliptic:
+                        c = self._elliptic_scratch(model)
+                        mu_grad = w.slot_mu.grad if w.slot_mu.requires_grad else c.mu_grad
+                        launch(elliptic_kernels(real).elliptic_adjoint, 1,
+                               inputs=[w.count, w.contact_slot, w.slot_condim, w.slot_mu, nd, int(dense), iterations,
+                                       tol, ON_SURFACE[real.__name__], w.J, w.X, w.b, w.R, w.f, w.out.grad, w.out, a0],
+                               outputs=[e.H, e.L, e.y, e.on, e.rows, c.basis, c.cols, c.nu, c.rhs, mu, t, jt_mu,
+                                        mu_grad])
+                    elif dense:
                         launch(active_set_kernels(real).active_set_adjoint, 1,
                                inputs=[w.count, nd, w.J, w.X, w.R, w.f, w.out.grad],
                                outputs=[e.H, e.L, e.f, e.y, e.on, e.rows, mu, t, jt_mu])

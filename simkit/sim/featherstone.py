@@ -247,7 +247,7 @@ class Featherstone(Replayed):
     (:mod:`simkit.sim.contact_constraint`, docs/contact.md) with each shape's MuJoCo
     parameters (``solref``, ``solimp``, ``condim`` 1 or 3, ``margin``, friction, collision
     masks; mixed per pair as MuJoCo does) and the model's ``impratio`` (``impratio`` here
-    overrides it) on the model's ``contact_cone`` (pyramidal, or elliptic: no gradient yet);
+    overrides it) on the model's ``contact_cone`` (pyramidal or elliptic);
     at most ``max_contacts`` contacts, projected
     Gauss-Seidel to ``tolerance`` or ``iterations`` sweeps, warm-started from
     ``state_in.contact_force`` (written to ``state_out.contact_force``). Its gradient is implicit
@@ -328,10 +328,6 @@ class Featherstone(Replayed):
         if topo is None:
             topo = model._featherstone = _topology(model)
         if self.contact == "constraint":
-            if model.contact_cone == "elliptic" and active_tapes():
-                raise NotImplementedError("Featherstone(contact='constraint'): the elliptic cone has no gradient "
-                                          "yet; record on a Tape with the pyramidal cone "
-                                          "(ModelBuilder.set_contact_options(cone='pyramidal'))")
             if topo["free_bodies"]:
                 raise ValueError("Featherstone(contact='constraint'): the model has bodies outside articulations; "
                                  "their contacts are penalty forces only, so use contact='penalty' (or put each "

@@ -150,10 +150,23 @@ def test_box_on_incline_with_the_elliptic_cone_matches_mujoco(mu, impratio):
     assert ours[0] - start[0] == pytest.approx(theirs[0], rel=1e-6, abs=1e-9)
 
 
-def test_elliptic_cone_under_a_tape_is_refused_for_want_of_a_gradient():
-    model = box_on_incline(0.5, cone="elliptic")
-    with sk.Tape(), pytest.raises(NotImplementedError, match="elliptic cone has no gradient"):
-        sk.sim.Featherstone(contact="constraint").step(model, model.state(), model.state(), None, 1e-3)
+def test_elliptic_cone_under_a_tape_steps_as_without_and_records_a_gradient():
+    # the tape changes nothing forward; the backward reaches the initial rates and, the box
+    # sliding (mu = 0.2 < tan 20 deg), the shapes' friction (gradients: test_featherstone_constraint_elliptic_grad.py)
+    model = box_on_incline(0.2, cone="elliptic")
+    model.shapes.mu.requires_grad = True
+    integrator = sk.sim.Featherstone(contact="constraint", iterations=2000, tolerance=1e-12)
+    plain = model.state(), model.state()
+    integrator.step(model, plain[0], plain[1], None, 1e-3)
+    s0, s1 = model.state(requires_grad=True), model.state(requires_grad=True)
+    tape = sk.Tape()
+    with tape:
+        integrator.step(model, s0, s1, None, 1e-3)
+    np.testing.assert_array_equal(s1.joint_q.numpy(), plain[1].joint_q.numpy())
+    np.testing.assert_array_equal(s1.joint_qd.numpy(), plain[1].joint_qd.numpy())
+    tape.backward(grads={s1.joint_qd: np.eye(6)[0]})
+    assert s0.joint_qd.grad.numpy()[0] > 0.0
+    assert np.abs(model.shapes.mu.grad.numpy()).max() > 0.0
 
 
 def test_frictionless_condim_1_contact_lets_the_box_slide_freely():
