@@ -77,7 +77,7 @@ def set_solve(n: int, H: AnyArray, b: AnyArray, on: ints, rows: ints, L: AnyArra
     return ok
 
 
-@sk.kernel
+@sk.kernel(enable_backward=False)   # run outside Tapes: the solve's gradient is active_set_adjoint's
 def active_set(count: ints, contact_slot: ints, slot_condim: ints, elliptic: int, nd: int, tol: Any,
                J: AnyArray, X: AnyArray, b: AnyArray, R: AnyArray, slot_force: AnyArray, H: AnyArray, L: AnyArray,
                f: AnyArray, y: AnyArray, on: ints, rows: ints):
@@ -156,7 +156,7 @@ def active_set(count: ints, contact_slot: ints, slot_condim: ints, elliptic: int
             slot_force[ROWS_PER_CONTACT * contact_slot[c] + i - c * ROWS_PER_CONTACT] = f[i]
 
 
-@sk.kernel
+@sk.kernel(enable_backward=False)   # itself a backward pass
 def active_set_adjoint(count: ints, nd: int, J: AnyArray, X: AnyArray, R: AnyArray, f: AnyArray, g: AnyArray,
                        H: AnyArray, L: AnyArray, rhs: AnyArray, y: AnyArray, on: ints, rows: ints, mu: AnyArray,
                        t: AnyArray, jt_mu: AnyArray):
