@@ -39,6 +39,16 @@ ACTIVE_SET_ROWS = 128
 
 
 @sk.func
+def delassus_entry(H: AnyArray, n: int, i: int, j: int, nd: int, J: AnyArray, X: AnyArray):
+    """``H[i, j] = H[j, i] = J_i . X_j``, an entry of the Delassus matrix ``J M^-1 J^T``."""
+    h = H.dtype(0.0)
+    for d in range(nd):
+        h = h + J[i * nd + d] * X[j * nd + d]
+    H[i * n + j] = h
+    H[j * n + i] = h
+
+
+@sk.func
 def set_solve(n: int, H: AnyArray, b: AnyArray, on: ints, rows: ints, L: AnyArray, y: AnyArray, f: AnyArray):
     """``f`` with ``H_SS f_S = -b_S`` on the rows ``S`` whose ``on`` is 1 and zero elsewhere,
     by the Cholesky factor of ``H_SS`` (in ``L``); returns False if ``H_SS`` is not positive
@@ -99,11 +109,7 @@ def active_set(count: ints, contact_slot: ints, slot_condim: ints, elliptic: int
         if on[i] >= 0:
             for j in range(i + 1):
                 if on[j] >= 0:
-                    h = H.dtype(0.0)
-                    for d in range(nd):
-                        h = h + J[i * nd + d] * X[j * nd + d]
-                    H[i * n + j] = h
-                    H[j * n + i] = h
+                    delassus_entry(H, n, i, j, nd, J, X)
             H[i * n + i] = H[i * n + i] + R[i]
     solved = False
     pivots = int(3 * n + 10)
@@ -175,11 +181,7 @@ def active_set_adjoint(count: ints, nd: int, J: AnyArray, X: AnyArray, R: AnyArr
             rhs[i] = -v
             for j in range(i + 1):
                 if on[j] == 1:
-                    h = H.dtype(0.0)
-                    for d in range(nd):
-                        h = h + J[i * nd + d] * X[j * nd + d]
-                    H[i * n + j] = h
-                    H[j * n + i] = h
+                    delassus_entry(H, n, i, j, nd, J, X)
             H[i * n + i] = H[i * n + i] + R[i]
     set_solve(n, H, rhs, on, rows, L, y, mu)
     for d in range(nd):
