@@ -157,8 +157,8 @@ class ContactSolve:
         launch(k.body_jacobian, (6 * nb, nd), inputs=[state.body_q, model.bodies, S_dof, self.dof_body, nb, nd],
                outputs=[J])
         count = A.array(np.array([nb], dtype=np.int32), dtype=T.int32, device=model.device)
-        launch(k.minv_rows, (6 * nb, model.articulation_count),
-               inputs=[count, 6, topo["dof_start"], topo["dof_count"], topo["entry_start"], nd, L, J], outputs=[Y, X])
+        launch(k.minv_rows, 6 * nb,
+               inputs=[count, 6, model.articulation_count, topo["dof_start"], topo["dof_count"], topo["entry_start"], nd, L, J], outputs=[Y, X])
         self.invweight = A.zeros(2 * nb, dtype=real, device=model.device)
         launch(k.body_invweight, nb, inputs=[nd, J, X], outputs=[self.invweight])
         # the diagonal of M^-1 (rows of the identity through the factor), a ball joint's three
@@ -166,8 +166,8 @@ class ContactSolve:
         I = A.array(np.eye(nd).reshape(-1), dtype=real, device=model.device)
         X, Y = A.zeros_like(I), A.zeros_like(I)
         count = A.array(np.array([nd], dtype=np.int32), dtype=T.int32, device=model.device)
-        launch(k.minv_rows, (nd, model.articulation_count),
-               inputs=[count, 1, topo["dof_start"], topo["dof_count"], topo["entry_start"], nd, L, I], outputs=[Y, X])
+        launch(k.minv_rows, nd,
+               inputs=[count, 1, model.articulation_count, topo["dof_start"], topo["dof_count"], topo["entry_start"], nd, L, I], outputs=[Y, X])
         diag = X.numpy().reshape(nd, nd).diagonal().copy()
         kind, ds = model.joints.kind.numpy(), model.joint_qd_start.numpy()
         for j in np.flatnonzero(kind == JOINT_BALL):
@@ -279,16 +279,17 @@ class ContactSolve:
         launch(k.row_jacobian, mr,
                inputs=[w.count, w.contact_slot, w.slot_body, w.slot_point, w.slot_normal, w.slot_tangent, w.slot_mu,
                        w.slot_condim, self.slot_dof, params["elliptic"], S_dof, self.dof_body, nb, nd], outputs=[w.J])
-        minv_inputs = [w.count, ROWS_PER_CONTACT, topo["dof_start"], topo["dof_count"], topo["entry_start"], nd, L]
+        minv_inputs = [w.count, ROWS_PER_CONTACT, model.articulation_count, topo["dof_start"], topo["dof_count"],
+                       topo["entry_start"], nd, L]
         with paused_tapes():
-            launch(k.minv_rows, (mr, model.articulation_count), inputs=minv_inputs + [w.J], outputs=[w.Y, w.X])
+            launch(k.minv_rows, mr, inputs=minv_inputs + [w.J], outputs=[w.Y, w.X])
         if tapes and (w.J.requires_grad or M.requires_grad):
             w.X.requires_grad = True
 
             def minv_backward() -> None:
                 with paused_tapes():
                     Z, Y = A.zeros_like(w.X), A.zeros_like(w.X)
-                    launch(k.minv_rows, (mr, model.articulation_count), inputs=minv_inputs + [w.X.grad],
+                    launch(k.minv_rows, mr, inputs=minv_inputs + [w.X.grad],
                            outputs=[Y, Z])
                     if w.J.requires_grad:
                         launch(k.minv_grads, (mr, nd), inputs=[w.count, nd, Z], outputs=[w.J.grad])
