@@ -239,7 +239,8 @@ class FunctionWriter:
                 self.marker(s.line)
                 self.put(self.render(s.adj, s, "return"))
                 for o in s.outs:
-                    if o.loop_depth > 0 and "$adj_o0 = {}" not in s.adj:
+                    # an int result (a function's count beside its floats) has no adjoint to clear
+                    if o.loop_depth > 0 and differentiable(o.type) and "$adj_o0 = {}" not in s.adj:
                         self.put(f"{self.adj_name(o)} = {{}};")
             elif isinstance(s, ir.If):
                 self.put(f"if ({self.cond_text(s.cond)}) {{")

@@ -83,3 +83,26 @@ def test_an_atomic_whose_result_is_unused_still_passes_the_gradient_of_what_it_a
         sk.launch(atomic_old_value, 2, inputs=[x, acc], outputs=[out])
     tape.backward(grads={acc: np.array([3.0]), out: np.ones(2)})
     np.testing.assert_allclose(x.grad.numpy(), [3.0 + 2.0, 3.0 + 2.0])
+
+
+@sk.func
+def doubled_and_count(x: sk.float64):
+    return x * 2.0, int(3)
+
+
+@sk.kernel
+def sum_in_a_loop_of_a_function_with_an_int_result(x: sk.array(dtype=sk.float64), n: int,
+                                                    out: sk.array(dtype=sk.float64)):
+    i = sk.tid()
+    s = sk.float64(0.0)
+    for j in range(n):
+        y, m = doubled_and_count(x[i])  # the int result has no adjoint (none is cleared per iteration)
+        s = s + y * sk.float64(m)
+    out[i] = s
+
+
+def test_a_function_returning_a_float_and_an_int_inside_a_loop_has_its_gradient():
+    x = np.array([1.0, -2.0, 0.5])
+    grad, fd = tape_and_fd(sum_in_a_loop_of_a_function_with_an_int_result, x, 3, extra=(4,))
+    np.testing.assert_allclose(grad, 24.0)       # 4 iterations of 2 x * 3
+    np.testing.assert_allclose(grad, fd, rtol=1e-6)
