@@ -95,6 +95,8 @@ def arrays_fit(arrays: dict, float_type: Any, where: str) -> None:
         # ValueError: finalize: particle_mass[0] = 1e-300 is 0 in float32 ...
     """
     np_type = np.dtype(getattr(float_type, "np_dtype", float_type))
+    if np_type == np.float64:
+        return  # the builder holds float64 already: nothing to lose
     tiny, high = _normal_range(np_type)
     for name, value in arrays.items():
         try:
@@ -103,7 +105,11 @@ def arrays_fit(arrays: dict, float_type: Any, where: str) -> None:
             continue
         if a.size == 0 or a.dtype.kind != "f":
             continue
-        rows = np.abs(a.reshape(len(a), -1) if a.ndim else a.reshape(1, 1))
+        magnitude = np.abs(a)
+        # the usual case in one pass each: nothing above the range, nothing in (0, tiny)
+        if magnitude.max() <= high and not np.any(magnitude < tiny, where=magnitude > 0.0):
+            continue
+        rows = magnitude.reshape(len(a), -1) if a.ndim else magnitude.reshape(1, 1)
         largest = rows.max(axis=1)
         bad = np.flatnonzero((largest > high) | ((largest > 0.0) & (largest < tiny)))
         if bad.size:
