@@ -10,16 +10,19 @@ four edges of the pyramidal friction cone, ``J_n +- mu J_t1`` and ``J_n +- mu J_
 the normal alone (row ``4 c``; the other three carry no force); with the elliptic cone the
 normal and the two tangents (row 3 unused), solved as one block inside ``|f_t| <= mu f_n``.
 Per row: the Jacobian ``J`` (``rows x dofs``, dense) from the motion subspaces of the dofs
-that move each body, ``X = M^-1 J^T`` by the articulation's Cholesky factor, the Delassus
-matrix ``A = J X`` (never formed: Gauss-Seidel reads ``A f`` as ``J (X f)``), and MuJoCo's reference acceleration ``aref = -B (J v) - K d(r) r`` and
-regularizer ``R``. The dual ``min 0.5 f^T (A + R) f + f^T (J a0 - aref)``, ``f >= 0``, is
-solved by projected Gauss-Seidel, warm-started from each slot's force of the previous step;
-then ``qdd = a0 + X f``.
+that move each body, ``Y = L^-1 J^T`` by the articulation's Cholesky factor ``M = L L^T``
+(``half_rows``; under a Tape also ``X = L^-T Y = M^-1 J^T``, ``minv_rows``, which the
+backward pass reads), the Delassus matrix ``A = J M^-1 J^T = Y^T Y`` (never formed:
+Gauss-Seidel reads ``A f`` as ``Y^T (Y f)``), and MuJoCo's reference acceleration
+``aref = -B (J v) - K d(r) r`` and regularizer ``R``. The dual
+``min 0.5 f^T (A + R) f + f^T (J a0 - aref)``, ``f >= 0``, is solved by projected
+Gauss-Seidel, warm-started from each slot's force of the previous step; then
+``qdd = a0 + L^-T (Y f) = a0 + X f`` (``constrained_qdd``).
 
 Example::
 
     k = contact_solve_kernels(sk.float64)
-    k.row_jacobian, k.minv_rows, k.row_terms, k.pgs
+    k.row_jacobian, k.half_rows, k.row_terms, k.pgs, k.constrained_qdd
 """
 
 import functools
@@ -28,7 +31,7 @@ from typing import Any
 
 import simkit as sk
 from .bodies import bottom, top
-from .featherstone import substitution
+from .featherstone import back_substitution, forward_substitution, substitution
 from .structs import model_structs
 
 AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
@@ -66,6 +69,13 @@ def compact(slot_active: ints, contact_slots: int, slot_count: int, max_contacts
     count[0] = n
     if active > needed[0]:
         needed[0] = active
+
+
+@sk.kernel
+def copy_forces(src: AnyArray, dst: AnyArray):
+    # the warm start of a step: the slots' forces of the step that wrote its input state
+    i = sk.tid()
+    dst[i] = src[i]
 
 
 @sk.func
@@ -195,6 +205,38 @@ def minv_rows(count: ints, per: int, arts: int, dof_start: ints, dof_count: ints
             for k in range(dof_count[a]):
                 Y[d0 + k] = Y.dtype(0.0)
                 X[d0 + k] = X.dtype(0.0)
+
+
+@sk.kernel
+def half_rows(count: ints, per: int, arts: int, dof_start: ints, dof_count: ints, entry_start: ints, nd: int,
+              L: AnyArray, J: AnyArray, Y: AnyArray):
+    # Y_row = L^-1 J_row^T, half of minv_rows' substitution: the solve needs no more, as the
+    # Delassus matrix is Y Y^T and the constrained acceleration a0 + L^-T (Y^T f)
+    # (constrained_qdd), one back substitution for all rows
+    row = sk.tid()
+    if row >= count[0] * per:
+        return
+    for a in range(arts):
+        d0 = row * nd + dof_start[a]
+        touched = False
+        for k in range(dof_count[a]):
+            if J[d0 + k] != 0.0:
+                touched = True
+        if touched:
+            forward_substitution(L, J, Y, dof_count[a], entry_start[a], d0)
+        else:
+            for k in range(dof_count[a]):
+                Y[d0 + k] = Y.dtype(0.0)
+
+
+@sk.kernel
+def constrained_qdd(dof_start: ints, dof_count: ints, entry_start: ints, L: AnyArray, a0: AnyArray, w: AnyArray,
+                    qdd: AnyArray):
+    # one thread per articulation: qdd = a0 + L^-T w, with w = Y^T f from the solve (= a0 + X f)
+    a = sk.tid()
+    back_substitution(L, w, qdd, dof_count[a], entry_start[a], dof_start[a])
+    for k in range(dof_count[a]):
+        qdd[dof_start[a] + k] = qdd[dof_start[a] + k] + a0[dof_start[a] + k]
 
 
 @sk.kernel
@@ -369,12 +411,14 @@ def elliptic_block(i0: int, mu: Any, nd: int, J: AnyArray, X: AnyArray, b: AnyAr
 
 @sk.kernel
 def pgs(count: ints, contact_slot: ints, slot_condim: ints, slot_mu: AnyArray, elliptic: int, nd: int,
-        iterations: int, tol: Any, J: AnyArray, X: AnyArray, b: AnyArray, R: AnyArray, a0: AnyArray,
-        slot_force: AnyArray, f: AnyArray, qdd: AnyArray, iters_out: ints):
+        iterations: int, tol: Any, rounding: Any, J: AnyArray, X: AnyArray, b: AnyArray, R: AnyArray,
+        slot_force: AnyArray, f: AnyArray, w: AnyArray, iters_out: ints):
     # One thread: projected Gauss-Seidel on the dual. The rows' residuals are read through
-    # the constrained acceleration's change w = X f (kept in qdd, which ends as a0 + w):
-    # (A f)_i = J_i . w, so a sweep costs O(rows x dofs) and A is never formed (only its
-    # diagonal, J_i . X_i). Sweeps stop when no force changes its row's residual by tol.
+    # w = X^T f: (A f)_i = J_i . w, so a sweep costs O(rows x dofs) and A is never formed
+    # (only its diagonal, J_i . X_i); the step passes Y = L^-1 J^T as both J and X (A = Y Y^T)
+    # and turns w into the acceleration after (constrained_qdd). Sweeps stop when no force
+    # changes its row's residual by more than tol plus the rounding of the residual's terms
+    # (rounding x (|b_i| + |R_i f_i|): in float32 a residual of ~100 is not known to 1e-5).
     # Each row starts from its slot's force of the previous step (the warm start), and
     # leaves its force there for the next.
     n = count[0] * ROWS_PER_CONTACT
@@ -385,10 +429,10 @@ def pgs(count: ints, contact_slot: ints, slot_condim: ints, slot_mu: AnyArray, e
         if slot_condim[contact_slot[c]] >= 3 or e == 0:
             f[i] = slot_force[ROWS_PER_CONTACT * contact_slot[c] + e]
     for d in range(nd):
-        w = a0.dtype(0.0)
+        v = w.dtype(0.0)
         for i in range(n):
-            w = w + X[i * nd + d] * f[i]
-        qdd[d] = w
+            v = v + X[i * nd + d] * f[i]
+        w[d] = v
     it = int(0)
     change = tol + 1.0
     while it < iterations and change > tol:
@@ -396,7 +440,7 @@ def pgs(count: ints, contact_slot: ints, slot_condim: ints, slot_mu: AnyArray, e
         for c in range(count[0]):
             s = contact_slot[c]
             if elliptic == 1 and slot_condim[s] >= 3:
-                change = sk.max(change, elliptic_block(c * ROWS_PER_CONTACT, slot_mu[s], nd, J, X, b, R, f, qdd))
+                change = sk.max(change, elliptic_block(c * ROWS_PER_CONTACT, slot_mu[s], nd, J, X, b, R, f, w))
         for i in range(n):
             c = i // ROWS_PER_CONTACT
             if elliptic == 1 and slot_condim[contact_slot[c]] >= 3:
@@ -404,18 +448,16 @@ def pgs(count: ints, contact_slot: ints, slot_condim: ints, slot_mu: AnyArray, e
             r = b[i] + R[i] * f[i]
             diag = R[i]
             for d in range(nd):
-                r = r + J[i * nd + d] * qdd[d]
+                r = r + J[i * nd + d] * w[d]
                 diag = diag + J[i * nd + d] * X[i * nd + d]
             fi = sk.max(f[i] - r / diag, 0.0)
             delta = fi - f[i]
             if delta != 0.0:
                 for d in range(nd):
-                    qdd[d] = qdd[d] + X[i * nd + d] * delta
+                    w[d] = w[d] + X[i * nd + d] * delta
                 f[i] = fi
-            change = sk.max(change, sk.abs(delta) * diag)
+            change = sk.max(change, sk.abs(delta) * diag - rounding * (sk.abs(b[i]) + sk.abs(R[i] * fi)))
         it = it + 1
-    for d in range(nd):
-        qdd[d] = qdd[d] + a0[d]
     for i in range(n):
         c = i // ROWS_PER_CONTACT
         slot_force[ROWS_PER_CONTACT * contact_slot[c] + i - c * ROWS_PER_CONTACT] = f[i]
@@ -502,10 +544,10 @@ def _param_types(real) -> dict:
     types = {"body_q": sk.array(dtype=S.transform), "bodies": S.Bodies, "slot_point": sk.array(dtype=S.vec3),
              "slot_normal": sk.array(dtype=S.vec3), "slot_tangent": sk.array(dtype=S.vec3), "S_dof": sk.array(dtype=S.spatial),
              "slot_solref": sk.array(dtype=S.vec2), "slot_solimp": sk.array(dtype=S.vec5), "slot_margin": reals,
-             "impratio": real, "dt": real, "tol": real}
-    types.update(dict.fromkeys(["slot_mu", "slot_dist", "slot_force", "invweight", "dof_invweight", "J", "X", "Y", "L", "A", "b",
+             "impratio": real, "dt": real, "tol": real, "rounding": real}
+    types.update(dict.fromkeys(["slot_mu", "slot_dist", "slot_force", "src", "dst", "invweight", "dof_invweight", "J", "X", "Y", "L", "A", "b",
                                 "R", "f", "qd", "a0", "qdd", "b_out", "R_out", "g", "mu", "t", "jt_mu", "Z", "X_grad", "J_grad",
-                                "b_grad", "R_grad", "M_grad"], reals))
+                                "b_grad", "R_grad", "M_grad", "w"], reals))
     return types
 
 

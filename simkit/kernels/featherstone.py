@@ -430,19 +430,31 @@ def cholesky(M: AnyArray, L: AnyArray, n: int, m0: int):
 
 
 @sk.func
-def substitution(L: AnyArray, b: AnyArray, y: AnyArray, x: AnyArray, n: int, m0: int, d0: int):
-    """``L y = b``, then ``L^T x = y``, for the block at ``m0`` and the entries at ``d0``."""
+def forward_substitution(L: AnyArray, b: AnyArray, y: AnyArray, n: int, m0: int, d0: int):
+    """``L y = b`` for the block at ``m0`` and the entries at ``d0``."""
     for i in range(n):
         s = b[d0 + i]
         for k in range(i):
             s = s - L[m0 + i * n + k] * y[d0 + k]
         y[d0 + i] = s / L[m0 + i * n + i]
+
+
+@sk.func
+def back_substitution(L: AnyArray, y: AnyArray, x: AnyArray, n: int, m0: int, d0: int):
+    """``L^T x = y`` for the block at ``m0`` and the entries at ``d0``."""
     for t in range(n):
         i = n - 1 - t
         s = y[d0 + i]
         for k in range(i + 1, n):
             s = s - L[m0 + k * n + i] * x[d0 + k]
         x[d0 + i] = s / L[m0 + i * n + i]
+
+
+@sk.func
+def substitution(L: AnyArray, b: AnyArray, y: AnyArray, x: AnyArray, n: int, m0: int, d0: int):
+    """``L y = b``, then ``L^T x = y``, for the block at ``m0`` and the entries at ``d0``."""
+    forward_substitution(L, b, y, n, m0, d0)
+    back_substitution(L, y, x, n, m0, d0)
 
 
 @sk.kernel

@@ -5,11 +5,13 @@ Per step, after the unconstrained acceleration ``a0 = M^-1 (tau - C)``: the cont
 :mod:`simkit.kernels.contact_rows` (every shape point against the ground and every
 candidate shape pair), compacted to at most ``max_contacts`` active contacts, and the
 joint-limit rows of :mod:`simkit.kernels.limit_rows` (every active one); their
-Jacobians ``J``; ``X = M^-1 J^T`` with the articulations' Cholesky factors; the Delassus
-matrix ``A = J X`` (as ``J (X f)``) over all rows at once (contacts between bodies of different
+Jacobians ``J``; ``Y = L^-1 J^T`` with the articulations' Cholesky factors ``M = L L^T``
+(under a Tape also ``X = M^-1 J^T``, for the backward pass); the Delassus matrix
+``A = Y^T Y`` (as ``Y^T (Y f)``) over all rows at once (contacts between bodies of different
 articulations are coupled in the same solve); MuJoCo's reference accelerations and
-regularizers; the dual solved by projected Gauss-Seidel, warm-started per slot from ``state_in.contact_force``; and ``qdd
-= a0 + X f``. See docs/contact.md.
+regularizers; the dual solved exactly (pyramidal cone) and by projected Gauss-Seidel,
+warm-started per slot from ``state_in.contact_force``; and ``qdd = a0 + L^-T (Y f)``.
+See docs/contact.md.
 
 Example::
 
@@ -42,6 +44,10 @@ from .model import Model, State
 # read waits for the device, so not every step (on the CPU the read is free, and every step,
 # after the step: see ContactSolve.after_step)
 CHECK_EVERY = 100
+
+# the relative rounding of a row's residual, in units of the float type's epsilon: Gauss-Seidel
+# counts no change below it as one (kernels/contact_solve.py, pgs)
+ROUNDING = 8.0
 
 
 def _dof_body(model: Model) -> np.ndarray:
@@ -225,7 +231,7 @@ class ContactSolve:
                             contact_slot=zeros(self.max_contacts + self.limit_count, T.int32),
                             count=zeros(1, T.int32),
                             J=zeros(mr * nd), Y=zeros(mr * nd), X=zeros(mr * nd), b=zeros(mr), R=zeros(mr),
-                            f=zeros(mr), out=zeros(nd))
+                            f=zeros(mr), yf=zeros(nd), out=zeros(nd))
         if not recording:
             self.reused = w
         return w
@@ -272,7 +278,8 @@ class ContactSolve:
                             w.slot_margin, w.slot_active])
         with paused_tapes():
             warm = self.warm_start(state_out)
-            A.copy(warm, self.warm_start(state))
+            # a launch, not a host copy: a replayed step is then one native call
+            launch(k.copy_forces, warm.size, inputs=[self.warm_start(state)], outputs=[warm])
             launch(k.compact, 1, inputs=[w.slot_active, self.contact_slots, self.slots, self.max_contacts,
                                          int(contacts)],
                    outputs=[w.contact_slot, w.count, self.needed, warm])
@@ -282,7 +289,11 @@ class ContactSolve:
         minv_inputs = [w.count, ROWS_PER_CONTACT, model.articulation_count, topo["dof_start"], topo["dof_count"],
                        topo["entry_start"], nd, L]
         with paused_tapes():
-            launch(k.minv_rows, mr, inputs=minv_inputs + [w.J], outputs=[w.Y, w.X])
+            # the solve needs Y = L^-1 J^T alone; the backward pass reads X = L^-T Y = M^-1 J^T too
+            if tapes:
+                launch(k.minv_rows, mr, inputs=minv_inputs + [w.J], outputs=[w.Y, w.X])
+            else:
+                launch(k.half_rows, mr, inputs=minv_inputs + [w.J], outputs=[w.Y])
         if tapes and (w.J.requires_grad or M.requires_grad):
             w.X.requires_grad = True
 
@@ -312,12 +323,16 @@ class ContactSolve:
             # the exact solve of the pyramidal dual puts its forces where Gauss-Seidel starts
             # (which then checks them in one sweep); where it does not apply, it leaves them
             e = self.exact
+            # both on Y, where the Delassus matrix is Y Y^T; then qdd = a0 + L^-T (Y^T f)
             launch(active_set_kernels(real).active_set, 1,
-                   inputs=[w.count, w.contact_slot, w.slot_condim, params["elliptic"], nd, tol, w.J, w.X, w.b, w.R],
+                   inputs=[w.count, w.contact_slot, w.slot_condim, params["elliptic"], nd, tol, w.Y, w.Y, w.b, w.R],
                    outputs=[warm, e.H, e.L, e.f, e.y, e.on, e.rows])
             launch(k.pgs, 1, inputs=[w.count, w.contact_slot, w.slot_condim, w.slot_mu, params["elliptic"], nd,
-                                     iterations, tol, w.J, w.X, w.b, w.R, a0],
-                   outputs=[warm, w.f, w.out, self.iterations])
+                                     iterations, tol, ROUNDING * float(np.finfo(real.__name__).eps), w.Y, w.Y, w.b,
+                                     w.R],
+                   outputs=[warm, w.f, w.yf, self.iterations])
+            launch(k.constrained_qdd, model.articulation_count,
+                   inputs=[topo["dof_start"], topo["dof_count"], topo["entry_start"], L, a0, w.yf], outputs=[w.out])
         elliptic = params["elliptic"] == 1
         # with the elliptic cone mu bounds the forces itself (with the pyramid it reaches
         # them through the edges' J and R)

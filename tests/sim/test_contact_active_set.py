@@ -83,15 +83,15 @@ def test_the_elliptic_cone_is_left_to_gauss_seidel():
     np.testing.assert_array_equal(run_kernel(J, X, R, b, warm, elliptic=1), warm)
 
 
-def boxes_on_ground(cone: str):
+def boxes_on_ground(cone: str, dtype=sk.float64, depth: float = 1e-4):
     b = sk.sim.ModelBuilder(gravity=-9.81, up_axis="z", ground=True)
     b.set_contact_options(cone=cone)
     for i in range(2):
         b.add_articulation()
-        body = b.add_body(((0.5 * i, 0.0, 0.1 - 1e-4), (0.0, 0.0, 0.0, 1.0)))
+        body = b.add_body(((0.5 * i, 0.0, 0.1 - depth), (0.0, 0.0, 0.0, 1.0)))
         b.add_shape_box((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (0.1, 0.1, 0.1), body=body, density=125.0)
         b.add_joint_free(-1, body)
-    return b.finalize(dtype=sk.float64)
+    return b.finalize(dtype=dtype)
 
 
 def sweeps_after(cone: str) -> int:
@@ -107,6 +107,19 @@ def sweeps_after(cone: str) -> int:
 def test_resting_boxes_leave_gauss_seidel_one_checking_sweep():
     # 8 corners, 32 pyramid rows on 12 dofs: Gauss-Seidel alone needs hundreds of sweeps
     assert sweeps_after("pyramidal") == 1
+
+
+def test_in_float32_gauss_seidel_stops_at_the_rounding_of_the_residuals():
+    # boxes 2 cm deep, from rest with no warm start: residuals of ~100 whose float32 rounding
+    # (~1e-5) is the tolerance itself; the exact solve's forces need one checking sweep, not
+    # sweeps that wander in the rounding until the cap
+    model = boxes_on_ground("pyramidal", sk.float32, depth=2e-2)
+    integrator = sk.sim.Featherstone(contact="constraint", tolerance=1e-5, iterations=1000)
+    s0, s1 = model.state(), model.state()
+    integrator.step(model, s0, s1, None, 1e-3)
+    solve = model._featherstone["contact_solves"][integrator.max_contacts]
+    assert int(solve.needed.numpy()[0]) == 8
+    assert int(solve.iterations.numpy()[0]) <= 2
 
 
 def test_with_the_elliptic_cone_gauss_seidel_solves_alone():
