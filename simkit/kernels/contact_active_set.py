@@ -49,41 +49,65 @@ def delassus_entry(H: AnyArray, n: int, i: int, j: int, nd: int, J: AnyArray, X:
 
 
 @sk.func
+def delassus_block(J: AnyArray, X: AnyArray, c: int, c2: int, nd: int):
+    """The 4 x 4 block of ``J X^T`` between the rows of contacts ``c`` and ``c2``: sixteen
+    independent sums, where an entry alone is one chain of multiply-adds to wait on."""
+    vec4 = sk.vector(4, J.dtype)
+    block = sk.outer(vec4(0.0, 0.0, 0.0, 0.0), vec4(0.0, 0.0, 0.0, 0.0))
+    r0 = c * ROWS_PER_CONTACT * nd
+    r2 = c2 * ROWS_PER_CONTACT * nd
+    for d in range(nd):
+        u = vec4(J[r0 + d], J[r0 + nd + d], J[r0 + 2 * nd + d], J[r0 + 3 * nd + d])
+        v = vec4(X[r2 + d], X[r2 + nd + d], X[r2 + 2 * nd + d], X[r2 + 3 * nd + d])
+        block = block + sk.outer(u, v)
+    return block
+
+
+@sk.func
 def set_solve(n: int, H: AnyArray, b: AnyArray, on: ints, rows: ints, L: AnyArray, y: AnyArray, f: AnyArray):
     """``f`` with ``H_SS f_S = -b_S`` on the rows ``S`` whose ``on`` is 1 and zero elsewhere,
     by the Cholesky factor of ``H_SS`` (in ``L``); returns False if ``H_SS`` is not positive
-    definite (rounding on a degenerate set)."""
+    definite (rounding on a degenerate set). The factorization and both substitutions go
+    column by column (each column's updates are independent of each other, where a row's
+    dot product is one chain of dependent multiply-adds to wait on)."""
     m = int(0)
     for i in range(n):
         f[i] = f.dtype(0.0)
         if on[i] == 1:
             rows[m] = i
             m = m + 1
-    ok = True
     for a in range(m):
+        y[a] = -b[rows[a]]
         for c in range(a + 1):
-            s = H[rows[a] * n + rows[c]]
-            for k in range(c):
-                s = s - L[a * m + k] * L[c * m + k]
-            if a == c:
-                if s <= 0.0:
-                    ok = False
-                    s = L.dtype(1.0)
-                L[a * m + a] = sk.sqrt(s)
-            else:
-                L[a * m + c] = s / L[c * m + c]
-    for a in range(m):
-        s = -b[rows[a]]
-        for k in range(a):
-            s = s - L[a * m + k] * y[k]
-        y[a] = s / L[a * m + a]
+            L[a * m + c] = H[rows[a] * n + rows[c]]
+    ok = True
+    for j in range(m):
+        d = L[j * m + j]
+        if d <= 0.0:
+            ok = False
+            d = L.dtype(1.0)
+        d = sk.sqrt(d)
+        L[j * m + j] = d
+        inv = 1.0 / d
+        for i in range(j + 1, m):
+            L[i * m + j] = L[i * m + j] * inv
+        for i in range(j + 1, m):
+            lij = L[i * m + j]
+            for k in range(j + 1, i + 1):
+                L[i * m + k] = L[i * m + k] - lij * L[k * m + j]
+    # L z = -b_S, then L^T f_S = z (both in y)
+    for j in range(m):
+        z = y[j] / L[j * m + j]
+        y[j] = z
+        for i in range(j + 1, m):
+            y[i] = y[i] - L[i * m + j] * z
     for back in range(m):
-        a = m - 1 - back
-        s = y[a]
-        for k in range(a + 1, m):
-            s = s - L[k * m + a] * y[k]
-        y[a] = s / L[a * m + a]
-        f[rows[a]] = y[a]
+        j = m - 1 - back
+        x = y[j] / L[j * m + j]
+        y[j] = x
+        f[rows[j]] = x
+        for i in range(j):
+            y[i] = y[i] - L[j * m + i] * x
     return ok
 
 
@@ -104,12 +128,20 @@ def active_set(count: ints, contact_slot: ints, slot_condim: ints, elliptic: int
             on[i] = 0
             if slot_force[ROWS_PER_CONTACT * contact_slot[c] + e] > 0.0:
                 on[i] = 1
-    # H = J X^T + R on the rows that carry force (symmetric: the lower half, mirrored)
+    # H = J X^T + R on the rows that carry force (symmetric: the lower half, mirrored), a
+    # block of two contacts' rows at a time
+    for c in range(count[0]):
+        for c2 in range(c + 1):
+            block = delassus_block(J, X, c, c2, nd)
+            for e in range(ROWS_PER_CONTACT):
+                i = c * ROWS_PER_CONTACT + e
+                for e2 in range(ROWS_PER_CONTACT):
+                    j = c2 * ROWS_PER_CONTACT + e2
+                    if j <= i and on[i] >= 0 and on[j] >= 0:
+                        H[i * n + j] = block[e, e2]
+                        H[j * n + i] = block[e, e2]
     for i in range(n):
         if on[i] >= 0:
-            for j in range(i + 1):
-                if on[j] >= 0:
-                    delassus_entry(H, n, i, j, nd, J, X)
             H[i * n + i] = H[i * n + i] + R[i]
     solved = False
     pivots = int(3 * n + 10)

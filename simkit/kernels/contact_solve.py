@@ -207,26 +207,55 @@ def minv_rows(count: ints, per: int, arts: int, dof_start: ints, dof_count: ints
                 X[d0 + k] = X.dtype(0.0)
 
 
+@sk.func
+def rows_at(A: AnyArray, r0: int, nd: int, d: int):
+    """Entry ``d`` of the four rows of a contact from ``r0``, as one vector."""
+    vec4 = sk.vector(4, A.dtype)
+    return vec4(A[r0 + d], A[r0 + nd + d], A[r0 + 2 * nd + d], A[r0 + 3 * nd + d])
+
+
 @sk.kernel
-def half_rows(count: ints, per: int, arts: int, dof_start: ints, dof_count: ints, entry_start: ints, nd: int,
+def half_rows(count: ints, arts: int, dof_start: ints, dof_count: ints, entry_start: ints, nd: int,
               L: AnyArray, J: AnyArray, Y: AnyArray):
     # Y_row = L^-1 J_row^T, half of minv_rows' substitution: the solve needs no more, as the
     # Delassus matrix is Y Y^T and the constrained acceleration a0 + L^-T (Y^T f)
-    # (constrained_qdd), one back substitution for all rows
+    # (constrained_qdd), one back substitution for all rows. One thread per contact, its
+    # four rows side by side: four independent chains of multiply-adds, where a row alone
+    # waits on each. An articulation the
+    # contact does not touch gets zeros without a substitution (a contact touches at most two)
+    c = sk.tid()
+    if c >= count[0]:
+        return
+    r0 = c * ROWS_PER_CONTACT * nd
+    for a in range(arts):
+        n = dof_count[a]
+        m0 = entry_start[a]
+        d0 = dof_start[a]
+        touched = False
+        for k in range(n):
+            for e in range(ROWS_PER_CONTACT):
+                if J[r0 + e * nd + d0 + k] != 0.0:
+                    touched = True
+        for i in range(n):
+            s = rows_at(J, r0, nd, d0 + i) * 0.0
+            if touched:
+                s = rows_at(J, r0, nd, d0 + i)
+                for k in range(i):
+                    s = s - rows_at(Y, r0, nd, d0 + k) * L[m0 + i * n + k]
+                s = s / L[m0 + i * n + i]
+            for e in range(ROWS_PER_CONTACT):
+                Y[r0 + e * nd + d0 + i] = s[e]
+
+
+@sk.kernel
+def back_rows(count: ints, per: int, arts: int, dof_start: ints, dof_count: ints, entry_start: ints, nd: int,
+              L: AnyArray, Y: AnyArray, X: AnyArray):
+    # X_row = L^-T Y_row = M^-1 J_row^T (under a Tape: the backward pass reads it)
     row = sk.tid()
     if row >= count[0] * per:
         return
     for a in range(arts):
-        d0 = row * nd + dof_start[a]
-        touched = False
-        for k in range(dof_count[a]):
-            if J[d0 + k] != 0.0:
-                touched = True
-        if touched:
-            forward_substitution(L, J, Y, dof_count[a], entry_start[a], d0)
-        else:
-            for k in range(dof_count[a]):
-                Y[d0 + k] = Y.dtype(0.0)
+        back_substitution(L, Y, X, dof_count[a], entry_start[a], row * nd + dof_start[a])
 
 
 @sk.kernel

@@ -417,37 +417,47 @@ def difference(a: AnyArray, b: AnyArray, out: AnyArray):
 
 @sk.func
 def cholesky(M: AnyArray, L: AnyArray, n: int, m0: int):
-    """``M = L L^T`` for the ``n x n`` block at ``m0``, row by row."""
+    """``M = L L^T`` for the ``n x n`` block at ``m0``, column by column: each column's
+    updates of the columns right of it are independent of each other (a row's dot product
+    would be one chain of dependent multiply-adds to wait on)."""
     for i in range(n):
         for j in range(i + 1):
-            s = M[m0 + i * n + j]
-            for k in range(j):
-                s = s - L[m0 + i * n + k] * L[m0 + j * n + k]
-            if i == j:
-                L[m0 + i * n + i] = sk.sqrt(s)
-            else:
-                L[m0 + i * n + j] = s / L[m0 + j * n + j]
+            L[m0 + i * n + j] = M[m0 + i * n + j]
+    for j in range(n):
+        d = sk.sqrt(L[m0 + j * n + j])
+        L[m0 + j * n + j] = d
+        inv = 1.0 / d
+        for i in range(j + 1, n):
+            L[m0 + i * n + j] = L[m0 + i * n + j] * inv
+        for i in range(j + 1, n):
+            lij = L[m0 + i * n + j]
+            for k in range(j + 1, i + 1):
+                L[m0 + i * n + k] = L[m0 + i * n + k] - lij * L[m0 + k * n + j]
 
 
 @sk.func
 def forward_substitution(L: AnyArray, b: AnyArray, y: AnyArray, n: int, m0: int, d0: int):
-    """``L y = b`` for the block at ``m0`` and the entries at ``d0``."""
+    """``L y = b`` for the block at ``m0`` and the entries at ``d0``, column by column."""
     for i in range(n):
-        s = b[d0 + i]
-        for k in range(i):
-            s = s - L[m0 + i * n + k] * y[d0 + k]
-        y[d0 + i] = s / L[m0 + i * n + i]
+        y[d0 + i] = b[d0 + i]
+    for j in range(n):
+        z = y[d0 + j] / L[m0 + j * n + j]
+        y[d0 + j] = z
+        for i in range(j + 1, n):
+            y[d0 + i] = y[d0 + i] - L[m0 + i * n + j] * z
 
 
 @sk.func
 def back_substitution(L: AnyArray, y: AnyArray, x: AnyArray, n: int, m0: int, d0: int):
-    """``L^T x = y`` for the block at ``m0`` and the entries at ``d0``."""
+    """``L^T x = y`` for the block at ``m0`` and the entries at ``d0``, column by column."""
+    for i in range(n):
+        x[d0 + i] = y[d0 + i]
     for t in range(n):
-        i = n - 1 - t
-        s = y[d0 + i]
-        for k in range(i + 1, n):
-            s = s - L[m0 + k * n + i] * x[d0 + k]
-        x[d0 + i] = s / L[m0 + i * n + i]
+        j = n - 1 - t
+        z = x[d0 + j] / L[m0 + j * n + j]
+        x[d0 + j] = z
+        for i in range(j):
+            x[d0 + i] = x[d0 + i] - L[m0 + j * n + i] * z
 
 
 @sk.func

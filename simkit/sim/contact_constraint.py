@@ -290,10 +290,11 @@ class ContactSolve:
                        topo["entry_start"], nd, L]
         with paused_tapes():
             # the solve needs Y = L^-1 J^T alone; the backward pass reads X = L^-T Y = M^-1 J^T too
+            launch(k.half_rows, self.max_contacts + self.limit_count,
+                   inputs=[w.count, model.articulation_count, topo["dof_start"], topo["dof_count"],
+                           topo["entry_start"], nd, L, w.J], outputs=[w.Y])
             if tapes:
-                launch(k.minv_rows, mr, inputs=minv_inputs + [w.J], outputs=[w.Y, w.X])
-            else:
-                launch(k.half_rows, mr, inputs=minv_inputs + [w.J], outputs=[w.Y])
+                launch(k.back_rows, mr, inputs=minv_inputs + [w.Y], outputs=[w.X])
         if tapes and (w.J.requires_grad or M.requires_grad):
             w.X.requires_grad = True
 
