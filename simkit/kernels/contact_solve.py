@@ -120,14 +120,14 @@ def row_direction(n: Any, tangent: Any, mu: Any, e: int, condim: int, elliptic: 
 
 
 @sk.func
-def point_jacobian(S_dof: AnyArray, dof_body: ints, nb: int, d: int, body: int, u: Any, p: Any):
-    """``u . v(p)``: the velocity along ``u`` of the material point at ``p`` of ``body`` per
-    unit rate of dof ``d`` (zero when the dof does not move the body)."""
-    value = p[0] * 0.0
+def point_velocity(S_dof: AnyArray, dof_body: ints, nb: int, d: int, body: int, p: Any):
+    """The velocity of the material point at ``p`` of ``body`` per unit rate of dof ``d``
+    (zero when the dof does not move the body)."""
+    value = p * 0.0
     if body >= 0:
         if dof_body[d * nb + body] == 1:
             s = S_dof[d]
-            value = sk.dot(u, bottom(s) + sk.cross(top(s), p))
+            value = bottom(s) + sk.cross(top(s), p)
     return value
 
 
@@ -135,31 +135,46 @@ def point_jacobian(S_dof: AnyArray, dof_body: ints, nb: int, d: int, body: int, 
 def row_jacobian(count: ints, contact_slot: ints, slot_body: ints, slot_point: AnyArray, slot_normal: AnyArray,
                  slot_tangent: AnyArray, slot_mu: AnyArray, slot_condim: ints, slot_dof: ints, elliptic: int, S_dof: AnyArray,
                  dof_body: ints, nb: int, nd: int, J: AnyArray):
-    # one thread per row, its dofs in a loop (a thread per entry costs more than the entry).
+    # one thread per contact, its four rows at once: the relative velocity of the contact
+    # point per unit rate of each dof is shared by the rows, each its direction's share of it.
     # A row that carries no force (rows 1 to 3 of condim 1) is zero, so no solve moves it.
     # A limit slot (slot_dof[2 s] >= 0): its coefficients slot_normal[s] on slot_dof[2 s + 1]
-    # dofs from slot_dof[2 s]
-    row = sk.tid()
-    c = row // ROWS_PER_CONTACT
+    # dofs from slot_dof[2 s], in its first row
+    c = sk.tid()
     if c >= count[0]:
         return
-    e = row - c * ROWS_PER_CONTACT
     s = contact_slot[c]
     condim = slot_condim[s]
-    u = row_direction(slot_normal[s], slot_tangent[s], slot_mu[s], e, condim, elliptic)
+    n = slot_normal[s]
+    u0 = row_direction(n, slot_tangent[s], slot_mu[s], 0, condim, elliptic)
+    u1 = row_direction(n, slot_tangent[s], slot_mu[s], 1, condim, elliptic)
+    u2 = row_direction(n, slot_tangent[s], slot_mu[s], 2, condim, elliptic)
+    u3 = row_direction(n, slot_tangent[s], slot_mu[s], 3, condim, elliptic)
     p = slot_point[s]
     a = slot_body[2 * s]
     b = slot_body[2 * s + 1]
     d0 = slot_dof[2 * s]
+    r0 = c * ROWS_PER_CONTACT * nd
+    zero = J.dtype(0.0)
     for d in range(nd):
-        value = J.dtype(0.0)
+        value = zero
         if d0 >= 0:
             k = d - d0
-            if e == 0 and k >= 0 and k < slot_dof[2 * s + 1]:
-                value = slot_normal[s][k]
-        elif condim >= 3 or e == 0:
-            value = point_jacobian(S_dof, dof_body, nb, d, a, u, p) - point_jacobian(S_dof, dof_body, nb, d, b, u, p)
-        J[row * nd + d] = value
+            if k >= 0 and k < slot_dof[2 * s + 1]:
+                value = n[k]
+            J[r0 + d] = value
+            for e in range(1, ROWS_PER_CONTACT):
+                J[r0 + e * nd + d] = zero
+        else:
+            v = point_velocity(S_dof, dof_body, nb, d, a, p) - point_velocity(S_dof, dof_body, nb, d, b, p)
+            J[r0 + d] = sk.dot(u0, v)
+            if condim >= 3:
+                J[r0 + nd + d] = sk.dot(u1, v)
+                J[r0 + 2 * nd + d] = sk.dot(u2, v)
+                J[r0 + 3 * nd + d] = sk.dot(u3, v)
+            else:
+                for e in range(1, ROWS_PER_CONTACT):
+                    J[r0 + e * nd + d] = zero
 
 
 @sk.kernel
@@ -316,26 +331,17 @@ def row_terms(count: ints, contact_slot: ints, slot_body: ints, slot_dist: AnyAr
               slot_condim: ints, slot_solref: AnyArray, slot_solimp: AnyArray, slot_margin: AnyArray,
               slot_dof: ints, invweight: AnyArray, dof_invweight: AnyArray, elliptic: int, impratio: Any, dt: Any,
               nd: int, J: AnyArray, qd: AnyArray, a0: AnyArray, b_out: AnyArray, R_out: AnyArray):
-    i = sk.tid()
-    c = i // ROWS_PER_CONTACT
+    # one thread per contact: its impedance, stiffness and regularizer once, then each row's
+    # reference acceleration from the row's velocity J qd
+    c = sk.tid()
     if c >= count[0]:
         return
-    e = i - c * ROWS_PER_CONTACT
     s = contact_slot[c]
     condim = slot_condim[s]
     solref = slot_solref[s]
     solimp = slot_solimp[s]
     margin = slot_margin[s]
     zero = J.dtype(0.0)
-    if (condim == 1 and e > 0) or (elliptic == 1 and e == 3):
-        b_out[i] = zero
-        R_out[i] = zero + 1.0
-        return
-    v = zero
-    ja0 = zero
-    for d in range(nd):
-        v = v + J[i * nd + d] * qd[d]
-        ja0 = ja0 + J[i * nd + d] * a0[d]
     tran = zero
     for side in range(2):
         body = slot_body[2 * s + side]
@@ -359,18 +365,31 @@ def row_terms(count: ints, contact_slot: ints, slot_body: ints, slot_dist: AnyAr
         K = -solref[0] / (dmax * dmax)
         B = -solref[1] / dmax
     R = (1.0 - imp) / imp * tran
-    if condim >= 3 and elliptic == 1:
-        if e > 0:
-            # the friction rows of the elliptic cone: no position, their regularizer the
-            # normal's over impratio
-            K = zero
-            R = R / impratio
-    elif condim >= 3:
-        mu = slot_mu[s]
-        R = 2.0 * mu * mu * R * (1.0 + mu * mu) / impratio
-    aref = -B * v - K * imp * r
-    b_out[i] = ja0 - aref
-    R_out[i] = sk.max(R, 1.0e-15)
+    mu = slot_mu[s]
+    for e in range(ROWS_PER_CONTACT):
+        i = c * ROWS_PER_CONTACT + e
+        if (condim == 1 and e > 0) or (elliptic == 1 and e == 3):
+            b_out[i] = zero
+            R_out[i] = zero + 1.0
+        else:
+            v = zero
+            ja0 = zero
+            for d in range(nd):
+                v = v + J[i * nd + d] * qd[d]
+                ja0 = ja0 + J[i * nd + d] * a0[d]
+            Ke = K
+            Re = R
+            if condim >= 3 and elliptic == 1:
+                if e > 0:
+                    # the friction rows of the elliptic cone: no position, their regularizer the
+                    # normal's over impratio
+                    Ke = zero
+                    Re = R / impratio
+            elif condim >= 3:
+                Re = 2.0 * mu * mu * R * (1.0 + mu * mu) / impratio
+            aref = -B * v - Ke * imp * r
+            b_out[i] = ja0 - aref
+            R_out[i] = sk.max(Re, 1.0e-15)
 
 
 @sk.func

@@ -283,7 +283,7 @@ class ContactSolve:
             launch(k.compact, 1, inputs=[w.slot_active, self.contact_slots, self.slots, self.max_contacts,
                                          int(contacts)],
                    outputs=[w.contact_slot, w.count, self.needed, warm])
-        launch(k.row_jacobian, mr,
+        launch(k.row_jacobian, self.max_contacts + self.limit_count,
                inputs=[w.count, w.contact_slot, w.slot_body, w.slot_point, w.slot_normal, w.slot_tangent, w.slot_mu,
                        w.slot_condim, self.slot_dof, params["elliptic"], S_dof, self.dof_body, nb, nd], outputs=[w.J])
         minv_inputs = [w.count, ROWS_PER_CONTACT, model.articulation_count, topo["dof_start"], topo["dof_count"],
@@ -313,7 +313,7 @@ class ContactSolve:
 
             for tape in tapes:
                 tape.record_func(minv_backward, arrays=[w.J, M, w.X])
-        launch(k.row_terms, mr,
+        launch(k.row_terms, self.max_contacts + self.limit_count,
                inputs=[w.count, w.contact_slot, w.slot_body, w.slot_dist, w.slot_mu, w.slot_condim, w.slot_solref,
                        w.slot_solimp, w.slot_margin, self.slot_dof, self.invweight, self.dof_invweight,
                        params["elliptic"], float(params["impratio"]),
