@@ -153,6 +153,8 @@ class Array:
     """An n-d array of ``dtype`` elements on a device; see :func:`array` to create one."""
 
     __array_priority__ = 100
+    # an integrator's private scratch (mark_scratch): replays count none of its writes
+    _scratch = False
 
     def __init__(self, storage: np.ndarray | None, dtype, shape: tuple, device: str = "cpu", owner: Any = None,
                  ptr: int = 0, strides: tuple | None = None):
@@ -611,6 +613,21 @@ def empty(shape, dtype: Any = T.float32, device: str | None = None, requires_gra
             a.requires_grad = True
         return a
     return _from_storage(_alloc(shape, dtype, device), _dtype(dtype), device, requires_grad)
+
+
+def mark_scratch(a: Array) -> Array:
+    """Mark ``a`` as an integrator's private scratch: written by its steps outside any Tape
+    and read by nothing a Tape records, by no cache keyed on its contents and by no user,
+    so a replayed step (:mod:`simkit.core.step_cache`) counts none of its writes (counting
+    each written array of a step in Python cost more than the contact solve's launches).
+    Returns ``a``.
+
+    Example::
+
+        buf = mark_scratch(sk.zeros(n))
+    """
+    a._scratch = True
+    return a
 
 
 def zeros(shape, dtype: Any = T.float32, device: str | None = None, requires_grad: bool = False) -> Array:

@@ -119,7 +119,8 @@ class Graph:
         counts: dict[int, list] = {}
         for arrays in self._writes:
             for a in arrays:
-                counts.setdefault(id(a), [a, 0])[1] += 1
+                if not a._scratch:   # nothing reads the counts of scratch (array.mark_scratch)
+                    counts.setdefault(id(a), [a, 0])[1] += 1
         self._bumps = [tuple(v) for v in counts.values()]
         if self.device == "cpu":
             self._finish_cpu()

@@ -135,6 +135,8 @@ class ContactSolve:
         n = min(self.max_rows, ACTIVE_SET_ROWS)
         self.exact = SimpleNamespace(H=zeros(n * n), L=zeros(n * n), f=zeros(n), y=zeros(n), on=zeros(n, T.int32),
                                      rows=zeros(2 * n, T.int32))
+        for a in [*vars(self.exact).values(), self.iterations, self.needed]:
+            A.mark_scratch(a)
         self.elliptic = None     # the elliptic cone's backward scratch, made when first needed
         self.limit_joint, self.limit_which, self.limit_coord = (int_array(limits[:, k]) for k in range(3))
         # per slot: its first dof and dof count (-1, 0: a contact)
@@ -234,6 +236,8 @@ class ContactSolve:
                             f=zeros(mr), yf=zeros(nd), out=zeros(nd))
         if not recording:
             self.reused = w
+            for a in vars(w).values():
+                A.mark_scratch(a)
         return w
 
     def warm_start(self, state: State) -> A.Array:

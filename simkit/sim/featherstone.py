@@ -133,7 +133,7 @@ def _buffers(model: Model, topo: dict):
         if a is None:
             a = A.zeros(n, dtype=dtype, device=model.device)
             if not recording:
-                cache[name] = a
+                cache[name] = A.mark_scratch(a)
         return a
     return buffer
 

@@ -94,6 +94,19 @@ def test_a_replay_counts_the_writes_of_its_launches():
     assert step.calls == 2 and step.bodies.x._version == before + 3
 
 
+def test_a_replay_counts_no_writes_of_an_array_marked_scratch():
+    from simkit.core.array import mark_scratch
+
+    b = bodies()
+    mark_scratch(b.v)                            # read by nothing that checks counts
+    step, cache = Step(b), StepCache()
+    steps(cache, step, 2)
+    x, v = b.x._version, b.v._version
+    steps(cache, step, 3)
+    assert step.calls == 2 and b.x._version == x + 3 and b.v._version == v
+    np.testing.assert_array_equal(b.x.numpy(), reference(5))
+
+
 def test_another_guard_value_runs_again():
     step, cache = Step(bodies()), StepCache()
     steps(cache, step, 5, dt=0.01)
