@@ -458,8 +458,10 @@ class CallMixin:
         tan_ins = "".join(f", $tan_a{k}" for k in diff)
         tan_outs = "".join(f", $o{k}, $tan_o{k}" for k in range(len(outs)))
         tan = f"tan_{name}({ins}{tan_ins}{tan_outs});"
+        # a call returning nothing only writes arrays (or prints): the backward's forward replay
+        # skips it, as it skips stores (primal data is never written there)
         self.emit(outs, args, fwd.replace("(, ", "("), adj.replace("(, ", "("), tan=tan.replace("(, ", "("),
-                  tan_fused=True, what=f"function '{fn.name}'")
+                  tan_fused=True, what=f"function '{fn.name}'", replay=bool(outs))
         if len(outs) == 1:
             return outs[0]
         return Py(tuple(outs)) if outs else Py(None)

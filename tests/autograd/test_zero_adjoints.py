@@ -106,3 +106,68 @@ def test_a_function_returning_a_float_and_an_int_inside_a_loop_has_its_gradient(
     grad, fd = tape_and_fd(sum_in_a_loop_of_a_function_with_an_int_result, x, 3, extra=(4,))
     np.testing.assert_allclose(grad, 24.0)       # 4 iterations of 2 x * 3
     np.testing.assert_allclose(grad, fd, rtol=1e-6)
+
+
+@sk.func
+def square_into(x: sk.array(dtype=sk.float64), i: int, out: sk.array(dtype=sk.float64)):
+    out[i] = x[i] * x[i]
+
+
+@sk.kernel
+def calls_a_function_that_writes_its_result(x: sk.array(dtype=sk.float64), out: sk.array(dtype=sk.float64)):
+    i = sk.tid()
+    square_into(x, i, out)
+
+
+@sk.func
+def chain_product_into(x: sk.array(dtype=sk.float64), parent: sk.array(dtype=sk.int32), i: int,
+                       out: sk.array(dtype=sk.float64)):
+    j = i
+    v = sk.float64(1.0)
+    while j >= 0:
+        v = v * x[j] + x[j]
+        j = parent[j]
+    out[i] = v
+
+
+@sk.kernel
+def calls_a_function_that_walks_a_tree_and_writes(x: sk.array(dtype=sk.float64), parent: sk.array(dtype=sk.int32),
+                                                   out: sk.array(dtype=sk.float64)):
+    i = sk.tid()
+    chain_product_into(x, parent, i, out)
+
+
+def test_a_function_that_writes_an_array_and_returns_nothing_passes_the_gradient_of_what_it_wrote():
+    # a call with no result: its adjoint is all there is of the store inside it
+    x = np.array([0.5, 1.5, -2.0])
+    grad, fd = tape_and_fd(calls_a_function_that_writes_its_result, x, 3)
+    np.testing.assert_allclose(grad, 2.0 * x)
+    np.testing.assert_allclose(grad, fd, rtol=1e-6)
+
+
+def test_a_function_that_walks_a_tree_in_a_while_loop_and_writes_passes_the_gradient():
+    parent = sk.array(np.array([-1, 0, 1, 0], dtype=np.int32), dtype=sk.int32)
+    x = np.array([0.5, 1.5, 2.0, 0.7])
+    grad, fd = tape_and_fd(calls_a_function_that_walks_a_tree_and_writes, x, 4, extra=(parent,))
+    np.testing.assert_allclose(grad, fd, rtol=1e-6)
+    assert np.abs(grad).min() > 0.5
+
+
+def test_forward_mode_through_a_function_that_writes_an_array():
+    x = sk.array([0.5, 1.5, -2.0], dtype=sk.float64)
+    out = sk.zeros(3, dtype=sk.float64)
+    with sk.autograd.JVP({x: [1.0, 1.0, 1.0]}) as fwd:
+        sk.launch(calls_a_function_that_writes_its_result, 3, inputs=[x], outputs=[out])
+    np.testing.assert_allclose(fwd.tangent(out).numpy(), 2.0 * x.numpy())
+
+
+def test_the_backward_pass_does_not_run_again_the_stores_of_a_function_returning_nothing():
+    x = sk.array([0.5, 1.5, -2.0], dtype=sk.float64, requires_grad=True)
+    out = sk.zeros(3, dtype=sk.float64, requires_grad=True)
+    tape = sk.Tape()
+    with tape:
+        sk.launch(calls_a_function_that_writes_its_result, 3, inputs=[x], outputs=[out])
+    out.assign(np.full(3, 7.0))                 # the caller's, after the forward
+    tape.backward(grads={out: np.ones(3)})
+    assert out.numpy().tolist() == [7.0, 7.0, 7.0]
+    np.testing.assert_allclose(x.grad.numpy(), 2.0 * x.numpy())
