@@ -74,14 +74,13 @@ def joint_motion(joints: Any, j: int, q_start: sk.array(dtype=sk.int32), qd_star
     return t, r, v, w
 
 
-@sk.kernel
-def eval_fk(body_joint: sk.array(dtype=sk.int32), joints: Any, q_start: sk.array(dtype=sk.int32),
-            qd_start: sk.array(dtype=sk.int32), joint_q: AnyArray, joint_qd: AnyArray, bodies: Any, body_q: AnyArray,
-            body_qd: AnyArray):
-    b = sk.tid()
+@sk.func
+def body_kinematics(b: int, body_joint: sk.array(dtype=sk.int32), joints: Any, q_start: sk.array(dtype=sk.int32),
+                    qd_start: sk.array(dtype=sk.int32), joint_q: AnyArray, joint_qd: AnyArray, bodies: Any,
+                    body_q: AnyArray, body_qd: AnyArray):
+    """Place articulated body ``b`` (its joint ``body_joint[b] >= 0``) from the coordinates:
+    ``body_q[b]``, ``body_qd[b]``."""
     j = body_joint[b]
-    if j < 0:
-        return
     # The body's frame X, its center of mass x, angular velocity w and the velocity v of its
     # center of mass, all relative to (and in the coordinates of) the frame reached so far:
     # the body itself, then each ancestor up to the world.
@@ -106,6 +105,52 @@ def eval_fk(body_joint: sk.array(dtype=sk.int32), joints: Any, q_start: sk.array
             j = body_joint[p]
     body_q[b] = X
     body_qd[b] = make_spatial(w, v)
+
+
+@sk.kernel
+def eval_fk(body_joint: sk.array(dtype=sk.int32), joints: Any, q_start: sk.array(dtype=sk.int32),
+            qd_start: sk.array(dtype=sk.int32), joint_q: AnyArray, joint_qd: AnyArray, bodies: Any, body_q: AnyArray,
+            body_qd: AnyArray):
+    b = sk.tid()
+    if body_joint[b] >= 0:
+        body_kinematics(b, body_joint, joints, q_start, qd_start, joint_q, joint_qd, bodies, body_q, body_qd)
+
+
+@sk.kernel(enable_backward=False)   # outside Tapes only: a Tape records eval_fk
+def eval_fk_if_moved(placed: AnyArray, nq: int, body_joint: sk.array(dtype=sk.int32), joints: Any,
+                     q_start: sk.array(dtype=sk.int32), qd_start: sk.array(dtype=sk.int32), joint_q: AnyArray,
+                     joint_qd: AnyArray, bodies: Any, body_q: AnyArray, body_qd: AnyArray):
+    # eval_fk for the bodies whose joints' coordinates differ from those they were placed
+    # from (placed: joint_q then joint_qd, as the last placement left them): a write that
+    # no version counts (through a .numpy() view) still moves the bodies
+    b = sk.tid()
+    j = body_joint[b]
+    if j < 0:
+        return
+    moved = False
+    while j >= 0:
+        for k in range(q_start[j], q_start[j + 1]):
+            if joint_q[k] != placed[k]:
+                moved = True
+        for k in range(qd_start[j], qd_start[j + 1]):
+            if joint_qd[k] != placed[nq + k]:
+                moved = True
+        p = joints.parent[j]
+        j = -1
+        if p >= 0:
+            j = body_joint[p]
+    if moved:
+        body_kinematics(b, body_joint, joints, q_start, qd_start, joint_q, joint_qd, bodies, body_q, body_qd)
+
+
+@sk.kernel(enable_backward=False)
+def remember_coordinates(nq: int, joint_q: AnyArray, joint_qd: AnyArray, placed: AnyArray):
+    # placed = (joint_q, joint_qd): the coordinates the bodies were just placed from
+    i = sk.tid()
+    if i < nq:
+        placed[i] = joint_q[i]
+    else:
+        placed[i] = joint_qd[i - nq]
 
 
 @sk.kernel
@@ -178,7 +223,7 @@ def _param_types(real) -> dict:
     """The types of the kernels' generic parameters for float type ``real``."""
     S = model_structs(real)
     reals = sk.array(dtype=real)
-    return {"joints": S.Joints, "joint_q": reals, "joint_qd": reals, "bodies": S.Bodies,
+    return {"joints": S.Joints, "joint_q": reals, "joint_qd": reals, "bodies": S.Bodies, "placed": reals,
             "body_q": sk.array(dtype=S.transform), "body_qd": sk.array(dtype=S.spatial)}
 
 

@@ -41,6 +41,7 @@ from ..autograd.tape import active_tapes, paused_tapes
 from ..core import array as A
 from ..core import types as T
 from ..core.launch import launch
+from ..kernels.articulation import articulation_kernels
 from ..kernels.body_contact import eval_body_contact_forces
 from ..kernels.bodies import body_kernels
 from ..kernels.featherstone import featherstone_kernels
@@ -187,6 +188,46 @@ def _fk_current(state: State) -> bool:
         return False
     versions, tapes = _fk_mark(state)
     return mark[0] == versions and tapes <= mark[1]
+
+
+def _placed(model: Model, state: State) -> A.Array:
+    """The coordinates (``joint_q`` then ``joint_qd``) that ``state``'s bodies were last
+    placed from by a step; NaN before the first."""
+    n = model.joint_coord_count + model.joint_dof_count
+    placed = state.__dict__.get("_featherstone_placed")
+    if placed is None or placed.size != n:
+        # through __dict__: a private cache of the state's, no mutation to count
+        placed = state.__dict__["_featherstone_placed"] = A.mark_scratch(
+            A.full(n, float("nan"), dtype=model.dtype, device=model.device))
+    return placed
+
+
+def _remember_placement(model: Model, state: State) -> None:
+    """After ``state``'s bodies were placed from its coordinates: remember those."""
+    with paused_tapes():
+        launch(articulation_kernels(model.dtype).remember_coordinates, model.joint_coord_count + model.joint_dof_count,
+               inputs=[model.joint_coord_count, state.joint_q, state.joint_qd], outputs=[_placed(model, state)])
+
+
+def _place_moved_bodies(model: Model, state: State) -> None:
+    """Place the bodies of ``state`` whose coordinates differ from those they were placed
+    from, though no version says so (a write through a ``.numpy()`` view). Outside a Tape
+    natively, per body; under one (CPU) by a look on the host, then ``eval_fk`` on the tape,
+    so the gradient reaches the coordinates through the bodies."""
+    placed = _placed(model, state)
+    if active_tapes():
+        if placed._np is not None and not (np.array_equal(placed._np[:model.joint_coord_count], state.joint_q.numpy())
+                                           and np.array_equal(placed._np[model.joint_coord_count:],
+                                                              state.joint_qd.numpy())):
+            eval_fk(model, state.joint_q, state.joint_qd, state)
+            state._featherstone_fk = _fk_mark(state)
+            _remember_placement(model, state)
+        return
+    launch(articulation_kernels(model.dtype).eval_fk_if_moved, model.body_count,
+           inputs=[placed, model.joint_coord_count, model.body_joint, model.joints, model.joint_q_start,
+                   model.joint_qd_start, state.joint_q, state.joint_qd, model.bodies],
+           outputs=[state.body_q, state.body_qd])
+    _remember_placement(model, state)
 
 
 def _check_contact_args(contact, impratio, max_contacts, iterations, tolerance) -> str:
@@ -339,6 +380,9 @@ class Featherstone(Replayed):
             # the tape, so that gradients reach the coordinates through the bodies too
             eval_fk(model, state_in.joint_q, state_in.joint_qd, state_in)
             state_in._featherstone_fk = _fk_mark(state_in)
+            _remember_placement(model, state_in)
+        else:
+            _place_moved_bodies(model, state_in)
         state_in.clear_forces()
         eval_forces(model, state_in, control)
         if self.contact == "penalty":
@@ -398,3 +442,4 @@ class Featherstone(Replayed):
                        joint_qd, qdd, dt], outputs=[state_out.joint_q, state_out.joint_qd])
         eval_fk(model, state_out.joint_q, state_out.joint_qd, state_out)
         state_out._featherstone_fk = _fk_mark(state_out)
+        _remember_placement(model, state_out)
