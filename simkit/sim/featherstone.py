@@ -301,8 +301,10 @@ class Featherstone(Replayed):
 
     The coordinates are the state: a step first places ``state_in``'s bodies by forward
     kinematics of ``state_in.joint_q`` / ``joint_qd`` (writing ``state_in.body_q`` /
-    ``body_qd``), unless a Featherstone step wrote them, nothing changed them since and the
-    active Tape recorded it. Every
+    ``body_qd``), unless a Featherstone step placed them from these very coordinates and the
+    active Tape recorded it (coordinates written through a ``.numpy()`` view, which no
+    version counts, are seen too: each body whose joints' coordinates changed is placed
+    again). Every
     launch is recorded on a Tape: gradients flow from ``state_out`` to ``state_in.joint_q`` /
     ``joint_qd``, the control and the model's parameters.
 
