@@ -36,6 +36,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..core import types as T
 from ..core import launch as _launch
 from ..core import array as _array
 from ..core.array import Array, _refuse_in_capture, _zeros_laid_out_like
@@ -71,7 +72,7 @@ def _spare_chunk() -> np.ndarray | None:
 
 
 def _is_float(a: Array) -> bool:
-    return a.dtype._sk_scalar.is_float
+    return T.holds_floats(a.dtype)
 
 
 class JVP:

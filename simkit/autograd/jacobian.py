@@ -59,7 +59,7 @@ def _kind(t: Any) -> str | None:
 
 
 def _is_float_array(t: Any) -> bool:
-    return _kind(t) == "array" and t.dtype._sk_scalar.is_float
+    return _kind(t) == "array" and T.holds_floats(t.dtype)
 
 
 def _describe_type(t: Any) -> str:
@@ -117,7 +117,7 @@ class _Problem:
             if id(v) not in by_id:
                 user = as_array(v, t, name)  # numpy / torch: zero-copy wrapper
                 copy = user.clone(requires_grad=False)
-                if copy.dtype._sk_scalar.is_float:
+                if T.holds_floats(copy.dtype):
                     copy.requires_grad = True
                 by_id[id(v)] = (user, copy)
                 self.copies.append(copy)

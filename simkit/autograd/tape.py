@@ -110,7 +110,7 @@ class Tape:
         writes = _launch.resolve_arrays(values, plan.writes)
         if any(a.requires_grad for _k, _p, a in reads):
             for _k, _p, a in writes:
-                if not a.requires_grad and a.dtype._sk_scalar.is_float:
+                if not a.requires_grad and T.holds_floats(a.dtype):
                     a.requires_grad = True
         index = len(self.entries)
         # the adjoint of atomic_min/max compares against the value this launch leaves (one version on)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from . import device as D
+from . import struct_array as SA
 from . import types as T
 
 
@@ -80,20 +81,26 @@ class GenericArrayType:
 
 
 def _elem_np(dtype) -> np.dtype:
+    if SA.is_struct(dtype):
+        return dtype._sk_np_dtype  # a structured dtype with the C layout (struct_array.py)
     return dtype._sk_scalar.np_dtype
 
 
 def _dtype(dtype: Any) -> Any:
-    """``dtype`` as a simkit value type: simkit types, ``float``/``int``/``bool``, or a numpy scalar dtype."""
+    """``dtype`` as a simkit value type: simkit types, ``float``/``int``/``bool``, a numpy scalar dtype,
+    or an ``@sk.struct`` of values (an array of structs, see struct_array.py)."""
     t = T.resolve(dtype)
     if T.is_value_type(t):
+        return t
+    if SA.is_struct(t):
+        SA.check_element_type(t)
         return t
     if isinstance(t, (np.dtype, str)) or (isinstance(t, type) and issubclass(t, np.generic)):
         try:
             return T.scalar_from_numpy(t)
         except TypeError:
             pass
-    raise TypeError(f"array dtype must be a scalar, vector, matrix, quat or transform type "
+    raise TypeError(f"array dtype must be a scalar, vector, matrix, quat, transform or @sk.struct type "
                     f"(e.g. sk.float32, sk.vec3), got {dtype!r}")
 
 
@@ -208,6 +215,11 @@ class Array:
         self._hdr.grad = g._ptr if g is not None and g.size else None
 
     def _check_float_for_grad(self):
+        if SA.is_struct(self.dtype):
+            if not SA.has_float_fields(self.dtype):
+                raise TypeError(f"only arrays with float values can require grad; struct {self.dtype.__name__} "
+                                "has no float field")
+            return
         if not self.dtype._sk_scalar.is_float:
             raise TypeError(f"only float arrays can require grad, this one holds {T.type_name(self.dtype)}")
 
@@ -422,6 +434,8 @@ class Array:
 
     def _fill_value(self, value) -> np.ndarray:
         """``value`` as one element (a scalar or the dtype's component shape), checked."""
+        if SA.is_struct(self.dtype):
+            return SA.host_data(value, self.dtype, "fill_")
         try:
             v = np.asarray(value, dtype=self._np_dtype)
         except (TypeError, ValueError) as e:
@@ -448,7 +462,8 @@ class Array:
                                  f"{self.shape} elements of {T.type_name(self.dtype)} (numpy shape {self._host_shape})")
             self._copy_from(src)
         else:
-            data = np.asarray(src, dtype=self._np_dtype)
+            data = SA.host_data(src, self.dtype, "assign") if SA.is_struct(self.dtype) else \
+                np.asarray(src, dtype=self._np_dtype)
             if data.shape != self._host_shape:
                 raise ValueError(f"assign: data of shape {data.shape} does not match this array's "
                                  f"{self.shape} elements of {T.type_name(self.dtype)} (numpy shape {self._host_shape})")
@@ -525,11 +540,17 @@ def _infer_dtype(data) -> Any:
     if isinstance(data, Array):
         return data.dtype
     if isinstance(data, np.ndarray):
+        if data.dtype.names is not None:
+            raise TypeError("sk.array of a numpy structured array needs dtype= (the @sk.struct of its elements)")
         return T.scalar_from_numpy(data.dtype)
-    if isinstance(data, T.Composite):
+    if isinstance(data, T.Composite) or SA.is_struct(type(data)):
         return type(data)
-    if isinstance(data, (list, tuple)) and data and isinstance(data[0], T.Composite):
-        return type(data[0])  # [sk.vec3(...), ...] is an array of vec3
+    first = data
+    while isinstance(first, (list, tuple)) and first:
+        first = first[0]
+    if first is not data and (isinstance(first, T.Composite) and isinstance(data[0], T.Composite)
+                              or SA.is_struct(type(first))):
+        return type(first)  # [sk.vec3(...), ...] is an array of vec3, [[P(), P()], ...] a 2-d one of P
     arr = np.asarray(data)
     if arr.dtype.kind == "f":
         return T.float32
@@ -567,6 +588,8 @@ def array(data: Any = None, dtype: Any = None, shape: Any = None, device: str | 
     dtype = _dtype(dtype) if dtype is not None else _infer_dtype(data)
     if isinstance(data, Array):
         data = data.numpy()
+    if SA.is_struct(dtype):
+        return _struct_array(data, dtype, shape, device, requires_grad, ndim)
     try:
         src = np.asarray(data, dtype=_elem_np(dtype))
     except (TypeError, ValueError) as e:
@@ -591,6 +614,23 @@ def array(data: Any = None, dtype: Any = None, shape: Any = None, device: str | 
         raise ValueError(f"arrays have 1 to 4 dimensions, got data of shape {storage.shape}"
                          + (f" for elements of {T.type_name(dtype)}" if tail else ""))
     a = _from_storage(storage, dtype, device, requires_grad)
+    _check_ndim(a, ndim)
+    return a
+
+
+def _struct_array(data, dtype, shape, device, requires_grad, ndim) -> Array:
+    """sk.array(data, dtype=MyStruct): ``data`` a structured numpy array, an instance or (nested) lists of them."""
+    src = SA.host_data(data, dtype, f"sk.array(dtype={dtype.__name__})")
+    if src.ndim == 0:
+        src = src.reshape(1)
+    if shape is not None:
+        want = _norm_shape(shape)
+        if src.size != math.prod(want):
+            raise ValueError(f"data with {src.size} element(s) of {dtype.__name__} cannot take shape {want}")
+        src = src.reshape(want)
+    if not 1 <= src.ndim <= 4:
+        raise ValueError(f"arrays have 1 to 4 dimensions, got data of shape {src.shape}")
+    a = _from_storage(np.ascontiguousarray(src), dtype, device, requires_grad)
     _check_ndim(a, ndim)
     return a
 

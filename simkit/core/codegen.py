@@ -532,7 +532,23 @@ def struct_source(t) -> str:
     fields = "\n".join(f"    {ctype(ft)} {n};" for n, ft in t._sk_fields.items()) or f"    unsigned char {EMPTY_PAD};"
     adds = " ".join(f"a.{n} += b.{n};" for n, ft in t._sk_fields.items() if differentiable(ft))
     return (f"// struct {t.__name__}\nstruct {t._sk_ctype} {{\n{fields}\n}};\n"
-            f"SK_FUNC {t._sk_ctype}& operator+=({t._sk_ctype}& a, const {t._sk_ctype}& b) {{ {adds} return a; }}")
+            f"SK_FUNC {t._sk_ctype}& operator+=({t._sk_ctype}& a, const {t._sk_ctype}& b) {{ {adds} return a; }}"
+            + element_grads(t))
+
+
+def element_grads(t) -> str:
+    """For an array of structs ``t``: the gradient of an element read by several threads
+    (accum_grad) and taken back by a store several threads may make (take_grad_shared), field
+    by field over the float fields (an int field carries no gradient)."""
+    if t._sk_np_dtype is None or not differentiable(t):
+        return ""
+    s, float_fields = t._sk_ctype, [n for n, ft in t._sk_fields.items() if differentiable(ft)]
+    accum = " ".join(f"accum_grad(&g->{n}, v.{n});" for n in float_fields)
+    take = " ".join(f"take_grad_shared(&g->{n}, adj.{n});" for n in float_fields)
+    return (f"\nnamespace sk {{\n"
+            f"SK_FUNC void accum_grad({s}* g, const {s}& v) {{ if (g) {{ {accum} }} }}\n"
+            f"SK_FUNC void take_grad_shared({s}* g, {s}& adj) {{ if (g) {{ {take} }} }}\n"
+            f"}}  // namespace sk")
 
 
 def _order_structs(structs) -> list:

@@ -29,6 +29,7 @@ from . import types as T
 from .array import ArrayType
 from .device import DeviceMismatch
 from .interop import as_array
+from .struct_array import numpy_dtype
 
 _HDR_SIZE = ctypes.sizeof(ArrayType._sk_ctypes)
 EMPTY_PAD = "_sk_pad"  # the one byte field of a struct that declares none
@@ -207,6 +208,8 @@ def struct(cls):
     ns.update({"__init__": __init__, "__setattr__": __setattr__, "__getattr__": __getattr__, "_sk_pack": _sk_pack,
                "_sk_arrays": _sk_arrays, "__repr__": __repr__, "_sk_kind": "struct", "_sk_fields": fields,
                "_sk_defaults": defaults, "_sk_ctype": cname, "_sk_ctypes": ctypes_cls, "_sk_shape": (),
+               # the host layout of one element of an array of this struct (None if it holds arrays)
+               "_sk_np_dtype": numpy_dtype(fields, ctypes_cls),
                "__slots__": ("_values", "_c", "_view")})
     new = type(cls.__name__, (), ns)
     if defaults:
