@@ -298,7 +298,7 @@ class _TangentPlan:
             t = plan.fir.params[k].type
             for f in path:
                 t = t._sk_fields[f]
-            if getattr(getattr(t.dtype, "_sk_scalar", None), "is_float", False):
+            if T.holds_floats(t.dtype):  # an array of structs with float fields too
                 if path:
                     nested.append((k, path, word))
                 else:

@@ -157,3 +157,31 @@ def host_data(data: Any, t: Any, where: str) -> np.ndarray:
         return np.frombuffer(b"".join(flat), want).reshape(shape).copy()
     raise TypeError(f"{where}: cannot make {t.__name__} elements from {type(data).__name__}; give a numpy "
                     f"structured array, a {t.__name__} instance or a list of them")
+
+
+# -- the float values of struct elements, as components (autograd.jacobian counts them) ------
+
+def float_dtype(t: Any) -> np.dtype:
+    """``t``'s structured dtype with its float fields alone (same offsets and itemsize): a view of
+    an array of ``t`` through it sees the values that carry gradients."""
+    full = t._sk_np_dtype
+    names = [n for n, ft in t._sk_fields.items() if T.holds_floats(ft)]
+    formats = [float_dtype(t._sk_fields[n]) if is_struct(t._sk_fields[n]) else full.fields[n][0] for n in names]
+    return np.dtype({"names": names, "formats": formats, "offsets": [full.fields[n][1] for n in names],
+                     "itemsize": full.itemsize})
+
+
+def float_components(h: np.ndarray, t: Any) -> np.ndarray:
+    """The float values of the struct elements ``h`` as float64 of shape ``h.shape + (k,)``: per
+    element, its float fields in declaration order, each flattened (nested structs in place)."""
+    from numpy.lib import recfunctions
+
+    return recfunctions.structured_to_unstructured(np.ascontiguousarray(h).view(float_dtype(t)), dtype=np.float64)
+
+
+def set_float_components(h: np.ndarray, t: Any, values: np.ndarray) -> None:
+    """Write ``values`` (as from :func:`float_components`) into the float fields of ``h`` (C-contiguous)."""
+    from numpy.lib import recfunctions
+
+    fd = float_dtype(t)
+    h.view(fd)[...] = recfunctions.unstructured_to_structured(np.asarray(values).reshape(h.shape + (-1,)), dtype=fd)
