@@ -559,6 +559,8 @@ def _order_structs(structs) -> list:
             return
         seen.add(t)
         for ft in t._sk_fields.values():
+            if getattr(ft, "_sk_kind", "") == "array":
+                ft = ft.dtype  # an array of structs: its element type is declared first too
             if getattr(ft, "_sk_kind", "") == "struct":
                 visit(ft)
         out.append(t)

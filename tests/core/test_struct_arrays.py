@@ -268,6 +268,42 @@ def test_quat_transform_and_int8_fields_read_and_write():
     np.testing.assert_array_equal(b.numpy()["flag"], [3, 3])
 
 
+@sk.struct
+class Cloud:
+    points: sk.array(dtype=Particle)
+    scale: float
+
+
+@sk.kernel
+def through_a_struct_field(cloud: Cloud, out: sk.array(dtype=float)):
+    i = sk.tid()
+    out[i] = cloud.points[i].mass * cloud.scale
+    cloud.points[i].inner.a += 1.0
+
+
+def test_a_struct_field_holds_an_array_of_structs():
+    ps = _particles()
+    out = sk.zeros(3)
+    sk.launch(through_a_struct_field, 3, inputs=[Cloud(points=ps, scale=2.0), out])
+    np.testing.assert_array_equal(out.numpy(), [2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(ps.numpy()["inner"]["a"], [1.5] * 3)
+
+
+@pytest.mark.cpu_only("numpy memory is host memory")
+def test_from_numpy_wraps_structured_data_of_the_exact_layout_without_a_copy():
+    h = np.zeros(3, Particle._sk_np_dtype)
+    a = sk.from_numpy(h, dtype=Particle)
+    a.numpy()["mass"][1] = 4.0
+    assert h["mass"][1] == 4.0
+    out = sk.zeros(3)
+    sk.launch(through_a_struct_field, 3, inputs=[Cloud(points=h, scale=1.0), out])  # wrapped at the launch
+    np.testing.assert_array_equal(out.numpy(), [0.0, 4.0, 0.0])
+    with pytest.raises(TypeError, match="is not the layout of Particle elements"):
+        sk.from_numpy(np.zeros(3, [("x", "<f8", (3,)), ("mass", "<f4")]), dtype=Particle)
+    with pytest.raises(TypeError, match="needs dtype= the @sk.struct"):
+        sk.from_numpy(h)
+
+
 # -- gradients -------------------------------------------------------------------------------
 
 def test_a_tape_gives_the_gradient_of_every_float_field():
