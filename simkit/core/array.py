@@ -14,6 +14,7 @@ Example::
     v = sk.zeros(10, dtype=sk.vec3)
     v.numpy().shape      # (10, 3)
     g = x.to("cuda")     # a copy on the GPU (where there is one)
+    p = sk.zeros(10, dtype=Particle)   # an @sk.struct: .numpy() is a structured array
 """
 
 from __future__ import annotations
@@ -281,11 +282,13 @@ class Array:
     # -- views and conversion -----------------------------------------------------
     def numpy(self) -> np.ndarray:
         """The data as a numpy array (shape ``shape + dtype shape``): a zero-copy view on the CPU,
-        a copy from a GPU (which waits for the launches queued before it).
+        a copy from a GPU (which waits for the launches queued before it). For an array of
+        structs, a numpy structured array of ``shape`` (see simkit.core.struct_array).
 
         Example::
 
             sk.zeros(2, dtype=sk.vec3).numpy().shape    # (2, 3)
+            sk.zeros(2, dtype=Particle).numpy()["mass"] # one field of every element
         """
         if recorders:
             recorders[-1].read(self)
@@ -417,11 +420,13 @@ class Array:
             arrays.write(self, data)
 
     def fill_(self, value) -> "Array":
-        """Set every element to ``value`` (a scalar, or a vector/matrix for composite dtypes).
+        """Set every element to ``value`` (a scalar, a vector/matrix for composite dtypes, an
+        instance for an array of structs).
 
         Example::
 
             sk.zeros(4, dtype=sk.vec3).fill_(sk.vec3(0.0, 1.0, 0.0))
+            sk.zeros(4, dtype=Particle).fill_(Particle(mass=1.0))
         """
         _refuse_in_capture("fill_()")
         if recorders:
@@ -448,10 +453,12 @@ class Array:
 
     def assign(self, src) -> "Array":
         """Copy ``src`` (an array on any device, numpy array or nested list of the same shape) into this array.
+        An array of structs takes structured numpy data (fields matched by name) or instances.
 
         Example::
 
             a.assign(np.arange(3.0))
+            particles.assign(other_particles.numpy())
         """
         _refuse_in_capture("assign()")
         if recorders:
@@ -567,12 +574,15 @@ def array(data: Any = None, dtype: Any = None, shape: Any = None, device: str | 
     (default ``sk.get_device()``).
 
     With neither data nor shape, returns the annotation type for kernel parameters.
+    ``dtype`` may be an ``@sk.struct`` of values: ``data`` is then structured numpy data
+    (converted field by field, names checked), an instance, or (nested) lists of them.
 
     Example::
 
         a = sk.array([1.0, 2.0, 3.0], dtype=sk.float32, requires_grad=True)
+        ps = sk.array([Particle(mass=1.0), Particle(mass=2.0)])   # dtype=Particle, inferred
         @sk.kernel
-        def k(a: sk.array(dtype=float), pts: sk.array(dtype=sk.vec3, ndim=2)): ...
+        def k(a: sk.array(dtype=float), pts: sk.array(dtype=sk.vec3, ndim=2), ps: sk.array(dtype=Particle)): ...
     """
     if data is None and shape is None:
         if dtype is None:
@@ -641,7 +651,7 @@ def _check_ndim(a: Array, ndim) -> None:
 
 
 def empty(shape, dtype: Any = T.float32, device: str | None = None, requires_grad: bool = False) -> Array:
-    """An uninitialised array of ``shape``; ``sk.empty(100, dtype=sk.vec3)``."""
+    """An uninitialised array of ``shape``; ``sk.empty(100, dtype=sk.vec3)``, ``sk.empty(8, dtype=Particle)``."""
     device = _check_device(device)
     if device != "cpu":
         from .cuda import arrays
@@ -654,7 +664,8 @@ def empty(shape, dtype: Any = T.float32, device: str | None = None, requires_gra
 
 
 def zeros(shape, dtype: Any = T.float32, device: str | None = None, requires_grad: bool = False) -> Array:
-    """An array of zeros; ``sk.zeros((4, 4), dtype=sk.float64)``."""
+    """An array of zeros (every field, for a struct dtype); ``sk.zeros((4, 4), dtype=sk.float64)``,
+    ``sk.zeros(100, dtype=Particle, requires_grad=True)``."""
     a = empty(shape, dtype, device, requires_grad)
     a._write(0)
     return a

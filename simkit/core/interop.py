@@ -58,6 +58,7 @@ def from_numpy(arr: np.ndarray, dtype: Any = None, requires_grad: bool = False) 
 
         pts = np.zeros((100, 3), np.float32)
         a = sk.from_numpy(pts, dtype=sk.vec3)   # shares memory with pts
+        ps = sk.from_numpy(np.zeros(8, Particle._sk_np_dtype), dtype=Particle)   # structured data
     """
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(arr).__name__}")

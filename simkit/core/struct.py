@@ -13,6 +13,9 @@ Example::
         rest: float = 0.5
 
     s = Springs(ke=sk.zeros(10))
+
+A struct of values (no array fields) can also be the dtype of an array,
+``sk.zeros(10, dtype=MyStruct)``: see :mod:`simkit.core.struct_array`.
 """
 
 from __future__ import annotations
