@@ -437,6 +437,30 @@ def test_instances_of_another_struct_are_refused():
         sk.zeros(2, dtype=Particle).fill_(1.0)
 
 
+@sk.kernel
+def pick_and_put(ps: sk.array(dtype=Particle), which: sk.array(dtype=int), out: sk.array(dtype=float)):
+    i = sk.tid()
+    out[i] = ps[which[i]].inner.a
+    ps[which[i]].mass = 1.0
+
+
+def test_debug_mode_checks_the_bounds_of_field_reads_and_writes():
+    ps, out = _particles(3), sk.zeros(2)
+    sk.config.mode = "debug"
+    try:
+        sk.launch(pick_and_put, 2, inputs=[ps, sk.array([2, 0], dtype=int), out])
+        np.testing.assert_array_equal(out.numpy(), [0.5, 0.5])
+        with pytest.raises(IndexError, match=r"kernel 'pick_and_put' \(.*test_struct_arrays.py:\d+\)"):
+            sk.launch(pick_and_put, 2, inputs=[ps, sk.array([1, 3], dtype=int), out])
+    finally:
+        sk.config.mode = "release"
+
+
+def test_an_optimizer_refuses_an_array_of_structs():
+    with pytest.raises(TypeError, match="must hold floats"):
+        sk.optim.Adam([sk.zeros(2, dtype=Particle, requires_grad=True)])
+
+
 def _compile_error(kernel):
     with pytest.raises(sk.CompileError) as e:
         kernel.build_ir()
