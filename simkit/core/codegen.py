@@ -23,7 +23,7 @@ from .adjoint_flow import live_adjoints, seeds_adjoints
 from .config import config
 from .exprs import literal
 from .ir import differentiable
-from .struct import EMPTY_PAD
+from .codegen_structs import element_grads, order_structs as _order_structs, struct_source  # noqa: F401
 
 _PLACEHOLDER = re.compile(r"\$(adj_|tan_)?([oa])(\d+)|\$RETURN")
 
@@ -528,47 +528,6 @@ def scatters(body: str) -> bool:
     return "sk::atomic_" in body or "accum_grad(" in body
 
 
-def struct_source(t) -> str:
-    fields = "\n".join(f"    {ctype(ft)} {n};" for n, ft in t._sk_fields.items()) or f"    unsigned char {EMPTY_PAD};"
-    adds = " ".join(f"a.{n} += b.{n};" for n, ft in t._sk_fields.items() if differentiable(ft))
-    return (f"// struct {t.__name__}\nstruct {t._sk_ctype} {{\n{fields}\n}};\n"
-            f"SK_FUNC {t._sk_ctype}& operator+=({t._sk_ctype}& a, const {t._sk_ctype}& b) {{ {adds} return a; }}"
-            + element_grads(t))
-
-
-def element_grads(t) -> str:
-    """For an array of structs ``t``: the gradient of an element read by several threads
-    (accum_grad) and taken back by a store several threads may make (take_grad_shared), field
-    by field over the float fields (an int field carries no gradient)."""
-    if t._sk_np_dtype is None or not differentiable(t):
-        return ""
-    s, float_fields = t._sk_ctype, [n for n, ft in t._sk_fields.items() if differentiable(ft)]
-    accum = " ".join(f"accum_grad(&g->{n}, v.{n});" for n in float_fields)
-    take = " ".join(f"take_grad_shared(&g->{n}, adj.{n});" for n in float_fields)
-    return (f"\nnamespace sk {{\n"
-            f"SK_FUNC void accum_grad({s}* g, const {s}& v) {{ if (g) {{ {accum} }} }}\n"
-            f"SK_FUNC void take_grad_shared({s}* g, {s}& adj) {{ if (g) {{ {take} }} }}\n"
-            f"}}  // namespace sk")
-
-
-def _order_structs(structs) -> list:
-    seen, out = set(), []
-
-    def visit(t):
-        if t in seen:
-            return
-        seen.add(t)
-        for ft in t._sk_fields.values():
-            if getattr(ft, "_sk_kind", "") == "array":
-                ft = ft.dtype  # an array of structs: its element type is declared first too
-            if getattr(ft, "_sk_kind", "") == "struct":
-                visit(ft)
-        out.append(t)
-    for t in structs:
-        visit(t)
-    return out
-
-
 def _order_funcs(funcs) -> list:
     seen, out = set(), []
 
@@ -609,7 +568,7 @@ def module_source(kernels: list[ir.FunctionIR], header_name: str) -> str:
         "#endif",
         "",
     ]
-    parts += [struct_source(t) + "\n" for t in _order_structs(structs)]
+    parts += [struct_source(t) + element_grads(t) + "\n" for t in _order_structs(structs)]
     parts += [function_source(s.ir, s.grad_spec) + "\n" for s in _order_funcs(funcs)]
     parts += [kernel_source(k) + "\n" for k in kernels]
     return "\n".join(parts)

@@ -456,6 +456,12 @@ def test_debug_mode_checks_the_bounds_of_field_reads_and_writes():
         sk.config.mode = "release"
 
 
+@pytest.mark.cpu_only("hvp runs on the CPU only")
+def test_hvp_refuses_an_array_of_structs():
+    with pytest.raises(NotImplementedError, match="not implemented for arrays of structs"):
+        sk.autograd.hvp(lambda ps: ps, [_particles()], [np.zeros(3, Particle._sk_np_dtype)])
+
+
 def test_an_optimizer_refuses_an_array_of_structs():
     with pytest.raises(TypeError, match="must hold floats"):
         sk.optim.Adam([sk.zeros(2, dtype=Particle, requires_grad=True)])
