@@ -115,7 +115,14 @@ def _copy_fields(dst: np.ndarray, src: np.ndarray, t: Any) -> None:
 
 
 def element_bytes(value: Any, t: Any, where: str) -> bytes:
-    """The C bytes of one struct instance of type ``t``."""
+    """The C bytes of one struct instance of type ``t`` (or of one structured numpy scalar of its fields)."""
+    if isinstance(value, np.void) and value.dtype.names is not None:
+        if value.dtype != t._sk_np_dtype:
+            _check_fields(value.dtype, t, where)
+            out = np.empty((), t._sk_np_dtype)
+            _copy_fields(out, np.asarray(value), t)
+            return out.tobytes()
+        return value.tobytes()
     if type(value) is not t:
         raise TypeError(f"{where}: expected a {t.__name__} instance, got {type(value).__name__}")
     return bytes(value._sk_pack())

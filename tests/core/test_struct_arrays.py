@@ -160,6 +160,16 @@ def test_the_struct_dtype_is_inferred_from_instances():
     assert sk.array([[Ints(n=1), Ints(n=2)], [Ints(n=3), Ints(n=4)]]).shape == (2, 2)
 
 
+def test_warps_numpy_dtype_and_numpy_value_are_the_host_layout():
+    assert Particle.numpy_dtype() == Particle._sk_np_dtype
+    v = Particle(mass=2.5, id=4, inner=Inner(a=1.5)).numpy_value()
+    assert v.dtype == Particle.numpy_dtype() and v["mass"] == 2.5 and v["id"] == 4 and v["inner"]["a"] == 1.5
+    a = sk.array([v, Particle().numpy_value()], dtype=Particle)
+    np.testing.assert_array_equal(a.numpy()["mass"], [2.5, 0.0])
+    with pytest.raises(TypeError, match="WithArray holds arrays, so it has no numpy dtype"):
+        WithArray.numpy_dtype()
+
+
 def test_a_structured_numpy_array_converts_field_by_field():
     src = np.zeros(2, [("x", "<f8", (3,)), ("mass", "<f8"), ("id", "<i8"), ("d", "<f4"),
                        ("inner", [("a", "<f8"), ("m", "<f8", (2, 2))])])
