@@ -98,7 +98,7 @@ def _one(call: Call, xs: tuple, need_grad: bool):
     inputs = []
     for x, dtype, label in zip(xs, call.dtypes, call.labels):
         a = _wrap(x, dtype, f"{call.name}: {label}")
-        if need_grad and a.dtype._sk_scalar.is_float:
+        if need_grad and getattr(getattr(a.dtype, "_sk_scalar", None), "is_float", False):
             a.requires_grad = True
         inputs.append(a)
     run = call.run(inputs)
@@ -165,7 +165,7 @@ def function(fn: Callable | None = None, *, dtypes: Mapping[str, Any] | None = N
             run.check_outputs_unchanged(call.name)
             seeds = {}
             for (k, a), g in zip(run.outputs(), cotangents):
-                if a.dtype._sk_scalar.is_float and run.differentiable(a):
+                if getattr(getattr(a.dtype, "_sk_scalar", None), "is_float", False) and run.differentiable(a):
                     seeds[a] = np.asarray(g).reshape(a._host_shape)
             if not seeds:
                 return tuple(jnp.zeros(shape, dtype) if a.requires_grad else None

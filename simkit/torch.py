@@ -275,7 +275,7 @@ class Rollout:
         for i, a in enumerate(params):
             if not isinstance(a, Array):
                 raise TypeError(f"simkit.torch.Rollout: params[{i}] must be an sk array, got {type(a).__name__}")
-            if not a.dtype._sk_scalar.is_float:
+            if not getattr(getattr(a.dtype, "_sk_scalar", None), "is_float", False):
                 raise TypeError(f"simkit.torch.Rollout: params[{i}] holds {T.type_name(a.dtype)}; only float "
                                 "arrays have gradients")
         if isinstance(controls, str):

@@ -36,6 +36,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..core import types as T
 from ..core import launch as _launch
 from ..core import array as _array
 from ..core.array import Array, _refuse_in_capture, _zeros_laid_out_like
@@ -71,7 +72,7 @@ def _spare_chunk() -> np.ndarray | None:
 
 
 def _is_float(a: Array) -> bool:
-    return a.dtype._sk_scalar.is_float
+    return T.holds_floats(a.dtype)
 
 
 class JVP:
@@ -297,7 +298,7 @@ class _TangentPlan:
             t = plan.fir.params[k].type
             for f in path:
                 t = t._sk_fields[f]
-            if getattr(getattr(t.dtype, "_sk_scalar", None), "is_float", False):
+            if T.holds_floats(t.dtype):  # an array of structs with float fields too
                 if path:
                     nested.append((k, path, word))
                 else:

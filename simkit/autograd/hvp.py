@@ -171,6 +171,10 @@ def hvp(fn: Callable[..., Any], inputs: Sequence[Array], vectors: Sequence[Any])
         if a.device != "cpu":
             raise NotImplementedError(f"hvp: inputs[{k}] is on {a.device}; Hessian-vector products run on the CPU "
                                       "only")
+        if getattr(a.dtype, "_sk_kind", None) == "struct":
+            raise NotImplementedError(f"hvp: inputs[{k}] is an array of {a.dtype.__name__} structs; Hessian-vector "
+                                      "products are not implemented for arrays of structs (jacobian, gradcheck and "
+                                      "forward mode are): keep the fields in arrays of their own")
         try:
             fwd.set_tangent(a, v)
         except (TypeError, ValueError) as e:

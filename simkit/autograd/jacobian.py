@@ -41,6 +41,7 @@ from typing import Any, Iterator, NamedTuple, Sequence, Union
 import numpy as np
 
 from ..core import launch as _launch
+from ..core import struct_array as SA
 from ..core import types as T
 from ..core.array import Array, _refuse_in_capture, as_array
 from ..core.errors import CompileError
@@ -59,7 +60,7 @@ def _kind(t: Any) -> str | None:
 
 
 def _is_float_array(t: Any) -> bool:
-    return _kind(t) == "array" and t.dtype._sk_scalar.is_float
+    return _kind(t) == "array" and T.holds_floats(t.dtype)
 
 
 def _describe_type(t: Any) -> str:
@@ -79,6 +80,38 @@ def _element(name: str, ndim: int, np_shape: tuple, flat: int) -> str:
     if len(idx) > ndim:
         text += f"[{', '.join(map(str, idx[ndim:]))}]"
     return text
+
+
+# Components of an array's values: those of ``.numpy()`` in C order, or for an array of structs
+# the float fields of each element in declaration order (struct_array.float_components).
+def _component_shape(a: Array) -> tuple:
+    if SA.is_struct(a.dtype):
+        return a.shape + (SA.float_components(np.zeros(1, a._np_dtype), a.dtype).shape[-1],)
+    return a._host_shape
+
+
+def _components(a: Array) -> np.ndarray:
+    h = a.numpy()
+    return (SA.float_components(h, a.dtype) if SA.is_struct(a.dtype) else h).astype(np.float64).reshape(-1)
+
+
+def _component_at(host: np.ndarray, dtype: Any, k: int):
+    if SA.is_struct(dtype):
+        return SA.float_components(host, dtype).reshape(-1)[k]
+    return host[np.unravel_index(k, host.shape)]  # in the array's dtype: x0 + eps rounds as it did
+
+
+def _set_component(host: np.ndarray, dtype: Any, k: int, value: float) -> float:
+    """Component ``k`` of host data ``host`` (of an array of ``dtype``) set to ``value``; returns the
+    value as stored (rounded to the dtype)."""
+    if SA.is_struct(dtype):
+        c = SA.float_components(host, dtype).reshape(-1)
+        c[k] = value
+        SA.set_float_components(host, dtype, c)
+        return float(SA.float_components(host, dtype).reshape(-1)[k])
+    idx = np.unravel_index(k, host.shape)
+    host[idx] = value
+    return float(host[idx])
 
 
 class _Problem:
@@ -117,7 +150,7 @@ class _Problem:
             if id(v) not in by_id:
                 user = as_array(v, t, name)  # numpy / torch: zero-copy wrapper
                 copy = user.clone(requires_grad=False)
-                if copy.dtype._sk_scalar.is_float:
+                if T.holds_floats(copy.dtype):
                     copy.requires_grad = True
                 by_id[id(v)] = (user, copy)
                 self.copies.append(copy)
@@ -229,7 +262,8 @@ class _Problem:
         return self.values[k]
 
     def empty_jacobians(self) -> Jacobians:
-        return {(i, o): np.zeros((self.array(self.n_in + o).numpy().size, self.array(i).numpy().size))
+        return {(i, o): np.zeros((math.prod(_component_shape(self.array(self.n_in + o))),
+                                  math.prod(_component_shape(self.array(i)))))
                 for i, o in self.pairs}
 
     def analytic(self) -> Jacobians:
@@ -241,16 +275,16 @@ class _Problem:
             ins = [i for i, oo in self.pairs if oo == o]
             grad = self.array(self.n_in + o).grad
             seed = np.zeros(grad._host_shape, grad._np_dtype)
-            for row in range(seed.size):
+            for row in range(math.prod(_component_shape(grad))):
                 for c in self.copies:
                     if c.grad is not None:
                         c.grad._write(0)
-                seed[np.unravel_index(row, seed.shape)] = 1
+                _set_component(seed, grad.dtype, row, 1)
                 grad._write(seed)
-                seed[np.unravel_index(row, seed.shape)] = 0
+                _set_component(seed, grad.dtype, row, 0)
                 _launch.launch(self.kernel, self.dim, self.values, adjoint=True)
                 for i in ins:
-                    jac[(i, o)][row] = self.array(i).grad.numpy().reshape(-1)
+                    jac[(i, o)][row] = _components(self.array(i).grad)
         return jac
 
     def tangents(self) -> Jacobians:
@@ -263,21 +297,20 @@ class _Problem:
             outs = [o for ii, o in self.pairs if ii == i]
             arr = self.array(i)
             seed = np.zeros(arr._host_shape, arr._np_dtype)
-            for col in range(seed.size):
+            for col in range(math.prod(_component_shape(arr))):
                 self.restore()
-                idx = np.unravel_index(col, seed.shape)
-                seed[idx] = 1
+                _set_component(seed, arr.dtype, col, 1)
                 with JVP({arr: seed}) as fwd:
                     self.forward()
-                seed[idx] = 0
+                _set_component(seed, arr.dtype, col, 0)
                 for o in outs:
-                    jac[(i, o)][:, col] = fwd.tangent(self.array(self.n_in + o)).numpy().reshape(-1)
+                    jac[(i, o)][:, col] = _components(fwd.tangent(self.array(self.n_in + o)))
         return jac
 
     def components(self, side: int) -> int:
         """Float components of the inputs (``side`` 0) or outputs (1) the pairs involve."""
         ks = dict.fromkeys(p[side] + (self.n_in if side else 0) for p in self.pairs)
-        return sum(self.array(k).numpy().size for k in ks)
+        return sum(math.prod(_component_shape(self.array(k))) for k in ks)
 
     def numeric(self, eps: float) -> Jacobians:
         """Central differences: two forward launches per input component, from restored arrays."""
@@ -288,25 +321,23 @@ class _Problem:
             outs = [o for ii, o in self.pairs if ii == i]
             arr = self.array(i)
             x = self.initial[self.copies.index(arr)].copy()
-            for col in range(x.size):
-                idx = np.unravel_index(col, x.shape)
+            shape = _component_shape(arr)
+            for col in range(math.prod(shape)):
                 taken = []
                 for step in (eps, -eps):
                     self.restore()
-                    x0 = x[idx]
-                    x[idx] = x0 + step
-                    at = float(x[idx])  # the perturbed value as stored (float32 rounds it)
+                    x0 = _component_at(x, arr.dtype, col)
+                    at = _set_component(x, arr.dtype, col, x0 + step)  # as stored (float32 rounds it)
                     arr._write(x)
-                    x[idx] = x0
+                    _set_component(x, arr.dtype, col, x0)
                     self.forward()
-                    taken.append((at, [self.array(self.n_in + o).numpy().astype(np.float64).reshape(-1)
-                                       for o in outs]))
+                    taken.append((at, [_components(self.array(self.n_in + o)) for o in outs]))
                 (x_plus, f_plus), (x_minus, f_minus) = taken
                 h = x_plus - x_minus
                 if h == 0:
                     t = self.types[i]
                     raise ValueError(f"{self.caller}: eps={eps} does not change "
-                                     f"{_element(self.names[i], t.ndim, x.shape, col)} = {x_plus} in "
+                                     f"{_element(self.names[i], t.ndim, shape, col)} = {x_plus} in "
                                      f"{T.type_name(t.dtype)}; use a larger eps")
                 for o, a, b in zip(outs, f_plus, f_minus):
                     jac[(i, o)][:, col] = (a - b) / h
@@ -493,8 +524,8 @@ def gradcheck(kernel: Any, dim: Any, inputs: Sequence, outputs: Sequence, eps: f
             out_k = problem.n_in + o
             out_t, in_t = problem.types[out_k], problem.types[i]
             worst = (WorstEntry(i, problem.names[i], o, problem.names[out_k], row, col,
-                                _element(problem.names[out_k], out_t.ndim, problem.array(out_k).numpy().shape, row),
-                                _element(problem.names[i], in_t.ndim, problem.array(i).numpy().shape, col)),
+                                _element(problem.names[out_k], out_t.ndim, _component_shape(problem.array(out_k)), row),
+                                _element(problem.names[i], in_t.ndim, _component_shape(problem.array(i)), col)),
                      float(a[row, col]), float(n[row, col]))
     entry, a_val, n_val = worst if worst is not None else (None, None, None)
     return GradcheckResult(ok=failed == 0, worst=entry, analytic=a_val, numeric=n_val, max_abs_error=max_abs,

@@ -38,6 +38,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..core import launch as _launch
+from ..core import struct_array as SA
 from ..core import types as T
 from ..core.array import Array, _refuse_in_capture
 from ..core.config import config
@@ -49,6 +50,12 @@ def _describe(a: Array) -> str:
 
 def _label(kernel, k: int, path: tuple) -> str:
     return ".".join((kernel.arg_names[k], *path))
+
+
+def _nonzero(a: Array) -> bool:
+    """Whether any value of ``a`` is nonzero (of an array of structs: any float field)."""
+    h = a.numpy()
+    return bool(np.any(SA.float_components(h, a.dtype) if SA.is_struct(a.dtype) else h))
 
 
 def _checksum(a: Array) -> int:
@@ -110,7 +117,7 @@ class Tape:
         writes = _launch.resolve_arrays(values, plan.writes)
         if any(a.requires_grad for _k, _p, a in reads):
             for _k, _p, a in writes:
-                if not a.requires_grad and a.dtype._sk_scalar.is_float:
+                if not a.requires_grad and T.holds_floats(a.dtype):
                     a.requires_grad = True
         index = len(self.entries)
         # the adjoint of atomic_min/max compares against the value this launch leaves (one version on)
@@ -169,7 +176,10 @@ class Tape:
             if not isinstance(a, Array):
                 raise TypeError(f"backward(grads=...) keys must be sk arrays, got {type(a).__name__}")
             # a copy: the seed may be the grad of an array this backward clears first
-            data = np.array(seed.numpy() if isinstance(seed, Array) else seed, dtype=a._np_dtype, copy=True)
+            if SA.is_struct(a.dtype):  # structured data, its fields checked by name (struct_array.host_data)
+                data = SA.host_data(seed, a.dtype, f"the seed of {_describe(a)}")
+            else:
+                data = np.array(seed.numpy() if isinstance(seed, Array) else seed, dtype=a._np_dtype, copy=True)
             if data.shape != a._host_shape:
                 raise ValueError(f"seed of shape {data.shape} does not match {_describe(a)}: its seed has the "
                                  f"shape of its .numpy(), {a._host_shape}")
@@ -211,7 +221,7 @@ class Tape:
         seeds = {}
         for key in self.writers:
             a = self.touched[key]
-            if a.grad is None or not np.any(a.grad.numpy()):
+            if a.grad is None or not _nonzero(a.grad):
                 continue
             before = self.left.get(key)
             if key not in self.seeded and before is not None and before[0] is a.grad \
@@ -231,7 +241,7 @@ class Tape:
         """A kernel declared ``enable_backward=False`` has no adjoint: skipping it is exact only
         while no gradient reached what it wrote; otherwise refuse rather than return zeros."""
         for k, path, a in _launch.resolve_arrays(e.values, _launch.plan_for(e.kernel).writes):
-            if a.grad is not None and np.any(a.grad.numpy()):
+            if a.grad is not None and _nonzero(a.grad):
                 raise RuntimeError(
                     f"kernel '{e.kernel.name}' (launch #{e.index}) was declared with enable_backward=False, but "
                     f"its output '{_label(e.kernel, k, path)}' has a nonzero gradient, which would stop there; "

@@ -13,6 +13,8 @@ That read is then no read of the array's earlier contents, so the tape accepts t
 
 from __future__ import annotations
 
+import ast
+
 from . import ir
 from . import types as T
 from .array import ArrayType
@@ -114,47 +116,80 @@ class AccessMixin:
             return {}
         return {k: v for k, v in saved.items() if k not in since}
 
-    def load(self, arr, idx, node):
+    # -- an element, or one field of a struct element (a[i].x: no load of the whole struct) --
+    # ``field``: None for the whole element, else the path of field names (``("inner", "a")`` for
+    # ``a[i].inner.a``) of a field of a struct element; nested struct fields are reached in place.
+    def element_type(self, arr, field, node):
+        """The type of ``a[i]`` (``field`` None) or of ``a[i].f.g`` of an array of structs."""
+        t = arr.type.dtype
+        for name in field or ():
+            if name not in t._sk_fields:
+                self.error(f"struct {t.__name__} has no field '{name}' (fields: {', '.join(t._sk_fields)})", node)
+            t = t._sk_fields[name]
+        return t
+
+    def element_refs(self, arr, n_idx, field):
+        """C++ of the element (an lvalue) and of its gradient's address (null without a grad)."""
+        ix = ", ".join(f"$a{k + 1}" for k in range(n_idx))
+        elem, grad = f"sk::at<Dense>($a0, {ix})", f"sk::grad_ptr<Dense>($a0, {ix})"
+        t = arr.type.dtype
+        for name in field or ():
+            elem, grad = f"{elem}.{name}", f"sk::field_ptr({grad}, &{t._sk_ctype}::{name})"
+            t = t._sk_fields[name]
+        return elem, grad
+
+    def load(self, arr, idx, node, field=None):
         self.check_index_count(arr, idx, node)
         self.note_tid_index(arr, idx)
+        t = self.element_type(arr, field, node)
         owned = self.owned(arr, idx)  # then its gradient needs no atomic
         key = self.single_origin(arr) if owned else None
         if key in self.stored:
             self.forwarded.add(key)
-            out = self.new_var(arr.type.dtype)
+            if field is not None:
+                out = self.stored[key]
+                for name in field:
+                    out = self.get_field(out, name, node)
+                return out
+            out = self.new_var(t)
             self.copy(out, self.stored[key])
             return out
         self.note_access(arr, write=False, shared=None if owned else self.gathers)
-        out = self.new_var(arr.type.dtype)
-        ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
-        fwd = self.bounds_check(len(idx)) + f"$o0 = sk::at<Dense>($a0, {ix});"
+        out = self.new_var(t)
+        elem, grad = self.element_refs(arr, len(idx), field)
+        fwd = self.bounds_check(len(idx)) + f"$o0 = {elem};"
         accum = "accum_grad_owned" if owned else "accum_grad"
         # tangent: the array's tangent buffer travels as its grad (autograd.forward), null: zero
-        self.emit([out], [arr, *idx], fwd, f"sk::{accum}(sk::grad_ptr<Dense>($a0, {ix}), $adj_o0);",
-                  tan=f"$tan_o0 = sk::tan_load(sk::grad_ptr<Dense>($a0, {ix}));")
+        self.emit([out], [arr, *idx], fwd, f"sk::{accum}({grad}, $adj_o0);" if ir.differentiable(t) else None,
+                  tan=f"$tan_o0 = sk::tan_load({grad});")
         return out
 
-    def store(self, arr, idx, value, node):
+    def store(self, arr, idx, value, node, field=None):
         self.check_index_count(arr, idx, node)
         self.note_tid_index(arr, idx)
         self.note_access(arr, write=True, shared=self.stores)
-        value = self.convert(value, arr.type.dtype, node)
-        ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
+        t = self.element_type(arr, field, node)
+        value = self.convert(value, t, node)
+        elem, grad = self.element_refs(arr, len(idx), field)
         v = f"$a{len(idx) + 1}"
-        fwd = self.bounds_check(len(idx)) + f"sk::at<Dense>($a0, {ix}) = {v};"
+        fwd = self.bounds_check(len(idx)) + f"{elem} = {v};"
         owned = self.owned(arr, idx)
         take = "take_grad" if owned else "take_grad_shared"
-        adj = f"sk::{take}(sk::grad_ptr<Dense>($a0, {ix}), $adj_a{len(idx) + 1});"
+        adj = f"sk::{take}({grad}, $adj_a{len(idx) + 1});" if ir.differentiable(t) else None
         self.emit([], [arr, *idx, value], fwd, adj, replay=False,
-                  tan=f"sk::tan_store(sk::grad_ptr<Dense>($a0, {ix}), $tan_a{len(idx) + 1});")
-        self.note_store(arr, value if owned and isinstance(value, ir.Var) else None)
+                  tan=f"sk::tan_store({grad}, $tan_a{len(idx) + 1});")
+        # a field store changes the element a whole-element store left: nothing to forward then
+        self.note_store(arr, value if owned and field is None and isinstance(value, ir.Var) else None)
 
-    def atomic(self, name, arr, idx, value, node, want_result=True):
+    def atomic(self, name, arr, idx, value, node, want_result=True, field=None):
         if not (isinstance(arr, ir.Var) and getattr(arr.type, "_sk_kind", "") == "array"):
             self.error(f"{name} needs an array as its first argument", node)
+        if field is None and getattr(arr.type.dtype, "_sk_kind", "") == "struct":
+            self.error(f"{name} on an array of {arr.type.dtype.__name__} structs: atomics work on one field of an "
+                       f"element (a[i].field += v), not on whole structs", node)
         self.check_index_count(arr, idx, node)
         self.note_tid_index(arr, idx)
-        if name in ("atomic_min", "atomic_max") and arr.type.dtype._sk_scalar.is_float:
+        if name in ("atomic_min", "atomic_max") and T.holds_floats(self.element_type(arr, field, node)):
             # the adjoint compares against the value the launch left: the tape checks nothing changed it
             self.extrema.update(self.origins.get(arr.id, ()))
         self.note_store(arr)
@@ -163,14 +198,17 @@ class AccessMixin:
             self.note_access(arr, write=True, shared=self.stores)
         else:
             self.note_access(arr, write=True, shared=None if self.owned(arr, idx) else self.adds)
-        dt = arr.type.dtype
+        dt = self.element_type(arr, field, node)
+        if dt._sk_kind == "struct":
+            self.error(f"{name} on the struct field '{'.'.join(field)}': atomics work on scalar, vector and "
+                       "matrix fields", node)
         if name in ("atomic_min", "atomic_max") and dt._sk_kind not in ("scalar", "vec"):
             self.error(f"{name} works on scalar and vector arrays", node)
         if dt._sk_scalar.np_dtype.itemsize < 4 and dt._sk_scalar.is_int:
             self.error(f"{name} on an array of {T.type_name(dt)}: GPUs have no 8- or 16-bit atomics; "
                        f"use an array of int32 or uint32", node)
         value = self.convert(value, dt, node)
-        ix = ", ".join(f"$a{k + 1}" for k in range(len(idx)))
+        elem, grad = self.element_refs(arr, len(idx), field)
         v = f"$a{len(idx) + 1}"
         adj_v = f"$adj_a{len(idx) + 1}"
         fn = {"atomic_add": "atomic_add_any", "atomic_sub": "atomic_add_any",
@@ -179,19 +217,19 @@ class AccessMixin:
         check = self.bounds_check(len(idx))
         out = self.new_var(dt) if want_result else None
         assign = "$o0 = " if out is not None else ""
-        fwd = check + f"{assign}sk::{fn}(&sk::at<Dense>($a0, {ix}), {operand});"
+        fwd = check + f"{assign}sk::{fn}(&{elem}, {operand});"
         if name == "atomic_add":
-            adj = f"if (auto* g = sk::grad_ptr<Dense>($a0, {ix})) {adj_v} += *g;"
+            adj = f"if (auto* g = {grad}) {adj_v} += *g;"
         elif name == "atomic_sub":
-            adj = f"if (auto* g = sk::grad_ptr<Dense>($a0, {ix})) {adj_v} -= *g;"
+            adj = f"if (auto* g = {grad}) {adj_v} -= *g;"
         else:
-            adj = f"sk::take_grad_if_won(sk::grad_ptr<Dense>($a0, {ix}), sk::at<Dense>($a0, {ix}), {v}, {adj_v});"
-        replay_fwd = (check + f"$o0 = sk::at<Dense>($a0, {ix});") if out is not None else None
+            adj = f"sk::take_grad_if_won({grad}, {elem}, {v}, {adj_v});"
+        replay_fwd = (check + f"$o0 = {elem};") if out is not None else None
         # tangent: an add's goes into the tangent buffer alike; a used old value or a min/max winner
         # would need the tangent updated atomically with the value: no rule (refused when used)
         tan = None
         if name in ("atomic_add", "atomic_sub") and out is None:
-            tan = f"if (auto* g = sk::grad_ptr<Dense>($a0, {ix})) sk::{fn}(g, {'-' if name == 'atomic_sub' else ''}$tan_a{len(idx) + 1});"
+            tan = f"if (auto* g = {grad}) sk::{fn}(g, {'-' if name == 'atomic_sub' else ''}$tan_a{len(idx) + 1});"
         what = f"{name} on a float array" + (" whose result is used" if out is not None and name in ("atomic_add", "atomic_sub") else "")
         self.emit([out] if out is not None else [], [arr, *idx, value], fwd, adj, replay=False, replay_fwd=replay_fwd,
                   tan=tan, what=what)
@@ -304,7 +342,35 @@ class AccessMixin:
             self.error("only arrays and local vectors/matrices accept element assignment", s)
         self.assign_target(target.value, self.insert(base, idx, value, s), s)
 
+    def struct_element(self, node):
+        """``(array, indices, field path)`` when ``node`` is ``a[i].f`` or ``a[i].f.g`` (every index
+        given, each field but the last a struct) of an array of structs, else None (then nothing
+        is emitted)."""
+        path = []
+        while isinstance(node, ast.Attribute):
+            path.insert(0, node.attr)
+            node = node.value
+        if not path or not isinstance(node, ast.Subscript):
+            return None
+        t = self.static_type_of(node.value)
+        if getattr(t, "_sk_kind", None) != "array" or getattr(t.dtype, "_sk_kind", None) != "struct":
+            return None
+        n = len(node.slice.elts) if isinstance(node.slice, ast.Tuple) else 1
+        if n != t.ndim:
+            return None
+        ft = t.dtype
+        for name in path[:-1]:
+            ft = ft._sk_fields.get(name)
+            if getattr(ft, "_sk_kind", None) != "struct":
+                return None  # a[i].v.x: the component of a field, taken from the loaded field
+        return self.expr(node.value), self.indices(node.slice, node), tuple(path)
+
     def assign_attribute(self, target, value, s):
+        element = self.struct_element(target)
+        if element is not None:  # a[i].field = v: a store of that field alone
+            arr, idx, path = element
+            self.store(arr, idx, value, s, field=path)
+            return
         base = self.expr(target.value)
         if not isinstance(base, ir.Var):
             self.error("attribute assignment needs a struct, vector, quaternion or transform value", s)

@@ -14,6 +14,7 @@ Example::
     v = sk.zeros(10, dtype=sk.vec3)
     v.numpy().shape      # (10, 3)
     g = x.to("cuda")     # a copy on the GPU (where there is one)
+    p = sk.zeros(10, dtype=Particle)   # an @sk.struct: .numpy() is a structured array
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from . import device as D
+from . import struct_array as SA
 from . import types as T
 
 
@@ -80,20 +82,26 @@ class GenericArrayType:
 
 
 def _elem_np(dtype) -> np.dtype:
+    if SA.is_struct(dtype):
+        return dtype._sk_np_dtype  # a structured dtype with the C layout (struct_array.py)
     return dtype._sk_scalar.np_dtype
 
 
 def _dtype(dtype: Any) -> Any:
-    """``dtype`` as a simkit value type: simkit types, ``float``/``int``/``bool``, or a numpy scalar dtype."""
+    """``dtype`` as a simkit value type: simkit types, ``float``/``int``/``bool``, a numpy scalar dtype,
+    or an ``@sk.struct`` of values (an array of structs, see struct_array.py)."""
     t = T.resolve(dtype)
     if T.is_value_type(t):
+        return t
+    if SA.is_struct(t):
+        SA.check_element_type(t)
         return t
     if isinstance(t, (np.dtype, str)) or (isinstance(t, type) and issubclass(t, np.generic)):
         try:
             return T.scalar_from_numpy(t)
         except TypeError:
             pass
-    raise TypeError(f"array dtype must be a scalar, vector, matrix, quat or transform type "
+    raise TypeError(f"array dtype must be a scalar, vector, matrix, quat, transform or @sk.struct type "
                     f"(e.g. sk.float32, sk.vec3), got {dtype!r}")
 
 
@@ -210,6 +218,11 @@ class Array:
         self._hdr.grad = g._ptr if g is not None and g.size else None
 
     def _check_float_for_grad(self):
+        if SA.is_struct(self.dtype):
+            if not SA.has_float_fields(self.dtype):
+                raise TypeError(f"only arrays with float values can require grad; struct {self.dtype.__name__} "
+                                "has no float field")
+            return
         if not self.dtype._sk_scalar.is_float:
             raise TypeError(f"only float arrays can require grad, this one holds {T.type_name(self.dtype)}")
 
@@ -271,11 +284,13 @@ class Array:
     # -- views and conversion -----------------------------------------------------
     def numpy(self) -> np.ndarray:
         """The data as a numpy array (shape ``shape + dtype shape``): a zero-copy view on the CPU,
-        a copy from a GPU (which waits for the launches queued before it).
+        a copy from a GPU (which waits for the launches queued before it). For an array of
+        structs, a numpy structured array of ``shape`` (see simkit.core.struct_array).
 
         Example::
 
             sk.zeros(2, dtype=sk.vec3).numpy().shape    # (2, 3)
+            sk.zeros(2, dtype=Particle).numpy()["mass"] # one field of every element
         """
         if recorders:
             recorders[-1].read(self)
@@ -407,11 +422,13 @@ class Array:
             arrays.write(self, data)
 
     def fill_(self, value) -> "Array":
-        """Set every element to ``value`` (a scalar, or a vector/matrix for composite dtypes).
+        """Set every element to ``value`` (a scalar, a vector/matrix for composite dtypes, an
+        instance for an array of structs).
 
         Example::
 
             sk.zeros(4, dtype=sk.vec3).fill_(sk.vec3(0.0, 1.0, 0.0))
+            sk.zeros(4, dtype=Particle).fill_(Particle(mass=1.0))
         """
         _refuse_in_capture("fill_()")
         if recorders:
@@ -424,6 +441,8 @@ class Array:
 
     def _fill_value(self, value) -> np.ndarray:
         """``value`` as one element (a scalar or the dtype's component shape), checked."""
+        if SA.is_struct(self.dtype):
+            return SA.host_data(value, self.dtype, "fill_")
         try:
             v = np.asarray(value, dtype=self._np_dtype)
         except (TypeError, ValueError) as e:
@@ -436,10 +455,12 @@ class Array:
 
     def assign(self, src) -> "Array":
         """Copy ``src`` (an array on any device, numpy array or nested list of the same shape) into this array.
+        An array of structs takes structured numpy data (fields matched by name) or instances.
 
         Example::
 
             a.assign(np.arange(3.0))
+            particles.assign(other_particles.numpy())
         """
         _refuse_in_capture("assign()")
         if recorders:
@@ -450,7 +471,8 @@ class Array:
                                  f"{self.shape} elements of {T.type_name(self.dtype)} (numpy shape {self._host_shape})")
             self._copy_from(src)
         else:
-            data = np.asarray(src, dtype=self._np_dtype)
+            data = SA.host_data(src, self.dtype, "assign") if SA.is_struct(self.dtype) else \
+                np.asarray(src, dtype=self._np_dtype)
             if data.shape != self._host_shape:
                 raise ValueError(f"assign: data of shape {data.shape} does not match this array's "
                                  f"{self.shape} elements of {T.type_name(self.dtype)} (numpy shape {self._host_shape})")
@@ -482,139 +504,6 @@ class Array:
         return ArrayType(self.dtype, self.ndim)
 
 
-# ---------------------------------------------------------------------------
-# Construction
-# ---------------------------------------------------------------------------
-
-def _norm_shape(shape) -> tuple:
-    if isinstance(shape, (int, np.integer)):
-        shape = (int(shape),)
-    shape = tuple(int(s) for s in shape)
-    if not 1 <= len(shape) <= 4:
-        raise ValueError(f"arrays have 1 to 4 dimensions, got shape {shape}")
-    if any(s < 0 for s in shape):
-        raise ValueError(f"array shape must not be negative, got {shape}")
-    return shape
-
-
-def _check_device(device) -> str:
-    if device is None and D.state.default == "cpu" or device == "cpu":
-        return "cpu"
-    return D.require(device, "device")
-
-
-def _from_storage(storage: np.ndarray, dtype, device: str, requires_grad: bool, owner=None) -> Array:
-    """An array over host ``storage``; on a GPU ``device``, a device copy of it."""
-    nd = storage.ndim - len(dtype._sk_shape)
-    if device != "cpu":
-        from .cuda import arrays
-
-        a = arrays.empty(storage.shape[:nd], dtype, device)
-        arrays.write(a, storage)
-    else:
-        a = Array(storage, dtype, storage.shape[:nd], device, owner)
-    if requires_grad:
-        a.requires_grad = True
-    return a
-
-
-def _alloc(shape, dtype, device) -> np.ndarray:
-    dtype = _dtype(dtype)
-    return np.empty(_norm_shape(shape) + tuple(dtype._sk_shape), dtype=_elem_np(dtype))
-
-
-def _infer_dtype(data) -> Any:
-    if isinstance(data, Array):
-        return data.dtype
-    if isinstance(data, np.ndarray):
-        return T.scalar_from_numpy(data.dtype)
-    if isinstance(data, T.Composite):
-        return type(data)
-    if isinstance(data, (list, tuple)) and data and isinstance(data[0], T.Composite):
-        return type(data[0])  # [sk.vec3(...), ...] is an array of vec3
-    arr = np.asarray(data)
-    if arr.dtype.kind == "f":
-        return T.float32
-    if arr.dtype.kind in "iu":
-        return T.int32
-    if arr.dtype.kind == "b":
-        return T.bool_
-    raise TypeError(f"cannot infer a dtype from data of numpy dtype {arr.dtype}; pass dtype=")
-
-
-def array(data: Any = None, dtype: Any = None, shape: Any = None, device: str | None = None,
-          requires_grad: bool = False, ndim: int | None = None):
-    """Create an array from ``data`` (copied), or allocate zeros of ``shape``, on ``device``
-    (default ``sk.get_device()``).
-
-    With neither data nor shape, returns the annotation type for kernel parameters.
-
-    Example::
-
-        a = sk.array([1.0, 2.0, 3.0], dtype=sk.float32, requires_grad=True)
-        @sk.kernel
-        def k(a: sk.array(dtype=float), pts: sk.array(dtype=sk.vec3, ndim=2)): ...
-    """
-    if data is None and shape is None:
-        if dtype is None:
-            raise TypeError("sk.array(dtype=...) needs a dtype when used as an annotation")
-        if dtype is Any:
-            return GenericArrayType(1 if ndim is None else ndim)
-        return ArrayType(dtype, 1 if ndim is None else ndim)
-    device = _check_device(device)
-    if data is None:
-        a = zeros(shape, dtype=dtype if dtype is not None else T.float32, device=device, requires_grad=requires_grad)
-        _check_ndim(a, ndim)
-        return a
-    dtype = _dtype(dtype) if dtype is not None else _infer_dtype(data)
-    if isinstance(data, Array):
-        data = data.numpy()
-    try:
-        src = np.asarray(data, dtype=_elem_np(dtype))
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"cannot make an array of {T.type_name(dtype)} from this data: {e}") from None
-    tail = tuple(dtype._sk_shape)
-    if tail and src.shape[src.ndim - len(tail):] != tail:
-        if src.ndim == 1 and src.size % int(np.prod(tail)) == 0:
-            src = src.reshape((-1,) + tail)
-        else:
-            raise ValueError(f"data of shape {src.shape} does not hold elements of {T.type_name(dtype)} "
-                             f"(the last dims must be {tail})")
-    if src.ndim == len(tail):
-        src = src.reshape((1,) + src.shape)
-    if shape is not None:
-        want = _norm_shape(shape)
-        if src.size != int(np.prod(want + tail)):
-            raise ValueError(f"data with {src.size // max(int(np.prod(tail)), 1)} element(s) of "
-                             f"{T.type_name(dtype)} cannot take shape {want}")
-        src = src.reshape(want + tail)
-    storage = np.array(src, order="C", copy=True)
-    if not 1 <= storage.ndim - len(tail) <= 4:
-        raise ValueError(f"arrays have 1 to 4 dimensions, got data of shape {storage.shape}"
-                         + (f" for elements of {T.type_name(dtype)}" if tail else ""))
-    a = _from_storage(storage, dtype, device, requires_grad)
-    _check_ndim(a, ndim)
-    return a
-
-
-def _check_ndim(a: Array, ndim) -> None:
-    if ndim is not None and a.ndim != ndim:
-        raise ValueError(f"sk.array(..., ndim={ndim}): the data makes a {a.ndim}-d array of shape {a.shape}")
-
-
-def empty(shape, dtype: Any = T.float32, device: str | None = None, requires_grad: bool = False) -> Array:
-    """An uninitialised array of ``shape``; ``sk.empty(100, dtype=sk.vec3)``."""
-    device = _check_device(device)
-    if device != "cpu":
-        from .cuda import arrays
-
-        a = arrays.empty(_norm_shape(shape), _dtype(dtype), device)
-        if requires_grad:
-            a.requires_grad = True
-        return a
-    return _from_storage(_alloc(shape, dtype, device), _dtype(dtype), device, requires_grad)
-
-
 def mark_scratch(a: Array) -> Array:
     """Mark ``a`` as an integrator's private scratch: written by its steps outside any Tape
     and read by nothing a Tape records, by no cache keyed on its contents and by no user,
@@ -630,64 +519,9 @@ def mark_scratch(a: Array) -> Array:
     return a
 
 
-def zeros(shape, dtype: Any = T.float32, device: str | None = None, requires_grad: bool = False) -> Array:
-    """An array of zeros; ``sk.zeros((4, 4), dtype=sk.float64)``."""
-    a = empty(shape, dtype, device, requires_grad)
-    a._write(0)
-    return a
-
-
-def full(shape, value, dtype: Any = None, device: str | None = None, requires_grad: bool = False) -> Array:
-    """An array filled with ``value``; the dtype defaults to the value's (float -> float32)."""
-    dtype = dtype if dtype is not None else (type(value) if isinstance(value, T.Composite) else _infer_dtype(value))
-    a = empty(shape, dtype, device, requires_grad)
-    a._write(a._fill_value(value))  # a new array: not a write a capture would have to refuse
-    return a
-
-
-def ones(shape, dtype: Any = T.float32, device: str | None = None, requires_grad: bool = False) -> Array:
-    """An array of ones (every component of composite dtypes)."""
-    return full(shape, 1, dtype, device, requires_grad)
-
-
-def empty_like(a: Array, requires_grad: bool | None = None) -> Array:
-    """An uninitialised array with ``a``'s shape, dtype and device."""
-    return empty(a.shape, a.dtype, a.device, a.requires_grad if requires_grad is None else requires_grad)
-
-
-def zeros_like(a: Array, requires_grad: bool | None = None) -> Array:
-    """Zeros with ``a``'s shape, dtype and device."""
-    return zeros(a.shape, a.dtype, a.device, a.requires_grad if requires_grad is None else requires_grad)
-
-
-def ones_like(a: Array, requires_grad: bool | None = None) -> Array:
-    """Ones with ``a``'s shape, dtype and device."""
-    return ones(a.shape, a.dtype, a.device, a.requires_grad if requires_grad is None else requires_grad)
-
-
-def full_like(a: Array, value, requires_grad: bool | None = None) -> Array:
-    """``value`` everywhere, with ``a``'s shape, dtype and device."""
-    return full(a.shape, value, a.dtype, a.device, a.requires_grad if requires_grad is None else requires_grad)
-
-
-def clone(a: Array, requires_grad: bool | None = None) -> Array:
-    """A copy of ``a`` with its own memory."""
-    return a.clone(requires_grad)
-
-
-def copy(dst: Array, src: Array) -> None:
-    """Copy the elements of ``src`` into ``dst`` (same shape and dtype; the devices may differ).
-
-    Example::
-
-        sk.copy(gpu_state, cpu_state)
-    """
-    if not isinstance(dst, Array) or not isinstance(src, Array):
-        raise TypeError(f"sk.copy(dst, src) takes two sk arrays, got {type(dst).__name__} and {type(src).__name__}")
-    if dst.dtype is not src.dtype or dst.shape != src.shape:
-        raise ValueError(f"sk.copy: dst is {T.type_name(dst.dtype)}{dst.shape}, src is {T.type_name(src.dtype)}{src.shape}")
-    dst.assign(src)
-
+# Construction lives in its own module (creation.py); these names stay importable from here.
+from .creation import (_alloc, _check_device, _check_ndim, _from_storage, _infer_dtype, _norm_shape,  # noqa: E402,F401
+                       array, clone, copy, empty, empty_like, full, full_like, ones, ones_like, zeros, zeros_like)
 
 # Interop lives in its own module; these names stay importable from here.
 from .interop import as_array, from_dlpack, from_numpy, from_torch, to_torch  # noqa: E402,F401

@@ -23,7 +23,7 @@ from .adjoint_flow import live_adjoints, seeds_adjoints
 from .config import config
 from .exprs import literal
 from .ir import differentiable
-from .struct import EMPTY_PAD
+from .codegen_structs import element_grads, order_structs as _order_structs, struct_source  # noqa: F401
 
 _PLACEHOLDER = re.compile(r"\$(adj_|tan_)?([oa])(\d+)|\$RETURN")
 
@@ -529,29 +529,6 @@ def scatters(body: str) -> bool:
     return "sk::atomic_" in body or "accum_grad(" in body
 
 
-def struct_source(t) -> str:
-    fields = "\n".join(f"    {ctype(ft)} {n};" for n, ft in t._sk_fields.items()) or f"    unsigned char {EMPTY_PAD};"
-    adds = " ".join(f"a.{n} += b.{n};" for n, ft in t._sk_fields.items() if differentiable(ft))
-    return (f"// struct {t.__name__}\nstruct {t._sk_ctype} {{\n{fields}\n}};\n"
-            f"SK_FUNC {t._sk_ctype}& operator+=({t._sk_ctype}& a, const {t._sk_ctype}& b) {{ {adds} return a; }}")
-
-
-def _order_structs(structs) -> list:
-    seen, out = set(), []
-
-    def visit(t):
-        if t in seen:
-            return
-        seen.add(t)
-        for ft in t._sk_fields.values():
-            if getattr(ft, "_sk_kind", "") == "struct":
-                visit(ft)
-        out.append(t)
-    for t in structs:
-        visit(t)
-    return out
-
-
 def _order_funcs(funcs) -> list:
     seen, out = set(), []
 
@@ -592,7 +569,7 @@ def module_source(kernels: list[ir.FunctionIR], header_name: str) -> str:
         "#endif",
         "",
     ]
-    parts += [struct_source(t) + "\n" for t in _order_structs(structs)]
+    parts += [struct_source(t) + element_grads(t) + "\n" for t in _order_structs(structs)]
     parts += [function_source(s.ir, s.grad_spec) + "\n" for s in _order_funcs(funcs)]
     parts += [kernel_source(k) + "\n" for k in kernels]
     return "\n".join(parts)

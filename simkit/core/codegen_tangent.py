@@ -24,6 +24,7 @@ import hashlib
 import os
 import re
 
+from . import types as T
 from . import builtins as B
 from . import ir
 from . import tangent_zero as TZ
@@ -34,7 +35,7 @@ from .errors import CompileError
 
 def _float_array(v) -> bool:
     t = getattr(v, "type", None)
-    return getattr(t, "_sk_kind", "") == "array" and t.dtype._sk_scalar.is_float
+    return getattr(t, "_sk_kind", "") == "array" and T.holds_floats(t.dtype)
 
 
 class TangentWriter(FunctionWriter):

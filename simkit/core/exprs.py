@@ -178,6 +178,10 @@ class ExprMixin:
             t = self.static_type_of(node.value)
             if getattr(t, "_sk_kind", None) == "array":
                 return Py(t.dtype)
+        element = self.struct_element(node)
+        if element is not None:  # a[i].field of an array of structs: that field alone is read
+            arr, idx, path = element
+            return self.load(arr, idx, node, field=path)
         base = self.expr(node.value)
         a = node.attr
         if isinstance(base, Py):
@@ -195,20 +199,24 @@ class ExprMixin:
             self.emit([out], [base], f"$o0 = $a0.{a};", f"$adj_a0.{a} += $adj_o0;", tan=ir.LINEAR)
             return out
         if kind == "struct":
-            fields = base.type._sk_fields
-            if a not in fields:
-                self.error(f"struct {base.type.__name__} has no field '{a}' (fields: {', '.join(fields)})", node)
-            out = self.new_var(fields[a])
-            self.note_type(fields[a])
-            self.inherit_origin(out, base, field=a)
-            adj = None if fields[a]._sk_kind == "array" else f"$adj_a0.{a} += $adj_o0;"
-            self.emit([out], [base], f"$o0 = $a0.{a};", adj, tan=ir.LINEAR)
-            return out
+            return self.get_field(base, a, node)
         if kind == "array" and a == "shape":
             return Py(ShapeOf(base))
         if kind == "array" and a == "dtype":
             return Py(base.type.dtype)
         self.error(f"{type_str(base.type)} has no attribute '{a}'", node)
+
+    def get_field(self, base, a, node):
+        """Field ``a`` of the struct value ``base``."""
+        fields = base.type._sk_fields
+        if a not in fields:
+            self.error(f"struct {base.type.__name__} has no field '{a}' (fields: {', '.join(fields)})", node)
+        out = self.new_var(fields[a])
+        self.note_type(fields[a])
+        self.inherit_origin(out, base, field=a)
+        adj = None if fields[a]._sk_kind == "array" else f"$adj_a0.{a} += $adj_o0;"
+        self.emit([out], [base], f"$o0 = $a0.{a};", adj, tan=ir.LINEAR)
+        return out
 
     def expr_Subscript(self, node):
         base = self.expr(node.value)
@@ -300,6 +308,8 @@ class ExprMixin:
 
     def note_type(self, t):
         """Record struct types so codegen emits their definitions."""
+        if getattr(t, "_sk_kind", "") == "array":
+            self.note_type(t.dtype)
         if getattr(t, "_sk_kind", "") == "struct":
             self.structs_used.setdefault(t, None)
             for ft in t._sk_fields.values():

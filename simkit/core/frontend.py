@@ -366,6 +366,12 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
                 idx = self.indices(t.slice, s)
                 self.atomic("atomic_" + op, base, idx, self.expr(s.value), s, want_result=False)
                 return
+        if isinstance(t, ast.Attribute) and op in ("add", "sub"):
+            element = self.struct_element(t)
+            if element is not None:  # a[i].field += v of an array of structs: atomic, as a[i] += v
+                arr, idx, path = element
+                self.atomic("atomic_" + op, arr, idx, self.expr(s.value), s, want_result=False, field=path)
+                return
         current = self.expr(t if not isinstance(t, ast.Name) else ast.Name(t.id, ast.Load(), lineno=s.lineno))
         self.assign_target(t, self.binop(op, current, self.expr(s.value), s), s)
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import device as D
+from . import struct_array as SA
 from . import types as T
 from .array import Array, ArrayType, _dtype, _from_storage
 
@@ -57,12 +58,31 @@ def from_numpy(arr: np.ndarray, dtype: Any = None, requires_grad: bool = False) 
 
         pts = np.zeros((100, 3), np.float32)
         a = sk.from_numpy(pts, dtype=sk.vec3)   # shares memory with pts
+        ps = sk.from_numpy(np.zeros(8, Particle._sk_np_dtype), dtype=Particle)   # structured data
     """
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(arr).__name__}")
+    if arr.dtype.names is not None or SA.is_struct(T.resolve(dtype)):
+        return _wrap_structs(arr, dtype, requires_grad)
     dtype = _scalar_dtype(arr.dtype, dtype, "from_numpy")
     _check_components(arr.shape, arr.strides, arr.itemsize, dtype, "from_numpy")
     return _from_storage(arr, dtype, "cpu", requires_grad, owner=arr)
+
+
+def _wrap_structs(arr: np.ndarray, dtype: Any, requires_grad: bool) -> Array:
+    """from_numpy of a structured array: wrapped as an array of ``dtype`` (an @sk.struct) when its
+    dtype is exactly the struct's layout (sk.array converts other structured data field by field)."""
+    t = T.resolve(dtype)
+    if not SA.is_struct(t):
+        raise TypeError(f"from_numpy: a numpy structured array needs dtype= the @sk.struct of its elements "
+                        f"(numpy dtype {arr.dtype})")
+    _dtype(t)  # refuses a struct holding arrays
+    if arr.dtype != t._sk_np_dtype:
+        raise TypeError(f"from_numpy: numpy dtype {arr.dtype} is not the layout of {t.__name__} elements "
+                        f"({t._sk_np_dtype}); sk.array(data, dtype={t.__name__}) converts it (a copy)")
+    if not 1 <= arr.ndim <= 4:
+        raise ValueError(f"arrays have 1 to 4 dimensions, got shape {arr.shape}")
+    return _from_storage(arr, t, "cpu", requires_grad, owner=arr)
 
 
 def _wrap_device(ptr: int, shape: tuple, strides: tuple, np_dtype, device: str, dtype: Any, requires_grad: bool,

@@ -9,6 +9,7 @@ Example::
 
 from __future__ import annotations
 
+from . import types as T
 from .array import Array
 
 
@@ -41,7 +42,7 @@ def with_adjoints(kernel, values, inputs, outputs, adj_inputs, adj_outputs, adjo
             continue
         if g is None:
             if slot is not None and slot.startswith("adj_outputs") and v._grad is None \
-                    and v.dtype._sk_scalar.is_float:
+                    and T.holds_floats(v.dtype):
                 raise ValueError(f"{kernel.name}(): {slot} is None, which means the .grad of argument '{name}', "
                                  f"but that array has none, so its seed would be zero; give it one ({name}.grad = seed) or "
                                  f"pass its seed in {slot}")

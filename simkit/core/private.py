@@ -69,8 +69,10 @@ def descriptors(fir, Args, adjoint: bool, tangent: bool = False):
             offset += getattr(t._sk_ctypes, field).offset
             t = t._sk_fields[field]
         scalar = getattr(t.dtype, "_sk_scalar", None)
-        if adjoint and not (scalar is not None and scalar.is_float):
+        if adjoint and not T.holds_floats(t.dtype):
             continue  # only float arrays have gradients
+        if scalar is None:
+            return None  # an array of structs: its gradient adds field by field, atomically
         code = _SCALAR_CODE.get(scalar)
         if t.dtype._sk_kind not in ("scalar", "vec", "mat", "quat", "transform") or code is None:
             return None

@@ -13,6 +13,9 @@ Example::
         rest: float = 0.5
 
     s = Springs(ke=sk.zeros(10))
+
+A struct of values (no array fields) can also be the dtype of an array,
+``sk.zeros(10, dtype=MyStruct)``: see :mod:`simkit.core.struct_array`.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from . import types as T
 from .array import ArrayType
 from .device import DeviceMismatch
 from .interop import as_array
+from .struct_array import numpy_dtype as _numpy_layout
 
 _HDR_SIZE = ctypes.sizeof(ArrayType._sk_ctypes)
 EMPTY_PAD = "_sk_pad"  # the one byte field of a struct that declares none
@@ -207,7 +211,24 @@ def struct(cls):
     ns.update({"__init__": __init__, "__setattr__": __setattr__, "__getattr__": __getattr__, "_sk_pack": _sk_pack,
                "_sk_arrays": _sk_arrays, "__repr__": __repr__, "_sk_kind": "struct", "_sk_fields": fields,
                "_sk_defaults": defaults, "_sk_ctype": cname, "_sk_ctypes": ctypes_cls, "_sk_shape": (),
+               # the host layout of one element of an array of this struct (None if it holds arrays)
+               "_sk_np_dtype": _numpy_layout(fields, ctypes_cls),
                "__slots__": ("_values", "_c", "_view")})
+    np_dtype = ns["_sk_np_dtype"]
+
+    def numpy_dtype():
+        """Warp's name: the numpy structured dtype of one element of an array of this struct."""
+        if np_dtype is None:
+            raise TypeError(f"{cls.__name__} holds arrays, so it has no numpy dtype (it cannot be an array element)")
+        return np_dtype
+
+    def numpy_value(self):
+        """Warp's name: this instance as a numpy structured scalar of :meth:`numpy_dtype`."""
+        return np.frombuffer(bytes(self._sk_pack()), numpy_dtype())[0].copy()
+
+    for name, f in (("numpy_dtype", staticmethod(numpy_dtype)), ("numpy_value", numpy_value)):
+        if name not in fields:
+            ns.setdefault(name, f)  # a method or field of the user's own of that name wins
     new = type(cls.__name__, (), ns)
     if defaults:
         new()  # a bad default is reported now, naming its field, not at the first use

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 
+from . import types as T
 from . import builtins as B
 from . import ir
 
@@ -69,7 +70,7 @@ def struct_field_arrays(f: ir.FunctionIR) -> set:
         if kind == "struct":
             source.add(out.id)
         elif kind == "array" and getattr(out.type.dtype, "_sk_scalar", None) is not None \
-                and out.type.dtype._sk_scalar.is_float:
+                and T.holds_floats(out.type.dtype):
             arrays.add(out.id)
     return arrays
 

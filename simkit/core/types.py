@@ -486,6 +486,15 @@ def is_value_type(t: Any) -> bool:
     return getattr(t, "_sk_kind", None) in ("scalar", "vec", "mat", "quat", "transform")
 
 
+def holds_floats(t: Any) -> bool:
+    """Whether values of element type ``t`` carry float data (a gradient): a float scalar or
+    composite, or a struct with such a field (an array of structs, at any depth)."""
+    if getattr(t, "_sk_kind", None) == "struct":
+        return any(holds_floats(f) for f in t._sk_fields.values())
+    scalar = getattr(t, "_sk_scalar", None)
+    return scalar is not None and scalar.is_float
+
+
 def type_name(t: Any) -> str:
     if isinstance(t, ScalarType):
         return t.__name__

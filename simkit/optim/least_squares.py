@@ -67,7 +67,7 @@ class LevenbergMarquardt:
         if not params:
             raise ValueError("LevenbergMarquardt needs at least one parameter array")
         for k, p in enumerate(params):
-            if not isinstance(p, Array) or not p.dtype._sk_scalar.is_float:
+            if not isinstance(p, Array) or not getattr(getattr(p.dtype, "_sk_scalar", None), "is_float", False):
                 raise TypeError(f"LevenbergMarquardt: params[{k}] must be a float sk array, got "
                                 f"{type(p).__name__ if not isinstance(p, Array) else p.dtype.__name__}")
         if not callable(residuals):

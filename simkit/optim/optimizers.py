@@ -61,7 +61,7 @@ def check_params(params: Params, where: str) -> list[Array]:
     for i, p in enumerate(params):
         if not isinstance(p, Array):
             raise TypeError(f"{where}: params[{i}] must be an sk array, got {type(p).__name__}")
-        if not p.dtype._sk_scalar.is_float:
+        if not getattr(getattr(p.dtype, "_sk_scalar", None), "is_float", False):
             raise TypeError(f"{where}: params[{i}] must hold floats (float32/float64 scalars, vectors or matrices), "
                             f"got an {_describe(p)}")
         if not _is_contiguous(p):

@@ -86,7 +86,7 @@ def write(a: Array, data: Any) -> None:
     """
     if not a.size:
         return
-    if np.ndim(data) == 0 and data == 0 and a._contiguous:
+    if np.ndim(data) == 0 and np.asarray(data).dtype.names is None and data == 0 and a._contiguous:
         memory.memset(a._ctx, a._ptr, 0, a.nbytes)
         return
     if a._contiguous:

@@ -158,6 +158,10 @@ template <bool Dense = false, typename T, int D, typename... I> SK_FUNC T* grad_
     return &at<Dense>(g, idx...);
 }
 
+// A field of a struct element, through a pointer that may be null (a grad_ptr of an array of
+// structs): a[i].x reads and writes that field of a[i] alone, and its gradient alike.
+template <typename S, typename F> SK_FUNC F* field_ptr(S* p, F S::*field) { return p ? &(p->*field) : nullptr; }
+
 // ---------------------------------------------------------------------------
 // Atomics: scalars natively, composites component by component.
 // ---------------------------------------------------------------------------
