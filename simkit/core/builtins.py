@@ -399,7 +399,7 @@ _("mesh_query_point", f"id: uint64, point: {_V3}, max_dist: float32", "MeshQuery
   doc="The closest point of the mesh within max_dist; sign < 0 inside by three axis-aligned rays' votes.")
 _("mesh_query_point_no_sign", f"id: uint64, point: {_V3}, max_dist: float32", "MeshQueryPoint",
   "return mesh_query_(id, point, max_dist, 0, 0.0f, 0.0f);", None,
-  doc="The closest point of the mesh within max_dist; sign is left at 1.")
+  doc="The closest point of the mesh within max_dist; sign is left at 0.")
 _("mesh_query_point_sign_normal", f"id: uint64, point: {_V3}, max_dist: float32", "MeshQueryPoint",
   "return mesh_query_(id, point, max_dist, 2, 1.0e-3f, 0.0f);", None,
   doc="The closest point; sign by the angle-weighted pseudo normal (epsilon 1e-3 of the mean edge).")

@@ -75,7 +75,9 @@ class MeshQueryRay:
     """The result of ``sk.mesh_query_ray`` (Warp's ``MeshQueryRay``).
 
     ``result``: a hit with ``0 <= t < max_t``; ``sign``: > 0 where the ray meets the front of the
-    face (against its normal), < 0 the back; ``face``; ``t``: the hit is ``start + t * dir``;
+    face (against its normal), < 0 the back (its size, as Warp's, is twice the area of the face
+    projected along ``dir``, ``-dot(dir, cross(p1 - p0, p2 - p0)) / max|dir_i|``); ``face``;
+    ``t``: the hit is ``start + t * dir``;
     ``u``, ``v``: its barycentrics; ``normal``: the face's unit normal.
 
     Example::

@@ -111,7 +111,7 @@ SK_FUNC mesh_vec3 mesh_bary_point_(const mesh_vec3& a, const mesh_vec3& b, const
 
 // The face closest to p strictly within max_dist (result false: none), with its weights.
 SK_FUNC mesh_query_point_t mesh_closest_(const mesh_t& m, const mesh_vec3& p, float max_dist, float& best_d2) {
-    mesh_query_point_t q = {false, 1.0f, -1, 0.0f, 0.0f};
+    mesh_query_point_t q = {false, 0.0f, -1, 0.0f, 0.0f};
     best_d2 = max_dist * max_dist;
     int32_t i = 0;
     while (i < m.num_nodes) {
@@ -186,7 +186,10 @@ SK_FUNC mesh_query_ray_t mesh_ray_(const mesh_t& m, const mesh_vec3& o, const me
         mesh_face_(m, q.face, a, b, c);
         mesh_vec3 n = cross_(b - a, c - a);
         q.normal = n * (1.0f / m::sqrt(dot_(n, n)));
-        q.sign = dot_(dir, q.normal) < 0.0f ? 1.0f : -1.0f;  // > 0: the front of the face
+        // > 0: the front of the face. Its size is Warp's: twice the area of the face projected
+        // along dir onto the plane across dir's largest component, -(dir . n) / max |dir_i|.
+        float big = max_(max_(abs_(dir[0]), abs_(dir[1])), abs_(dir[2]));
+        q.sign = -dot_(dir, n) / big;
     } else {
         q.t = 0.0f;
     }
