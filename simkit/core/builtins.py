@@ -440,6 +440,18 @@ _("mesh_get_velocity", "id: uint64, index: int32", _V3,
   doc="The velocity of entry index of the indices array (zero without velocities).")
 _("mesh_get_index", "id: uint64, index: int32", "int32", "return mesh_of_(id).indices[index];", None,
   doc="Entry index of the indices array: the point of corner index % 3 of face index // 3.")
+# Warp's older spelling of the queries, out-parameters instead of a struct:
+# ``if sk.mesh_query_point(mesh, p, d, sign, face, u, v): ...`` writes the named locals (declared
+# before, of the fields' types) and is the query's ``result``. Per builtin: how many inputs
+# come first, then the fields written, in Warp's order; the overload's further inputs
+# (sign_normal's epsilon, ...) follow the out-parameters.
+OUT_PARAM_FORMS = {
+    "mesh_query_point": (3, ("sign", "face", "u", "v")),
+    "mesh_query_point_no_sign": (3, ("face", "u", "v")),
+    "mesh_query_point_sign_normal": (3, ("sign", "face", "u", "v")),
+    "mesh_query_point_sign_winding_number": (3, ("sign", "face", "u", "v")),
+    "mesh_query_ray": (4, ("t", "u", "v", "sign", "normal", "face")),
+}
 
 # ---------------------------------------------------------------------------
 # Selection

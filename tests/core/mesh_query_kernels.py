@@ -100,3 +100,36 @@ def distance_to_mesh(mesh: M.uint64, pts: M.array(dtype=M.vec3), dist: M.array(d
     p = pts[i]
     q = M.mesh_query_point_no_sign(mesh, p, 1.0e6)
     dist[i] = M.length(p - M.mesh_eval_position(mesh, q.face, q.u, q.v))
+
+
+@M.kernel
+def lookups(mesh: M.uint64, normal: M.array(dtype=M.vec3), point: M.array(dtype=M.vec3),
+            velocity: M.array(dtype=M.vec3), index: M.array(dtype=M.int32)):
+    i = M.tid()
+    normal[i] = M.mesh_eval_face_normal(mesh, i // 3)
+    point[i] = M.mesh_get_point(mesh, i)
+    velocity[i] = M.mesh_get_velocity(mesh, i)
+    index[i] = M.mesh_get_index(mesh, i)
+
+
+@M.kernel
+def out_parameter_forms(mesh: M.uint64, pts: M.array(dtype=M.vec3), dirs: M.array(dtype=M.vec3),
+                        point: M.array(dtype=M.vec4), no_sign: M.array(dtype=M.vec4), normal: M.array(dtype=M.vec4),
+                        ray: M.array(dtype=M.vec4), ray_normal: M.array(dtype=M.vec3)):
+    # Warp's older spelling: results written into locals, the call itself the result flag
+    i = M.tid()
+    sign = float(0.0)
+    face = int(0)
+    u = float(0.0)
+    v = float(0.0)
+    if M.mesh_query_point(mesh, pts[i], 1.0e6, sign, face, u, v):
+        point[i] = M.vec4(sign, float(face), u, v)
+    if M.mesh_query_point_no_sign(mesh, pts[i], 1.0e6, face, u, v):
+        no_sign[i] = M.vec4(0.0, float(face), u, v)
+    if M.mesh_query_point_sign_normal(mesh, pts[i], 1.0e6, sign, face, u, v, 1.0e-3):
+        normal[i] = M.vec4(sign, float(face), u, v)
+    t = float(0.0)
+    n = M.vec3()
+    if M.mesh_query_ray(mesh, pts[i], dirs[i], 1.0e6, t, u, v, sign, n, face):
+        ray[i] = M.vec4(t, float(face), u, v)
+        ray_normal[i] = n * sign

@@ -402,3 +402,87 @@ def test_eval_position_and_velocity_tangents_are_the_corner_differences(device):
                                atol=1e-5)
     np.testing.assert_allclose(tv.numpy(), (q[:, 0] - q[:, 2]) * du[:, None] + (q[:, 1] - q[:, 2]) * dv[:, None],
                                atol=1e-5)
+
+
+def run_lookups(M, mod, device, with_velocities=True):
+    points, indices = icosphere(1)
+    velocities = np.random.default_rng(8).normal(size=points.shape).astype(np.float32) if with_velocities else None
+    mesh = make_mesh(M, points, indices, device, velocities)
+    n = len(indices)
+    outs = [M.zeros(n, dtype=M.vec3, device=device), M.zeros(n, dtype=M.vec3, device=device),
+            M.full(n, 7.0, dtype=M.vec3, device=device), M.zeros(n, dtype=M.int32, device=device)]
+    M.launch(mod.lookups, n, inputs=[mesh.id], outputs=outs, device=device)
+    return [o.numpy() for o in outs], (points, indices, velocities)
+
+
+def test_face_normals_and_face_vertex_lookups_read_the_index_buffer(device):
+    (normal, point, velocity, index), (points, indices, velocities) = run_lookups(sk, K, device)
+    tri = points[indices.reshape(-1, 3)]
+    n = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    np.testing.assert_allclose(normal, np.repeat(n / np.linalg.norm(n, axis=1, keepdims=True), 3, axis=0), atol=1e-6)
+    np.testing.assert_array_equal(index, indices)
+    np.testing.assert_array_equal(point, points[indices])
+    np.testing.assert_array_equal(velocity, velocities[indices])
+    (_, _, velocity, _), _ = run_lookups(sk, K, device, with_velocities=False)
+    assert (velocity == 0).all()
+
+
+@pytest.mark.cpu_only("Warp runs on its own CPU device here")
+def test_face_normals_and_lookups_match_warp(warp_kernels):
+    wp, W = warp_kernels
+    ours, _ = run_lookups(sk, K, "cpu")
+    theirs, _ = run_lookups(wp, W, "cpu")
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def run_out_parameter_forms(M, mod, device):
+    queries = cube_queries(100, seed=9)
+    dirs = np.random.default_rng(10).normal(size=queries.shape).astype(np.float32)
+    mesh = make_mesh(M, CUBE_POINTS, CUBE_INDICES, device)
+    n = len(queries)
+    outs = [M.zeros(n, dtype=M.vec4, device=device) for _ in range(4)] + [M.zeros(n, dtype=M.vec3, device=device)]
+    M.launch(mod.out_parameter_forms, n, inputs=[mesh.id, M.array(queries, dtype=M.vec3, device=device),
+                                                 M.array(dirs, dtype=M.vec3, device=device)],
+             outputs=outs, device=device)
+    return queries, dirs, [o.numpy() for o in outs]
+
+
+def test_out_parameter_forms_give_the_struct_forms_results(device):
+    queries, dirs, (point, no_sign, normal, ray, ray_normal) = run_out_parameter_forms(sk, K, device)
+    r = run_point_query(sk, K, "query_point", CUBE_POINTS, CUBE_INDICES, queries, 1.0e6, device)
+    np.testing.assert_array_equal(point, np.c_[r["sign"], r["face"], r["uv"]])
+    np.testing.assert_array_equal(no_sign, np.c_[np.zeros(len(queries)), r["face"], r["uv"]])
+    s = run_point_query(sk, K, "query_point_sign_normal", CUBE_POINTS, CUBE_INDICES, queries, 1.0e6, device)
+    np.testing.assert_array_equal(normal, np.c_[s["sign"], s["face"], s["uv"]])
+    h = run_ray_query(sk, K, CUBE_POINTS, CUBE_INDICES, queries, dirs, 1.0e6, device)
+    hit = h["found"] == 1
+    np.testing.assert_array_equal(ray[hit], np.c_[h["t"], h["face"], h["uv"]][hit])
+    np.testing.assert_array_equal(ray_normal[hit], (h["normal"] * h["sign"][:, None])[hit])
+    assert (ray[~hit] == 0).all()
+
+
+@pytest.mark.cpu_only("Warp runs on its own CPU device here")
+def test_out_parameter_forms_match_warp(warp_kernels):
+    wp, W = warp_kernels
+    _, _, ours = run_out_parameter_forms(sk, K, "cpu")
+    _, _, theirs = run_out_parameter_forms(wp, W, "cpu")
+    point_uv = theirs[0][:, 2:]
+    unique = interior_of_a_face(point_uv)
+    for a, b in zip(ours, theirs):  # faces and barycentrics where the closest point is unique
+        np.testing.assert_allclose(a[unique], b[unique], atol=2e-5)
+    np.testing.assert_allclose(ours[0][:, 0], theirs[0][:, 0])  # every sign
+
+
+def test_out_parameters_must_be_declared_locals():
+    @sk.kernel
+    def undeclared(mesh: sk.uint64, out: sk.array(dtype=float)):
+        sign = float(0.0)
+        face = int(0)
+        u = float(0.0)
+        if sk.mesh_query_point(mesh, sk.vec3(0.0, 0.0, 0.0), 1.0, sign, face, u, v):
+            out[0] = sign
+
+    mesh = make_mesh(sk, CUBE_POINTS, CUBE_INDICES, "cpu")
+    with pytest.raises(sk.CompileError, match="declare the out-parameter 'v' before the call"):
+        sk.launch(undeclared, 1, inputs=[mesh.id, sk.zeros(1)])
