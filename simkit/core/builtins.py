@@ -46,6 +46,10 @@ CONCRETE = {s.__name__: s for s in T.SCALARS}
 # the C++ type, and the @sk.struct describing its fields (registered by the module defining it).
 NAMED_CTYPES = {"MeshQueryPoint": "mesh_query_point_t", "MeshQueryRay": "mesh_query_ray_t"}
 NAMED_TYPES: dict = {}
+# Warp's out-parameter spellings of struct-returning builtins (filled by mesh_builtins.py; see
+# there) and the examples help(sk.<name>) shows (core/lang.py), by builtin name.
+OUT_PARAM_FORMS: dict = {}
+EXAMPLES: dict = {}
 
 
 class Weak:
@@ -389,71 +393,6 @@ _("transform_wrench", "t: transform(F), x: vec(6,F)", "vec(6,F)",
   doc="A wrench (torque, force) moved by t: (R tau + p x R f, R f).")
 
 # ---------------------------------------------------------------------------
-# Triangle meshes (sk.Mesh, core/mesh.py; native/mesh.h): Warp's query builtins. A mesh is
-# its uint64 id. Queries carry no gradient (a face index and where it was found); positions
-# and velocities evaluated from (face, u, v) are differentiable in u and v.
-# ---------------------------------------------------------------------------
-_V3 = "vec(3,float32)"
-_("mesh_query_point", f"id: uint64, point: {_V3}, max_dist: float32", "MeshQueryPoint",
-  "return mesh_query_(id, point, max_dist, 1, 0.0f, 0.0f);", None,
-  doc="The closest point of the mesh within max_dist; sign < 0 inside by three axis-aligned rays' votes.")
-_("mesh_query_point_no_sign", f"id: uint64, point: {_V3}, max_dist: float32", "MeshQueryPoint",
-  "return mesh_query_(id, point, max_dist, 0, 0.0f, 0.0f);", None,
-  doc="The closest point of the mesh within max_dist; sign is left at 0.")
-_("mesh_query_point_sign_normal", f"id: uint64, point: {_V3}, max_dist: float32", "MeshQueryPoint",
-  "return mesh_query_(id, point, max_dist, 2, 1.0e-3f, 0.0f);", None,
-  doc="The closest point; sign by the angle-weighted pseudo normal (epsilon 1e-3 of the mean edge).")
-_("mesh_query_point_sign_normal", f"id: uint64, point: {_V3}, max_dist: float32, epsilon: float32",
-  "MeshQueryPoint", "return mesh_query_(id, point, max_dist, 2, epsilon, 0.0f);", None)
-_("mesh_query_point_sign_winding_number", f"id: uint64, point: {_V3}, max_dist: float32", "MeshQueryPoint",
-  "return mesh_query_(id, point, max_dist, 3, 0.0f, 0.5f);", None,
-  doc="The closest point; inside where the mesh's winding number about the point exceeds threshold (0.5).")
-_("mesh_query_point_sign_winding_number",
-  f"id: uint64, point: {_V3}, max_dist: float32, accuracy: float32, threshold: float32", "MeshQueryPoint",
-  "return mesh_query_(id, point, max_dist, 3, 0.0f, threshold);", None)
-_("mesh_query_ray", f"id: uint64, start: {_V3}, dir: {_V3}, max_t: float32", "MeshQueryRay",
-  "return mesh_ray_(mesh_of_(id), start, dir, max_t);", None,
-  doc="The closest hit of start + t dir, 0 <= t < max_t (t in multiples of |dir|).")
-_("mesh_eval_position", f"id: uint64, face: int32, bary_u: float32, bary_v: float32", _V3,
-  "return mesh_eval_(id, mesh_of_(id).points, face, bary_u, bary_v);",
-  "const mesh_t& m = mesh_of_(id); mesh_vec3 a, b, c; mesh_face_(m, face, a, b, c);"
-  " adj_bary_u += dot_(a - c, adj_ret); adj_bary_v += dot_(b - c, adj_ret);",
-  tan="const mesh_t& m = mesh_of_(id); mesh_vec3 a, b, c; mesh_face_(m, face, a, b, c);"
-  " return (a - c) * tan_bary_u + (b - c) * tan_bary_v;",
-  doc="p0 * u + p1 * v + p2 * (1 - u - v) of the face's points.")
-_("mesh_eval_velocity", f"id: uint64, face: int32, bary_u: float32, bary_v: float32", _V3,
-  "return mesh_eval_(id, mesh_of_(id).velocities, face, bary_u, bary_v);",
-  "const mesh_t& m = mesh_of_(id); if (m.velocities) { const int32_t* ix = m.indices + 3 * face;"
-  " mesh_vec3 c = m.velocities[ix[2]]; adj_bary_u += dot_(m.velocities[ix[0]] - c, adj_ret);"
-  " adj_bary_v += dot_(m.velocities[ix[1]] - c, adj_ret); }",
-  tan="const mesh_t& m = mesh_of_(id); if (!m.velocities) return mesh_vec3{}; const int32_t* ix = m.indices + 3 * face;"
-  " mesh_vec3 c = m.velocities[ix[2]]; return (m.velocities[ix[0]] - c) * tan_bary_u + (m.velocities[ix[1]] - c) * tan_bary_v;",
-  doc="The velocities interpolated as mesh_eval_position interpolates the points (zero without velocities).")
-_("mesh_eval_face_normal", "id: uint64, face: int32", _V3,
-  "mesh_vec3 a, b, c; mesh_face_(mesh_of_(id), face, a, b, c); mesh_vec3 n = cross_(b - a, c - a);"
-  " return n * (1.0f / m::sqrt(dot_(n, n)));", None,
-  doc="The unit normal of a face, by its winding (counterclockwise seen from the front).")
-_("mesh_get_point", "id: uint64, index: int32", _V3, "return mesh_of_(id).points[mesh_of_(id).indices[index]];",
-  None, doc="The point of entry index of the indices array (3 f + k: corner k of face f).")
-_("mesh_get_velocity", "id: uint64, index: int32", _V3,
-  "const mesh_t& m = mesh_of_(id); return m.velocities ? m.velocities[m.indices[index]] : mesh_vec3{};", None,
-  doc="The velocity of entry index of the indices array (zero without velocities).")
-_("mesh_get_index", "id: uint64, index: int32", "int32", "return mesh_of_(id).indices[index];", None,
-  doc="Entry index of the indices array: the point of corner index % 3 of face index // 3.")
-# Warp's older spelling of the queries, out-parameters instead of a struct:
-# ``if sk.mesh_query_point(mesh, p, d, sign, face, u, v): ...`` writes the named locals (declared
-# before, of the fields' types) and is the query's ``result``. Per builtin: how many inputs
-# come first, then the fields written, in Warp's order; the overload's further inputs
-# (sign_normal's epsilon, ...) follow the out-parameters.
-OUT_PARAM_FORMS = {
-    "mesh_query_point": (3, ("sign", "face", "u", "v")),
-    "mesh_query_point_no_sign": (3, ("face", "u", "v")),
-    "mesh_query_point_sign_normal": (3, ("sign", "face", "u", "v")),
-    "mesh_query_point_sign_winding_number": (3, ("sign", "face", "u", "v")),
-    "mesh_query_ray": (4, ("t", "u", "v", "sign", "normal", "face")),
-}
-
-# ---------------------------------------------------------------------------
 # Selection
 # ---------------------------------------------------------------------------
 _("select", "cond: B, a: V, b: V", "V", "return cond ? b : a;",
@@ -768,3 +707,7 @@ def signatures(name: str) -> list[str]:
             return f"{p[0]}({','.join(show(a) for a in p[1:])})"
         return {"F": "float", "I": "int", "S": "number", "B": "bool", "V": "value"}.get(p, p)
     return [f"{b.name}({', '.join(n + ': ' + show(p) for n, p in b.params)})" for b in TABLE.get(name, ())]
+
+
+# The mesh query builtins are table entries like the others, kept in a file of their own.
+from . import mesh_builtins  # noqa: E402,F401

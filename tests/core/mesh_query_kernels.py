@@ -133,3 +133,11 @@ def out_parameter_forms(mesh: M.uint64, pts: M.array(dtype=M.vec3), dirs: M.arra
     if M.mesh_query_ray(mesh, pts[i], dirs[i], 1.0e6, t, u, v, sign, n, face):
         ray[i] = M.vec4(t, float(face), u, v)
         ray_normal[i] = n * sign
+
+
+@M.kernel
+def ray_anyhit(mesh: M.uint64, starts: M.array(dtype=M.vec3), dirs: M.array(dtype=M.vec3), max_t: float,
+               hit: M.array(dtype=M.int32)):
+    i = M.tid()
+    if M.mesh_query_ray_anyhit(mesh, starts[i], dirs[i], max_t):
+        hit[i] = 1

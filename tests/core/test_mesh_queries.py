@@ -486,3 +486,37 @@ def test_out_parameters_must_be_declared_locals():
     mesh = make_mesh(sk, CUBE_POINTS, CUBE_INDICES, "cpu")
     with pytest.raises(sk.CompileError, match="declare the out-parameter 'v' before the call"):
         sk.launch(undeclared, 1, inputs=[mesh.id, sk.zeros(1)])
+
+
+def run_anyhit(M, mod, device):
+    starts, dirs = ray_cases(seed=11)
+    mesh = make_mesh(M, CUBE_POINTS, CUBE_INDICES, device)
+    hit = M.zeros(len(starts), dtype=M.int32, device=device)
+    M.launch(mod.ray_anyhit, len(starts), inputs=[mesh.id, M.array(starts + 0.5, dtype=M.vec3, device=device),
+                                                  M.array(dirs, dtype=M.vec3, device=device), 1.0],
+             outputs=[hit], device=device)
+    return starts + 0.5, dirs, hit.numpy()
+
+
+def test_ray_anyhit_is_the_closest_hits_result(device):
+    starts, dirs, hit = run_anyhit(sk, K, device)
+    r = run_ray_query(sk, K, CUBE_POINTS, CUBE_INDICES, starts, dirs, 1.0, device)
+    assert 20 < hit.sum() < len(hit)
+    np.testing.assert_array_equal(hit, r["found"])
+
+
+@pytest.mark.cpu_only("Warp runs on its own CPU device here")
+def test_ray_anyhit_matches_warp(warp_kernels):
+    wp, W = warp_kernels
+    np.testing.assert_array_equal(run_anyhit(sk, K, "cpu")[2], run_anyhit(wp, W, "cpu")[2])
+
+
+@pytest.mark.cpu_only("documentation")
+def test_every_mesh_builtin_says_what_it_does_with_an_example():
+    from simkit.core import builtins as B
+
+    names = [name for name in B.TABLE if name.startswith("mesh_")]
+    assert len(names) == 12
+    for name in names:
+        doc = getattr(sk, name).__doc__
+        assert "Example::" in doc and f"sk.{name}(" in doc, name
