@@ -370,7 +370,9 @@ def test_a_query_with_a_wrong_argument_type_is_a_compile_error():
 @pytest.mark.cpu_only("NVRTC compiles to PTX: no device is involved")
 def test_mesh_kernels_compile_to_ptx():
     pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python (cuda.bindings) is not installed")
-    for kernel in (K.query_point, K.query_point_sign_normal, K.query_ray, K.weighted_positions):
+    kernels = [k for k in vars(K).values() if isinstance(k, sk.Kernel)]
+    assert len(kernels) == 11
+    for kernel in kernels:
         text = sk.cuda.ptx(kernel, arch="sm_80")
         fwd, bwd = sk.cuda.entry_points(kernel)
         assert f".visible .entry {fwd}(" in text and f".visible .entry {bwd}(" in text
@@ -520,3 +522,13 @@ def test_every_mesh_builtin_says_what_it_does_with_an_example():
     for name in names:
         doc = getattr(sk, name).__doc__
         assert "Example::" in doc and f"sk.{name}(" in doc, name
+
+
+@pytest.mark.parametrize("kernel", ["query_point", "query_point_sign_normal", "query_point_sign_winding_number"])
+def test_points_off_the_cubes_edges_and_corners_are_outside_and_just_inside_them_inside(device, kernel):
+    # closest to an edge or a corner, where several faces tie for the closest point
+    out = np.array([[1.01, 1.01, 1.01], [-0.01, -0.01, 0.5], [0.5, 1.001, -0.001], [1.2, 0.5, 1.2]], dtype=np.float32)
+    inside = np.array([[0.99, 0.99, 0.99], [0.01, 0.02, 0.5], [0.5, 0.999, 0.002]], dtype=np.float32)
+    r = run_point_query(sk, K, kernel, CUBE_POINTS, CUBE_INDICES, np.r_[out, inside], 1.0e6, device)
+    np.testing.assert_array_equal(r["sign"], [1.0] * len(out) + [-1.0] * len(inside))
+    np.testing.assert_allclose(r["dist"], np.abs(cube_distance(np.r_[out, inside].astype(np.float64))), atol=2e-6)

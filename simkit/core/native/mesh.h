@@ -109,24 +109,37 @@ SK_FUNC mesh_vec3 mesh_bary_point_(const mesh_vec3& a, const mesh_vec3& b, const
     return a * u + b * v + c * (1.0f - u - v);
 }
 
+// Keep in q the closest of q and leaf i's faces to p (best_d2: q's squared distance).
+SK_FUNC void mesh_scan_leaf_(const mesh_t& m, int32_t i, const mesh_vec3& p, mesh_query_point_t& q, float& best_d2) {
+    for (int32_t k = 0; k < m.node_count[i]; ++k) {
+        int32_t f = m.leaf_faces[m.node_first[i] + k];
+        mesh_vec3 a, b, c;
+        mesh_face_(m, f, a, b, c);
+        if (mesh_degenerate_(a, b, c)) continue;
+        float u, v;
+        mesh_closest_on_triangle_(p, a, b, c, u, v);
+        mesh_vec3 d = p - mesh_bary_point_(a, b, c, u, v);
+        float d2 = dot_(d, d);
+        if (d2 < best_d2) { best_d2 = d2; q.result = true; q.face = f; q.u = u; q.v = v; }
+    }
+}
+
 // The face closest to p strictly within max_dist (result false: none), with its weights.
+// A first descent into the nearer child down to a leaf gives a close candidate, so that the
+// walk over the tree then prunes most boxes.
 SK_FUNC mesh_query_point_t mesh_closest_(const mesh_t& m, const mesh_vec3& p, float max_dist, float& best_d2) {
     mesh_query_point_t q = {false, 0.0f, -1, 0.0f, 0.0f};
     best_d2 = max_dist * max_dist;
+    int32_t j = 0;
+    while (m.node_count[j] == 0) {
+        int32_t left = j + 1, right = m.node_skip[left];
+        j = mesh_box_d2_(m, right, p) < mesh_box_d2_(m, left, p) ? right : left;
+    }
+    mesh_scan_leaf_(m, j, p, q, best_d2);
     int32_t i = 0;
     while (i < m.num_nodes) {
         if (!(mesh_box_d2_(m, i, p) < best_d2)) { i = m.node_skip[i]; continue; }
-        for (int32_t k = 0; k < m.node_count[i]; ++k) {
-            int32_t f = m.leaf_faces[m.node_first[i] + k];
-            mesh_vec3 a, b, c;
-            mesh_face_(m, f, a, b, c);
-            if (mesh_degenerate_(a, b, c)) continue;
-            float u, v;
-            mesh_closest_on_triangle_(p, a, b, c, u, v);
-            mesh_vec3 d = p - mesh_bary_point_(a, b, c, u, v);
-            float d2 = dot_(d, d);
-            if (d2 < best_d2) { best_d2 = d2; q.result = true; q.face = f; q.u = u; q.v = v; }
-        }
+        if (i != j) mesh_scan_leaf_(m, i, p, q, best_d2);
         i = i + 1;
     }
     return q;
@@ -226,14 +239,12 @@ SK_FUNC float mesh_angle_at_(const mesh_vec3& a, const mesh_vec3& b, const mesh_
 // Sign by the angle-weighted pseudo normal at the closest point x: the unit normals of every
 // face whose own closest point to p is x (within eps times the mean edge), each weighted by
 // the angle it subtends at x.
-SK_FUNC float mesh_sign_normal_(const mesh_t& m, const mesh_vec3& p, const mesh_vec3& x, float d2, float epsilon) {
+SK_FUNC float mesh_sign_normal_(const mesh_t& m, const mesh_vec3& p, const mesh_vec3& x, float epsilon) {
     float tol = epsilon * m.avg_edge;
-    float reach = m::sqrt(d2) + tol;
-    float reach2 = reach * reach;
     mesh_vec3 n = {{0.0f, 0.0f, 0.0f}};
     int32_t i = 0;
-    while (i < m.num_nodes) {
-        if (!(mesh_box_d2_(m, i, p) <= reach2)) { i = m.node_skip[i]; continue; }
+    while (i < m.num_nodes) {  // such a face passes within tol of x: only boxes that near x are opened
+        if (!(mesh_box_d2_(m, i, x) <= tol * tol)) { i = m.node_skip[i]; continue; }
         for (int32_t k = 0; k < m.node_count[i]; ++k) {
             int32_t f = m.leaf_faces[m.node_first[i] + k];
             mesh_vec3 a, b, c;
@@ -279,7 +290,7 @@ SK_FUNC mesh_query_point_t mesh_query_(uint64_t id, const mesh_vec3& p, float ma
     } else if (how == 2) {
         mesh_vec3 a, b, c;
         mesh_face_(m, q.face, a, b, c);
-        q.sign = mesh_sign_normal_(m, p, mesh_bary_point_(a, b, c, q.u, q.v), d2, epsilon);
+        q.sign = mesh_sign_normal_(m, p, mesh_bary_point_(a, b, c, q.u, q.v), epsilon);
     } else if (how == 3) {
         q.sign = mesh_winding_(m, p) > threshold ? -1.0f : 1.0f;
     }
