@@ -532,3 +532,45 @@ def test_points_off_the_cubes_edges_and_corners_are_outside_and_just_inside_them
     r = run_point_query(sk, K, kernel, CUBE_POINTS, CUBE_INDICES, np.r_[out, inside], 1.0e6, device)
     np.testing.assert_array_equal(r["sign"], [1.0] * len(out) + [-1.0] * len(inside))
     np.testing.assert_allclose(r["dist"], np.abs(cube_distance(np.r_[out, inside].astype(np.float64))), atol=2e-6)
+
+
+def l_prism():
+    """An L-shaped polygon extruded from z = 0 to 1: a closed mesh with a concave edge."""
+    poly = np.array([[0, 0], [2, 0], [2, 1], [1, 1], [1, 2], [0, 2]], dtype=np.float32)  # counterclockwise
+    points = np.r_[np.c_[poly, np.zeros(6)], np.c_[poly, np.ones(6)]].astype(np.float32)
+    fan = [(3, 4, 5), (3, 5, 0), (3, 0, 1), (3, 1, 2)]  # from the reflex corner (1, 1)
+    tris = [(a, c, b) for a, b, c in fan] + [(a + 6, b + 6, c + 6) for a, b, c in fan]  # bottom faces down
+    for k in range(6):
+        a, b = k, (k + 1) % 6
+        tris += [(a, b, b + 6), (a, b + 6, a + 6)]
+    return points, np.array(tris, dtype=np.int32).ravel()
+
+
+def inside_l_prism(p):
+    x, y, z = p[:, 0], p[:, 1], p[:, 2]
+    in_l = (x > 0) & (y > 0) & (((x < 2) & (y < 1)) | ((x < 1) & (y < 2)))
+    return in_l & (z > 0) & (z < 1)
+
+
+@pytest.mark.parametrize("kernel", ["query_point", "query_point_sign_normal", "query_point_sign_winding_number"])
+def test_signs_on_a_concave_mesh_follow_the_inside_of_the_shape(device, kernel):
+    points, indices = l_prism()
+    queries = np.random.default_rng(12).uniform(-0.5, 2.5, (400, 3)).astype(np.float32)
+    queries[:, 2] = queries[:, 2] * 0.6  # z in [-0.3, 1.5]: most within the prism's height
+    r = run_point_query(sk, K, kernel, points, indices, queries, 1.0e6, device)
+    clear = r["dist"] > 1e-3
+    assert clear.sum() > 350 and inside_l_prism(queries).sum() > 50
+    np.testing.assert_array_equal(r["sign"][clear] < 0, inside_l_prism(queries)[clear])
+
+
+@pytest.mark.cpu_only("Warp runs on its own CPU device here")
+def test_point_queries_on_a_concave_mesh_match_warp(warp_kernels):
+    wp, W = warp_kernels
+    points, indices = l_prism()
+    queries = np.random.default_rng(13).uniform(-0.5, 2.5, (300, 3)).astype(np.float32)
+    for kernel in POINT_KERNELS:
+        ours = run_point_query(sk, K, kernel, points, indices, queries, 1.0e6, "cpu")
+        theirs = run_point_query(wp, W, kernel, points, indices, queries, 1.0e6, "cpu")
+        np.testing.assert_allclose(ours["dist"], theirs["dist"], atol=2e-6, err_msg=kernel)
+        clear = theirs["dist"] > 1e-3
+        np.testing.assert_array_equal(ours["sign"][clear], theirs["sign"][clear], err_msg=kernel)
