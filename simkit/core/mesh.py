@@ -247,7 +247,11 @@ class Mesh:
 
     @velocities.setter
     def velocities(self, value):
-        self._velocities = None if value is None else _vec3_array(value, "velocities", self.device)
+        if value is not None:
+            value = _vec3_array(value, "velocities", self.device)
+            if len(value) != len(self._points):
+                raise ValueError(f"Mesh: velocities has {len(value)} entries, points {len(self._points)}")
+        self._velocities = value
         self._pack()
 
     def refit(self) -> None:

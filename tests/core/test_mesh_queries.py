@@ -574,3 +574,22 @@ def test_point_queries_on_a_concave_mesh_match_warp(warp_kernels):
         np.testing.assert_allclose(ours["dist"], theirs["dist"], atol=2e-6, err_msg=kernel)
         clear = theirs["dist"] > 1e-3
         np.testing.assert_array_equal(ours["sign"][clear], theirs["sign"][clear], err_msg=kernel)
+
+
+def test_new_points_or_velocities_assigned_to_a_mesh_are_what_kernels_read(device):
+    mesh = make_mesh(sk, CUBE_POINTS, CUBE_INDICES, device)
+    mesh.points = sk.array(CUBE_POINTS * np.float32(2.0), dtype=sk.vec3)  # refits
+    mesh.velocities = sk.full(8, 3.0, dtype=sk.vec3)
+    pos, vel = sk.zeros(1, dtype=sk.vec3), sk.zeros(1, dtype=sk.vec3)
+    sk.launch(K.eval_at, 1, inputs=[mesh.id, sk.array(np.array([2], dtype=np.int32)), sk.array([1.0]),
+                                    sk.array([0.0])], outputs=[pos, vel])
+    np.testing.assert_allclose(pos.numpy()[0], 2.0 * CUBE_POINTS[CUBE_INDICES[6]])
+    np.testing.assert_allclose(vel.numpy()[0], [3.0, 3.0, 3.0])
+    dist = sk.zeros(1)
+    sk.launch(K.distance_to_mesh, 1, inputs=[mesh.id, sk.array(np.array([[1.0, 1.0, 2.5]]), dtype=sk.vec3)],
+              outputs=[dist])
+    np.testing.assert_allclose(dist.numpy(), [0.5], atol=1e-6)
+    with pytest.raises(ValueError, match="new points have 3 entries, the mesh 8"):
+        mesh.points = sk.zeros(3, dtype=sk.vec3)
+    with pytest.raises(ValueError, match="velocities has 2 entries, points 8"):
+        mesh.velocities = sk.zeros(2, dtype=sk.vec3)
