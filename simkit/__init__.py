@@ -26,6 +26,7 @@ from .core.launch import launch
 from .core.capture import capture, capture_begin, capture_end, capture_launch, replay
 from .core.device import ScopedDevice, get_cuda_device_count, get_device, is_cuda_available, set_device, synchronize
 from .core.struct import struct
+from .core.mesh import Mesh, MeshQueryPoint, MeshQueryRay
 from .core.threads import get_threads, set_threads
 from .autograd.tape import Tape
 from .core.types import (float32, float64, int32, int64, uint32, bool_, int8, uint8, int16, uint16, uint64, float16,

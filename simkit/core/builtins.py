@@ -42,6 +42,14 @@ from . import types as T
 SCALAR_VARS = {"F": "f", "I": "iu", "S": "fiu", "B": "b"}
 LENGTH_VARS = set("NRCK")
 CONCRETE = {s.__name__: s for s in T.SCALARS}
+# Struct results declared in a native header, by the name a table entry gives as its result:
+# the C++ type, and the @sk.struct describing its fields (registered by the module defining it).
+NAMED_CTYPES = {"MeshQueryPoint": "mesh_query_point_t", "MeshQueryRay": "mesh_query_ray_t"}
+NAMED_TYPES: dict = {}
+# Warp's out-parameter spellings of struct-returning builtins (filled by mesh_builtins.py; see
+# there) and the examples help(sk.<name>) shows (core/lang.py), by builtin name.
+OUT_PARAM_FORMS: dict = {}
+EXAMPLES: dict = {}
 
 
 class Weak:
@@ -504,7 +512,7 @@ def _cpp_pat(pat) -> str:
         return {"vec": f"vec_t<{inner}>", "mat": f"mat_t<{inner}>", "quat": f"quat_t<{inner}>", "transform": f"transform_t<{inner}>"}[head]
     if pat in CONCRETE:
         return CONCRETE[pat]._sk_ctype
-    return pat
+    return NAMED_CTYPES.get(pat, pat)
 
 
 def _template_head(b: Builtin) -> str:
@@ -530,7 +538,7 @@ def _cpp_function(b: Builtin) -> str:
 def generate_header() -> str:
     """The C++ text of every table builtin, included by each generated module."""
     lines = ["// Generated from simkit/core/builtins.py: do not edit.", "#pragma once", '#include "simkit.h"',
-             '#include "linalg.h"', "namespace sk {", _PRELUDE]
+             '#include "linalg.h"', '#include "mesh.h"', "namespace sk {", _PRELUDE]
     for entries in TABLE.values():
         for b in entries:
             lines.append(_cpp_function(b))
@@ -668,6 +676,9 @@ def _subst(pat, env: dict):
         return CONCRETE[pat]
     if pat == "void":
         return None
+    if pat in NAMED_CTYPES:
+        from . import mesh  # noqa: F401  (registers the result structs)
+        return NAMED_TYPES[pat]
     return env[pat]
 
 
@@ -696,3 +707,7 @@ def signatures(name: str) -> list[str]:
             return f"{p[0]}({','.join(show(a) for a in p[1:])})"
         return {"F": "float", "I": "int", "S": "number", "B": "bool", "V": "value"}.get(p, p)
     return [f"{b.name}({', '.join(n + ': ' + show(p) for n, p in b.params)})" for b in TABLE.get(name, ())]
+
+
+# The mesh query builtins are table entries like the others, kept in a file of their own.
+from . import mesh_builtins  # noqa: E402,F401

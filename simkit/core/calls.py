@@ -71,6 +71,27 @@ class CallMixin:
         self.emit([out], args, f"$o0 = sk::{b.cname}({ins});", adj, tan=tan, what=f"builtin '{name}'")
         return out
 
+    def out_param_form(self, name, node):
+        """Warp's older spelling of a mesh query (``B.OUT_PARAM_FORMS``): the struct form's fields
+        assigned to the locals named, the call's value its ``result``."""
+        first, fields = B.OUT_PARAM_FORMS[name]
+        outs = node.args[first:first + len(fields)]
+        if not all(isinstance(a, ast.Name) for a in outs):
+            self.error(f"{name}(...): the out-parameters ({', '.join(fields)}) must be local names", node)
+        args = [self.expr(a) for a in node.args[:first] + node.args[first + len(fields):]]
+        hidden = f"__{name}_{node.lineno}_{node.col_offset}"
+        self.vars[hidden] = self.call_builtin(name, args, node)
+
+        def field(f):
+            load = ast.Attribute(value=ast.Name(id=hidden, ctx=ast.Load()), attr=f, ctx=ast.Load())
+            return self.expr(ast.fix_missing_locations(ast.copy_location(load, node)))
+        for target, f in zip(outs, fields):
+            if target.id not in self.vars:
+                self.error(f"{name}(...): declare the out-parameter '{target.id}' before the call "
+                           f"(e.g. {target.id} = {'int(0)' if f == 'face' else 'float(0.0)'})", node)
+            self.assign_name(target.id, field(f), node)
+        return field("result")
+
     def inherit_weak_origin(self, out, args):
         """A float computed only from literals and literal-initialised locals (``0.5 * (lo + hi)``)
         is literal-typed too: should it meet a wider float later, the local it came from is
@@ -132,6 +153,9 @@ class CallMixin:
             return self.type_factory(obj, node)
         if node.keywords and not (getattr(obj, "_sk_kind", "") == "struct"):
             self.error(f"keyword arguments are not supported here ({node.keywords[0].arg}=...)", node)
+        form = B.OUT_PARAM_FORMS.get(name)
+        if form and len(node.args) >= form[0] + len(form[1]):
+            return self.out_param_form(name, node)
         args = [self.expr(a) for a in node.args]
         if name in ("atomic_add", "atomic_sub", "atomic_min", "atomic_max"):
             if len(args) < 3:

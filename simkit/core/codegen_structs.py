@@ -14,6 +14,8 @@ from .struct import EMPTY_PAD
 
 
 def struct_source(t) -> str:
+    if getattr(t, "_sk_native", False):  # MeshQueryPoint & co.: defined in a native header
+        return f"// struct {t.__name__}: {t._sk_ctype} (native header)"
     fields = "\n".join(f"    {ft._sk_ctype} {n};" for n, ft in t._sk_fields.items()) or f"    unsigned char {EMPTY_PAD};"
     adds = " ".join(f"a.{n} += b.{n};" for n, ft in t._sk_fields.items() if differentiable(ft))
     return (f"// struct {t.__name__}\nstruct {t._sk_ctype} {{\n{fields}\n}};\n"

@@ -22,6 +22,12 @@ def _stub(name: str):
     f.__qualname__ = name
     f._sk_builtin = name
     f.__doc__ = f"Kernel builtin ``{name}``; see docs/design.md, 'Kernel language reference', 'Builtins'."
+    about = [b.doc for b in _table.TABLE.get(name, ()) if b.doc]
+    if about:
+        f.__doc__ = about[0] + "\n\n" + f.__doc__
+    example = _table.EXAMPLES.get(name)
+    if example:
+        f.__doc__ += "\n\nExample::\n\n" + "\n".join("    " + line for line in example.strip("\n").splitlines())
     return f
 
 

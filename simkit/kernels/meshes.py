@@ -6,7 +6,7 @@ Storage (``Model.meshes``, a ``Meshes`` struct): the vertices of every distinct 
 scaled, in the mesh shape's frame, one array for all; triangles as rows of three indices into
 it; mesh ``m`` owns vertices ``vertex_start[m]`` to ``vertex_start[m + 1] - 1``, triangles
 ``tri_start[m]`` to ``tri_start[m + 1] - 1`` and the tree nodes ``node_start[m]`` to
-``node_start[m + 1] - 1`` of its bounding volume hierarchy (:mod:`simkit.kernels.mesh_bvh`:
+``node_start[m + 1] - 1`` of its bounding volume hierarchy (:mod:`simkit.core.bvh`:
 boxes ``node_lo``/``node_hi``, ``node_skip`` past a subtree, leaves' triangles
 ``node_first``, ``node_count``); ``radius[m]`` bounds its vertices' distance from the shape's
 origin; ``shape_mesh[s]`` is the mesh of shape ``s`` (-1 for primitives). Copies of a builder
@@ -41,7 +41,7 @@ from ..core import types as T
 from ..core.array import ArrayType
 from ..core.struct import struct
 from .contact_params import shapes_touching_ground
-from .mesh_bvh import build_bvh
+from ..core.bvh import build_bvh
 from .shapes import _pair_list, shape_distance, shape_point
 from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, model_structs
 

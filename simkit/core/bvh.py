@@ -1,5 +1,5 @@
 """A bounding volume hierarchy of a triangle mesh for the closest-triangle search of
-:mod:`simkit.kernels.meshes` (numpy, once per model).
+:mod:`simkit.kernels.meshes` and of ``sk.Mesh`` (:mod:`simkit.core.mesh`), in numpy, once per mesh.
 
 The tree is binary, of axis-aligned boxes, split at the median centroid along the longest
 axis of the centroids' bounds, with at most ``LEAF_SIZE`` triangles per leaf. Its nodes are
@@ -63,3 +63,28 @@ def build_bvh(vertices: np.ndarray, triangles: np.ndarray) -> tuple:
     build(np.arange(len(triangles)))
     return (np.asarray(order, dtype=np.int64), np.asarray(lo).reshape(-1, 3), np.asarray(hi).reshape(-1, 3),
             np.asarray(skip, dtype=np.int64), np.asarray(first, dtype=np.int64), np.asarray(count, dtype=np.int64))
+
+
+def refit_bvh(vertices: np.ndarray, leaf_triangles: np.ndarray, skip: np.ndarray, first: np.ndarray,
+              count: np.ndarray) -> tuple:
+    """``(lo, hi)``: the boxes of a tree from :func:`build_bvh` around moved ``vertices``, its
+    topology kept (``leaf_triangles`` are the triangles in leaf order, ``triangles[order]``).
+
+    Example::
+
+        lo, hi = refit_bvh(moved, triangles[order], skip, first, count)
+    """
+    corners = vertices[leaf_triangles]                    # (T, 3, 3)
+    tri_lo, tri_hi = corners.min(axis=1), corners.max(axis=1)
+    pad = PAD * max(float(np.ptp(vertices, axis=0).max()), 1e-12)
+    n = len(skip)
+    lo, hi = np.empty((n, 3)), np.empty((n, 3))
+    for i in range(n - 1, -1, -1):  # children before parents: a node's children follow it
+        if count[i]:
+            lo[i] = tri_lo[first[i]:first[i] + count[i]].min(axis=0) - pad
+            hi[i] = tri_hi[first[i]:first[i] + count[i]].max(axis=0) + pad
+        else:
+            right = skip[i + 1]
+            lo[i] = np.minimum(lo[i + 1], lo[right])
+            hi[i] = np.maximum(hi[i + 1], hi[right])
+    return lo, hi
