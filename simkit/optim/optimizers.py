@@ -25,7 +25,7 @@ import numpy as np
 from ..core import types as T
 from ..core.array import Array, zeros
 from ..core.launch import launch
-from .kernels import NORM_CHUNK, optim_kernels
+from .kernels import NORM_CHUNK, compute_type, optim_kernels
 
 Params = Array | Iterable[Array]
 
@@ -149,7 +149,7 @@ class _Slot:
         return self._grad_flat
 
     def buffer(self) -> Array:
-        return zeros(self.count, dtype=self.real, device=self.param.device)
+        return zeros(self.count, dtype=compute_type(self.real), device=self.param.device)
 
 
 # ----------------------------------------------------------------------------------

@@ -104,3 +104,38 @@ def test_a_state_saved_before_dampening_existed_loads_with_the_defaults():
     fresh = SGD([param([1.0])], lr=0.5)
     fresh.load_state_dict(old)
     assert (fresh.momentum, fresh.dampening, fresh.weight_decay, fresh.nesterov) == (0.9, 0.0, 0.0, False)
+
+
+def numpy_adam(p, grads, lr, b1=0.9, b2=0.999, eps=1e-8):
+    """Adam written out in numpy (float64)."""
+    p, m, v = np.array(p, float), 0.0, 0.0
+    for t, g in enumerate(grads, start=1):
+        g = np.asarray(g, float)
+        m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
+        p = p - lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps)
+    return p
+
+
+def test_adam_on_float16_parameters_computes_in_float32_and_rounds_once_per_step():
+    # in half precision eps = 1e-8 and the square of a 1e-3 gradient are zero: the moments
+    # and the arithmetic are float32, each step rounded into the parameter
+    grads = [np.array([1e-3, 1.0], np.float16), np.array([-2e-3, 0.5], np.float16)]
+    p = sk.array(np.array([2.0, 1.0], np.float16), dtype=sk.float16, requires_grad=True)
+    opt = Adam([p], lr=0.01)
+    for g in grads:
+        opt.step([sk.array(g, dtype=sk.float16)])
+    assert np.isfinite(p.numpy()).all()
+    np.testing.assert_allclose(p.numpy().astype(float), numpy_adam([2.0, 1.0], grads, 0.01), atol=2e-3)
+    assert opt.buffers["exp_avg"][0].dtype is sk.float32
+
+
+def test_sgd_keeps_the_momentum_of_float16_parameters_in_float32():
+    # 200 steps of a gradient of 1e-4: in half precision the momentum (0.9 m + g) stalls
+    # at ~1e-3 in steps of its rounding; in float32 it converges to g / (1 - 0.9)
+    p = sk.array(np.array([1.0], np.float16), dtype=sk.float16, requires_grad=True)
+    opt = SGD([p], lr=1e-3, momentum=0.9)
+    g = sk.array(np.array([1e-4], np.float16), dtype=sk.float16)
+    for _ in range(200):
+        opt.step([g])
+    assert opt.buffers["momentum"][0].dtype is sk.float32
+    np.testing.assert_allclose(opt.buffers["momentum"][0].numpy(), 1e-4 / 0.1, rtol=1e-3)
