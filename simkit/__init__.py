@@ -14,8 +14,9 @@ Example::
     sk.launch(saxpy, 3, inputs=[x, y, 2.0])
 """
 
-from .core.array import (Array, ArrayType, array, clone, copy, empty, empty_like, from_dlpack, from_numpy,
-                         from_torch, full, full_like, ones, ones_like, to_torch, zeros, zeros_like)
+from .core.array import (Array, ArrayType, array, array1d, array2d, array3d, array4d, clone, copy, empty, empty_like,
+                         from_dlpack, from_numpy, from_torch, full, full_like, ones, ones_like, to_torch, zeros,
+                         zeros_like)
 from .core.config import config
 from .core.errors import CompileError, CompilerNotFoundError, KernelRuntimeError, NativeCompileError
 from .core.kernel import Kernel, func, func_grad, kernel, overload

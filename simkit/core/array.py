@@ -521,7 +521,8 @@ def mark_scratch(a: Array) -> Array:
 
 # Construction lives in its own module (creation.py); these names stay importable from here.
 from .creation import (_alloc, _check_device, _check_ndim, _from_storage, _infer_dtype, _norm_shape,  # noqa: E402,F401
-                       array, clone, copy, empty, empty_like, full, full_like, ones, ones_like, zeros, zeros_like)
+                       array, array1d, array2d, array3d, array4d, clone, copy, empty, empty_like, full, full_like,
+                       ones, ones_like, zeros, zeros_like)
 
 # Interop lives in its own module; these names stay importable from here.
 from .interop import as_array, from_dlpack, from_numpy, from_torch, to_torch  # noqa: E402,F401

@@ -237,3 +237,43 @@ def copy(dst: Array, src: Array) -> None:
     if dst.dtype is not src.dtype or dst.shape != src.shape:
         raise ValueError(f"sk.copy: dst is {T.type_name(dst.dtype)}{dst.shape}, src is {T.type_name(src.dtype)}{src.shape}")
     dst.assign(src)
+
+
+class ArrayConstructor:
+    """``sk.array`` (and ``sk.array1d`` .. ``sk.array4d``): called, what :func:`array` does;
+    subscripted, the kernel annotation as Warp 1.19 spells it, ``sk.array[float]``,
+    ``sk.array[sk.vec3, 2]`` (a dtype and optionally ``ndim``), ``sk.array2d[float]``.
+
+    Example::
+
+        @sk.kernel
+        def k(x: sk.array[float], m: sk.array2d[sk.vec3]): ...
+    """
+
+    def __init__(self, make, ndim: int | None = None, name: str = "array"):
+        self._make, self._ndim, self.__name__ = make, ndim, name
+        self.__doc__ = make.__doc__
+        self.__wrapped__ = make
+
+    def __call__(self, *args, **kwargs):
+        if self._ndim is not None:
+            if args or set(kwargs) - {"dtype"}:
+                raise TypeError(f"sk.{self.__name__}(dtype=...) is an annotation only; make the array with "
+                                f"sk.array(data, ...) or sk.zeros(shape, ...)")
+            return self._make(dtype=kwargs.get("dtype"), ndim=self._ndim)
+        return self._make(*args, **kwargs)
+
+    def __getitem__(self, key):
+        dtype, ndim = (key, self._ndim or 1) if not isinstance(key, tuple) else (key + (None,))[:2]
+        if isinstance(key, tuple):
+            if len(key) != 2 or not isinstance(ndim, int) or isinstance(ndim, bool) or self._ndim is not None:
+                raise TypeError(f"sk.{self.__name__}[...] takes a dtype, or for sk.array a dtype and ndim "
+                                f"(sk.array[float, 2]), got {key!r}")
+        return self._make(dtype=dtype, ndim=ndim)
+
+    def __repr__(self) -> str:
+        return f"<sk.{self.__name__}>"
+
+
+array = ArrayConstructor(array)
+array1d, array2d, array3d, array4d = (ArrayConstructor(array._make, n, f"array{n}d") for n in range(1, 5))
