@@ -1267,6 +1267,12 @@ def test_float_literals_meeting_float64_values_stay_float64():
                  id="select(c,0.0,float64)"),
     pytest.param("sin", [B.WEAK_FLOAT], [sk.float32], sk.float32, id="sin(1.0)-defaults-to-float32"),
     pytest.param("sqrt", [B.WEAK_INT], [sk.float32], sk.float32, id="sqrt(2)-defaults-to-float32"),
+    pytest.param("lerp", [sk.vec3d, sk.vec3d, B.WEAK_FLOAT], [sk.vec3d, sk.vec3d, sk.float64], sk.vec3d,
+                 id="lerp(vec3d,vec3d,0.5)"),
+    pytest.param("smoothstep", [B.WEAK_FLOAT, B.WEAK_FLOAT, sk.float64], [sk.float64] * 3, sk.float64,
+                 id="smoothstep(0.0,1.0,float64)"),
+    pytest.param("matrix_from_cols", [sk.vec2d] * 3, [sk.vec2d] * 3, sk.matrix((2, 3), sk.float64),
+                 id="matrix_from_cols(3 x vec2d)-is-mat23d"),
 ])
 def test_literal_arguments_resolve_to_the_typed_operand(name, args, want_args, want_ret):
     _b, concrete, ret = B.resolve(name, args)
@@ -1281,6 +1287,15 @@ def test_literal_arguments_resolve_to_the_typed_operand(name, args, want_args, w
     pytest.param("mul", [sk.vec3, sk.vec3], id="vec3*vec3-use-dot-or-cw_mul"),
     pytest.param("matmul", [sk.mat33, sk.vec2], id="mat33@vec2-inner-dims-differ"),
     pytest.param("sqrt", [sk.int32], id="sqrt-of-int32"),
+    pytest.param("lerp", [sk.vec3, sk.vec3, sk.float64], id="lerp-t-of-another-float-type"),
+    pytest.param("lerp", [sk.int32, sk.int32, sk.int32], id="lerp-of-ints"),
+    pytest.param("smoothstep", [sk.vec3, sk.vec3, sk.vec3], id="smoothstep-of-vectors"),
+    pytest.param("get_diag", [sk.matrix((2, 3), sk.float32)], id="get_diag-of-a-non-square-matrix"),
+    pytest.param("matrix_from_rows", [], id="matrix_from_rows-of-nothing"),
+    pytest.param("matrix_from_rows", [sk.vec3, sk.vec2], id="matrix_from_rows-of-two-lengths"),
+    pytest.param("matrix_from_cols", [sk.vec3, sk.vec3d], id="matrix_from_cols-of-two-dtypes"),
+    pytest.param("matrix_from_rows", [sk.vec3i, sk.vec3i], id="matrix_from_rows-of-int-vectors"),
+    pytest.param("matrix_from_rows", [sk.float32, sk.float32], id="matrix_from_rows-of-scalars"),
 ])
 def test_mismatched_operands_resolve_to_no_overload(name, args):
     assert B.resolve(name, args) is None
