@@ -33,3 +33,10 @@ def from_vectors(r0: M.array(dtype=M.vec3d), r1: M.array(dtype=M.vec3d), r2: M.a
     two_cols[i] = M.matrix_from_cols(r1[i], r2[i])
     d[i] = M.get_diag(rows[i] * cols[i])
     c[i] = M.transform_compose(r0[i], q[i], r1[i])
+
+
+@M.kernel
+def smoothstep_only(a: M.array(dtype=M.float64), b: M.array(dtype=M.float64), x: M.array(dtype=M.float64),
+                    s: M.array(dtype=M.float64)):
+    i = M.tid()
+    s[i] = M.smoothstep(a[i], b[i], x[i])

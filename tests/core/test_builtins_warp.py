@@ -92,3 +92,18 @@ def test_values_and_gradients_match_warp(warp_kernels, name, inputs):
             t, o = (g - np.sum(g * x, axis=1, keepdims=True) * x for g in (t, o))
         np.testing.assert_allclose(o, t, rtol=1e-12, atol=1e-12, err_msg=f"{name}: gradient {k}")
     assert all(np.abs(g).max() > 0 for g in ours[1])  # every input gets a gradient: a real check
+
+
+@pytest.mark.cpu_only("Warp runs on its own CPU device here")
+def test_smoothstep_with_equal_edges_is_the_step_warp_gives(warp_kernels):
+    """a == b: 0 at and below the edge, 1 above it, as in Warp (0 / 0 clamps to 0)."""
+    wp, W = warp_kernels
+    a = np.array([1.0, 1.0, 1.0, -2.0, 0.0, 0.0])
+    x = np.array([0.5, 1.0, 1.5, -2.0, -1e-9, 1e-9])
+    got = []
+    for M, k, device in ((wp, W.smoothstep_only, dict(device="cpu")), (sk, S.smoothstep_only, {})):
+        s = M.zeros(len(a), dtype=M.float64, **device)
+        M.launch(k, len(a), inputs=[M.array(v, dtype=M.float64, **device) for v in (a, a, x)] + [s], **device)
+        got.append(s.numpy())
+    np.testing.assert_array_equal(got[1], got[0])
+    np.testing.assert_array_equal(got[1], [0, 0, 1, 0, 0, 1])
