@@ -14,6 +14,12 @@ Signature patterns (a tiny language):
 - concrete scalars: ``float32 float64 int32 int64 uint32 bool int8 uint8 int16 uint16 uint64``
 - ``void`` as the result: a statement with a side effect (``expect_eq``), run in the
   forward pass only (the adjoint pass does not repeat it)
+- ``*name: pattern`` as the only parameter: a variadic builtin taking one or more arguments,
+  all matching the pattern with the same bindings; ``#`` in the result is their count
+  (``matrix_from_rows``: ``"*rows: vec(N,F)"`` -> ``"mat(#,N,F)"``). Its C++ functions are
+  templates over the result type ``R`` and a parameter pack: the forward body sees the pack
+  ``rows``, the tangent body ``tan_rows``, and the adjoint body only ``adj_ret`` and the pack
+  ``adj_rows`` (not the inputs: a variadic builtin must be linear in its arguments)
 
 Adjoint bodies see the inputs by name, ``adj_<name>`` accumulators for each input
 and ``adj_ret`` for the result. ``adj=None`` marks a builtin without gradient
@@ -89,6 +95,7 @@ class Builtin:
     doc: str = ""
     tparams: list[str] = field(default_factory=list)
     tan: str | None = None
+    variadic: bool = False
 
     @property
     def differentiable(self) -> bool:
@@ -104,10 +111,14 @@ def _(name: str, sig: str, ret: str, fwd: str, adj: str | None, *, tan: str | No
     for part in filter(None, (s.strip() for s in re.split(r",\s*(?![^()]*\))", sig))):
         pname, pat = part.split(":")
         params.append((pname.strip(), _parse(pat)))
+    variadic = params[0][0].startswith("*") if params else False
+    if variadic:
+        assert len(params) == 1, "a variadic entry has one parameter, *name: pattern"
+        params = [(params[0][0][1:], params[0][1])]
     n = _cnames.get(name, 0)
     _cnames[name] = n + 1
     cname = f"{name}_{n}" if n else name
-    b = Builtin(name, params, _parse(ret), fwd, adj, cname, doc, tan=tan)
+    b = Builtin(name, params, _parse(ret), fwd, adj, cname, doc, tan=tan, variadic=variadic)
     TABLE.setdefault(name, []).append(b)
     return b
 
@@ -172,6 +183,22 @@ _("floor", "x: F", "F", "return m::floor(x);", None)
 _("ceil", "x: F", "F", "return m::ceil(x);", None)
 _("round", "x: F", "F", "return m::round(x);", None)
 _("trunc", "x: F", "F", "return m::trunc(x);", None)
+
+# Interpolation (Warp's lerp and smoothstep). lerp is a * (1 - t) + b * t component by component,
+# for every float value Warp takes (a quat or transform too, not renormalized), t a scalar.
+for _t in ("F", "vec(N,F)", "mat(R,C,F)", "quat(F)", "transform(F)"):
+    _("lerp", f"a: {_t}, b: {_t}, t: F", _t, "return lerp_(a, b, t);", "adj_lerp_(a, b, t, adj_a, adj_b, adj_t, adj_ret);",
+      tan="return tan_lerp_(a, b, t, tan_a, tan_b, tan_t);",
+      doc="Linear interpolation a * (1 - t) + b * t (component-wise for vectors, matrices, quats, transforms).")
+# Warp's definition: t = clamp((x - a) / (b - a), 0, 1), then 3 t^2 - 2 t^3. Flat (zero gradient)
+# where clamped; a == b is a step at a (0 at and below it, 1 above).
+_("smoothstep", "a: F, b: F, x: F", "F",
+  "F t = min_(max_((x - a) / (b - a), F(0)), F(1)); return t * t * (F(3) - F(2) * t);",
+  "F d = b - a, u = (x - a) / d; if (u > F(0) && u < F(1)) { F g = adj_ret * F(6) * u * (F(1) - u) / d;"
+  " adj_x += g; adj_a += g * (u - F(1)); adj_b -= g * u; }",
+  tan="F d = b - a, u = (x - a) / d; if (!(u > F(0) && u < F(1))) return F(0);"
+  " return F(6) * u * (F(1) - u) * (tan_x - tan_a + u * (tan_a - tan_b)) / d;",
+  doc="Warp's smoothstep: cubic Hermite 3t^2 - 2t^3 of t = clamp((x - a) / (b - a), 0, 1).")
 
 # ---------------------------------------------------------------------------
 # Operators (the frontend maps + - * / % // @ and unary - onto these)
@@ -280,6 +307,19 @@ _("diag", "v: vec(N,F)", "mat(N,N,F)", "mat_t<N, N, F> r = {}; SK_UNROLL for (in
   "SK_UNROLL for (int i = 0; i < N; ++i) adj_v[i] += adj_ret[i][i];",
   tan="mat_t<N, N, F> r = {}; SK_UNROLL for (int i = 0; i < N; ++i) r[i][i] = tan_v[i]; return r;")
 
+_("get_diag", "m: mat(N,N,F)", "vec(N,F)", "vec_t<N, F> r; SK_UNROLL for (int i = 0; i < N; ++i) r[i] = m[i][i]; return r;",
+  "SK_UNROLL for (int i = 0; i < N; ++i) adj_m[i][i] += adj_ret[i];",
+  tan="vec_t<N, F> r; SK_UNROLL for (int i = 0; i < N; ++i) r[i] = tan_m[i][i]; return r;",
+  doc="The diagonal of a square matrix, as a vector.")
+# Variadic: any number of equal vectors (a k x n matrix from k rows of length n, n x k from k columns).
+_("matrix_from_rows", "*rows: vec(N,F)", "mat(#,N,F)", "return construct<R>(rows...);",
+  "adj_construct(adj_ret, adj_rows...);", tan="return construct<R>(tan_rows...);",
+  doc="The matrix whose i-th row is the i-th argument (vectors of one length and dtype).")
+_("matrix_from_cols", "*cols: vec(N,F)", "mat(N,#,F)", "return transpose_(construct<typename transposed_<R>::type>(cols...));",
+  "adj_construct(transpose_(adj_ret), adj_cols...);",
+  tan="return transpose_(construct<typename transposed_<R>::type>(tan_cols...));",
+  doc="The matrix whose j-th column is the j-th argument (vectors of one length and dtype).")
+
 # ---------------------------------------------------------------------------
 # Quaternions (x, y, z, w) and transforms (p, q)
 # ---------------------------------------------------------------------------
@@ -340,6 +380,22 @@ _("transform_inverse", "t: transform(F)", "transform(F)",
   "quat_t<F> qi = qconj(t.q); quat_t<F> adj_qi = adj_ret.q; vec_t<3, F> adj_p = {};"
   " adj_qrotate_(qi, t.p, adj_qi, adj_p, -adj_ret.p); adj_t.p += adj_p; adj_t.q += qconj(adj_qi);",
   tan="quat_t<F> qi = qconj(t.q), tqi = qconj(tan_t.q); return transform_t<F>{-tan_qrotate_(qi, t.p, tqi, tan_t.p), tqi};")
+
+# Warp's transform_compose: [[R(q) diag(s), p], [0, 0, 0, 1]], R(q) as quat_to_matrix builds it.
+_("transform_compose", "position: vec(3,F), rotation: quat(F), scale: vec(3,F)", "mat(4,4,F)",
+  "mat_t<4, 4, F> r = {}; SK_UNROLL for (int j = 0; j < 3; ++j) { vec_t<3, F> e = {}; e[j] = F(1);"
+  " vec_t<3, F> c = qrotate(rotation, e); SK_UNROLL for (int i = 0; i < 3; ++i) r[i][j] = c[i] * scale[j]; }"
+  " SK_UNROLL for (int i = 0; i < 3; ++i) r[i][3] = position[i]; r[3][3] = F(1); return r;",
+  "SK_UNROLL for (int j = 0; j < 3; ++j) { vec_t<3, F> e = {}; e[j] = F(1); vec_t<3, F> c = qrotate(rotation, e);"
+  " vec_t<3, F> a = {{adj_ret[0][j] * scale[j], adj_ret[1][j] * scale[j], adj_ret[2][j] * scale[j]}};"
+  " adj_scale[j] += c[0] * adj_ret[0][j] + c[1] * adj_ret[1][j] + c[2] * adj_ret[2][j];"
+  " vec_t<3, F> adj_e = {}; adj_qrotate_(rotation, e, adj_rotation, adj_e, a); }"
+  " SK_UNROLL for (int i = 0; i < 3; ++i) adj_position[i] += adj_ret[i][3];",
+  tan="mat_t<4, 4, F> r = {}; SK_UNROLL for (int j = 0; j < 3; ++j) { vec_t<3, F> e = {}; e[j] = F(1);"
+  " vec_t<3, F> c = qrotate(rotation, e), tc = tan_qrotate_(rotation, e, tan_rotation, vec_t<3, F>{});"
+  " SK_UNROLL for (int i = 0; i < 3; ++i) r[i][j] = tc[i] * scale[j] + c[i] * tan_scale[j]; }"
+  " SK_UNROLL for (int i = 0; i < 3; ++i) r[i][3] = tan_position[i]; return r;",
+  doc="The 4x4 matrix of position p, rotation q and scale s: [[R(q) diag(s), p], [0, 0, 0, 1]].")
 
 # ---------------------------------------------------------------------------
 # Spatial vectors (angular top, linear bottom: Featherstone's [w; v]) and 6x6 matrices
@@ -489,6 +545,29 @@ template <typename F> SK_FUNC void adj_qrotate_(const quat_t<F>& q, const vec_t<
     vec_t<3, F> au = cross_(v, a) * (F(2) * q[3]) + cross_(t0, a) * F(2) + cross_(v, cross_(a, u)) * F(2);
     SK_UNROLL for (int i = 0; i < 3; ++i) adj_q[i] += au[i];
 }
+// lerp a * (1 - t) + b * t component by component, its adjoint and its tangent.
+template <typename V, typename F> SK_FUNC V lerp_(const V& a, const V& b, const F& t) {
+    V r = a;
+    SK_UNROLL for (int i = 0; i < traits<V>::size; ++i) traits<V>::at(r, i) = traits<V>::at(a, i) * (F(1) - t) + traits<V>::at(b, i) * t;
+    return r;
+}
+template <typename V, typename F> SK_FUNC void adj_lerp_(const V& a, const V& b, const F& t, V& adj_a, V& adj_b, F& adj_t, const V& adj_ret) {
+    SK_UNROLL for (int i = 0; i < traits<V>::size; ++i) {
+        F g = traits<V>::at(adj_ret, i);
+        traits<V>::at(adj_a, i) += g * (F(1) - t);
+        traits<V>::at(adj_b, i) += g * t;
+        adj_t += g * (traits<V>::at(b, i) - traits<V>::at(a, i));
+    }
+}
+template <typename V, typename F> SK_FUNC V tan_lerp_(const V& a, const V& b, const F& t, const V& ta, const V& tb, const F& tt) {
+    V r = a;
+    SK_UNROLL for (int i = 0; i < traits<V>::size; ++i)
+        traits<V>::at(r, i) = traits<V>::at(ta, i) * (F(1) - t) + traits<V>::at(tb, i) * t + (traits<V>::at(b, i) - traits<V>::at(a, i)) * tt;
+    return r;
+}
+// The matrix type of M's shape transposed (matrix_from_cols builds its transpose from rows).
+template <typename M> struct transposed_;
+template <int R, int C, typename T> struct transposed_<mat_t<R, C, T>> { typedef mat_t<C, R, T> type; };
 """
 
 
@@ -525,6 +604,13 @@ def _template_head(b: Builtin) -> str:
 
 
 def _cpp_function(b: Builtin) -> str:
+    if b.variadic:
+        (n, _p), = b.params
+        head = "template <typename R, typename... A> "
+        out = [f"{head}SK_FUNC R {b.cname}(const A&... {n}) {{ {b.fwd} }}"]
+        if b.adj is not None:
+            out.append(f"{head}SK_FUNC void adj_{b.cname}(const R& adj_ret, A&... adj_{n}) {{ {b.adj} }}")
+        return "\n".join(out)
     head = _template_head(b)
     ins = ", ".join(f"const {_cpp_pat(p)}& {n}" for n, p in b.params)
     ret = _cpp_pat(b.ret)
@@ -562,7 +648,11 @@ template <typename F> SK_FUNC vec_t<3, F> tan_qrotate_(const quat_t<F>& q, const
 
 
 def tangent_function(b: Builtin) -> str:
-    """``tan_<cname>(inputs..., input tangents...)``: the result's tangent (``b.tan`` set)."""
+    """``tan_<cname>(inputs..., input tangents...)``: the result's tangent (``b.tan`` set); a
+    variadic builtin's ``tan_<cname><R>(input tangents...)`` (it is linear)."""
+    if b.variadic:
+        (n, _p), = b.params
+        return f"template <typename R, typename... A> SK_FUNC R tan_{b.cname}(const A&... tan_{n}) {{ {b.tan} }}"
     head = _template_head(b)
     ins = ", ".join(f"const {_cpp_pat(p)}& {n}" for n, p in b.params)
     tans = ", ".join(f"const {_cpp_pat(p)}& tan_{n}" for n, p in b.params)
@@ -688,6 +778,11 @@ def resolve(name: str, arg_types: list):
     Returns ``(builtin, concrete_arg_types, result_type)`` or ``None`` if nothing matches.
     """
     for b in TABLE.get(name, ()):
+        if b.variadic:
+            found = _resolve_variadic(b, arg_types)
+            if found is not None:
+                return found
+            continue
         if len(b.params) != len(arg_types):
             continue
         env: dict = {}
@@ -700,13 +795,23 @@ def resolve(name: str, arg_types: list):
     return None
 
 
+def _resolve_variadic(b: Builtin, arg_types: list):
+    """One or more arguments, each matching the one pattern with shared bindings; ``#`` is their count."""
+    (_n, p), = b.params
+    env: dict = {"#": len(arg_types)}
+    if not arg_types or not all(not isinstance(t, Weak) and _match(p, t, env) for t in arg_types):
+        return None
+    return b, [_subst(p, env)] * len(arg_types), _subst(b.ret, env)
+
+
 def signatures(name: str) -> list[str]:
     """Human-readable signatures of a builtin, for error messages."""
     def show(p):
         if isinstance(p, tuple):
             return f"{p[0]}({','.join(show(a) for a in p[1:])})"
         return {"F": "float", "I": "int", "S": "number", "B": "bool", "V": "value"}.get(p, p)
-    return [f"{b.name}({', '.join(n + ': ' + show(p) for n, p in b.params)})" for b in TABLE.get(name, ())]
+    return [f"{b.name}({', '.join(('*' if b.variadic else '') + n + ': ' + show(p) for n, p in b.params)})"
+            for b in TABLE.get(name, ())]
 
 
 # The mesh query builtins are table entries like the others, kept in a file of their own.

@@ -63,6 +63,14 @@ class CallMixin:
         args = [self.convert(a, t, node) for a, t in zip(args, concrete)]
         ins = ", ".join(f"$a{k}" for k in range(len(args)))
         adj = tan = None
+        if b.variadic:  # templates over the result type; linear, so the adjoint takes no inputs
+            r = ret._sk_ctype
+            if b.differentiable:
+                adj = f"sk::adj_{b.cname}<{r}>($adj_o0, {', '.join(f'$adj_a{k}' for k in range(len(args)))});"
+            if b.tan is not None:
+                tan = f"$tan_o0 = sk::tan_{b.cname}<{r}>({', '.join(f'$tan_a{k}' for k in range(len(args)))});"
+            self.emit([out], args, f"$o0 = sk::{b.cname}<{r}>({ins});", adj, tan=tan, what=f"builtin '{name}'")
+            return out
         if b.differentiable:
             adjs = ", ".join(f"$adj_a{k}" for k in range(len(args)))
             adj = f"sk::adj_{b.cname}({ins}, {adjs}, $adj_o0);"
@@ -437,7 +445,7 @@ class CallMixin:
         else:
             name = f._sk_builtin
             found = B.resolve(name, [getattr(a, "type", None) for a in given])
-            if found is None or not found[0].differentiable:
+            if found is None or not found[0].differentiable or found[0].variadic:
                 self.error(f"sk.grad({name}) takes the arguments of a differentiable overload of {name}()", node)
             b, params, ret = found
             rets, label, call = [ret], f"builtin '{name}'", f"sk::adj_{b.cname}"

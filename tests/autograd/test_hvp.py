@@ -95,6 +95,21 @@ def newton_sqrt(x: sk.array(dtype=F64), loss: sk.array(dtype=F64)):
 
 
 @sk.kernel
+def interpolation(x: sk.array(dtype=F64), v: sk.array(dtype=V3), loss: sk.array(dtype=F64)):
+    # lerp of each kind, smoothstep, matrices from vectors, get_diag and transform_compose
+    i = sk.tid()
+    a = x[i]
+    w = v[(i + 1) % 3]
+    q = sk.lerp(sk.quatd(v[i][0], v[i][1], v[i][2], 1.0), sk.quatd(w[0], w[1], w[2], 2.0), a)
+    q = q / sk.length(q)
+    m = sk.matrix_from_rows(v[i], w, sk.lerp(v[i], w, a * a)) + sk.lerp(sk.matrix_from_cols(w, v[i], w), sk.identity(3, F64), a)
+    c = sk.transform_compose(v[i], q, w * a + sk.vec3d(1.0, 1.0, 1.0))
+    t = sk.lerp(sk.transformd(v[i], q), sk.transformd(w, q), a)
+    s = sk.smoothstep(-0.5, 1.5, sk.lerp(a, w[0], a)) * sk.dot(sk.get_diag(m * m), w) + sk.trace(c * c)
+    sk.atomic_add(loss, 0, s + sk.length_sq(t.p) + sk.dot(sk.get_diag(sk.matrix_from_cols(w, v[i], w * a)), w))
+
+
+@sk.kernel
 def float_min(x: sk.array(dtype=F64), y: sk.array(dtype=F64)):
     sk.atomic_min(y, 0, x[sk.tid()])
 
@@ -161,6 +176,24 @@ def test_hvp_through_quaternion_matrix_and_transform_builtins_matches_difference
     def run(x, v):
         loss.zero_()
         sk.launch(geometry, 3, inputs=[x, v], outputs=[loss])
+        return loss
+    _, _, hvs = sk.autograd.hvp(run, [sk.array(x0, dtype=F64), sk.array(v0, dtype=V3)], [dx, dv])
+    eps = 1e-6
+    up, down = gradients(run, x0 + eps * dx, v0 + eps * dv), gradients(run, x0 - eps * dx, v0 - eps * dv)
+    for got, u, d in zip(hvs, up, down):
+        fd = (u - d) / (2 * eps)
+        np.testing.assert_allclose(got.numpy(), fd, rtol=1e-6, atol=1e-8 * np.abs(fd).max())
+
+
+def test_hvp_through_interpolation_and_matrix_building_builtins_matches_differences_of_gradients():
+    rng = np.random.default_rng(5)
+    x0, v0 = rng.uniform(0.1, 0.9, 3), rng.uniform(-1, 1, (3, 3))
+    dx, dv = rng.standard_normal(3), rng.standard_normal((3, 3))
+    loss = sk.zeros(1, dtype=F64)
+
+    def run(x, v):
+        loss.zero_()
+        sk.launch(interpolation, 3, inputs=[x, v], outputs=[loss])
         return loss
     _, _, hvs = sk.autograd.hvp(run, [sk.array(x0, dtype=F64), sk.array(v0, dtype=V3)], [dx, dv])
     eps = 1e-6

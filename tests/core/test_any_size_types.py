@@ -94,3 +94,33 @@ def test_warp_computes_the_same_kernel_text_alike():
     ours = _run(V, A, M)
     np.testing.assert_allclose(ours[0], out.numpy(), rtol=1e-12)
     np.testing.assert_allclose(ours[1], w.numpy(), rtol=1e-12)
+
+
+mat65 = sk.types.matrix(shape=(6, 5), dtype=F64)
+
+
+@sk.kernel
+def five_and_six(v: sk.array(dtype=vec5), m: sk.array(dtype=mat55), rows: sk.array(dtype=mat65),
+                 cols: sk.array(dtype=sk.types.matrix(shape=(5, 6), dtype=F64)), d: sk.array(dtype=vec5)):
+    i = sk.tid()
+    x = v[i]
+    y = m[i] * x
+    rows[i] = sk.matrix_from_rows(x, y, x * 2.0, sk.lerp(x, y, 0.3), y, x)
+    cols[i] = sk.matrix_from_cols(y, x, y, x, y * x[0], sk.get_diag(m[i]))
+    d[i] = sk.get_diag(sk.lerp(m[i], sk.transpose(m[i]) * m[i], 0.25))
+
+
+def test_variadic_and_square_builtins_take_any_size():
+    """matrix_from_rows/cols of six 5-vectors, get_diag and lerp of a mat55: values, then gradients."""
+    V, _A, M = _inputs()
+    outs = [sk.zeros(3, dtype=mat65), sk.zeros(3, dtype=sk.matrix((5, 6), F64)), sk.zeros(3, dtype=vec5)]
+    sk.launch(five_and_six, 3, inputs=[sk.array(V, dtype=vec5), sk.array(M, dtype=mat55)], outputs=outs)
+    Y = np.einsum("nij,nj->ni", M, V)
+    np.testing.assert_allclose(outs[0].numpy(), np.stack([V, Y, 2 * V, 0.7 * V + 0.3 * Y, Y, V], axis=1), rtol=1e-12)
+    diag = np.diagonal(M, axis1=1, axis2=2)
+    np.testing.assert_allclose(outs[1].numpy(), np.stack([Y, V, Y, V, Y * V[:, :1], diag], axis=2), rtol=1e-12)
+    mm = 0.75 * M + 0.25 * np.einsum("nki,nkj->nij", M, M)
+    np.testing.assert_allclose(outs[2].numpy(), np.diagonal(mm, axis1=1, axis2=2), rtol=1e-12)
+    result = sk.autograd.gradcheck(five_and_six, 3, inputs=[sk.array(V, dtype=vec5), sk.array(M, dtype=mat55)],
+                                   outputs=[sk.zeros_like(o) for o in outs], eps=1e-6, atol=1e-7, rtol=1e-6)
+    assert result.ok, str(result)

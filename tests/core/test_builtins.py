@@ -65,6 +65,15 @@ def _call3(fn, A, Bt, C, R):
     return call3
 
 
+def _call4(fn, A, Bt, C, Dt, R):
+    @sk.kernel
+    def call4(a: sk.array(dtype=A), b: sk.array(dtype=Bt), c: sk.array(dtype=C), d: sk.array(dtype=Dt),
+              out: sk.array(dtype=R)):
+        i = sk.tid()
+        out[i] = fn(a[i], b[i], c[i], d[i])
+    return call4
+
+
 def _neg(A, R):
     @sk.kernel
     def neg(a: sk.array(dtype=A), out: sk.array(dtype=R)):
@@ -205,7 +214,7 @@ class Op:
             self.builtin, factory = OPERATORS[spelling]
         else:
             self.builtin = spelling
-            factory = functools.partial({1: _call1, 2: _call2, 3: _call3}[len(ins)], getattr(sk, spelling))
+            factory = functools.partial({1: _call1, 2: _call2, 3: _call3, 4: _call4}[len(ins)], getattr(sk, spelling))
         found = B.resolve(self.builtin, list(ins))
         assert found is not None, f"no overload of {self.builtin} for {[_name(t) for t in ins]}"
         self.overload, _, self.out = found
@@ -252,12 +261,17 @@ def _float_signatures(F) -> list:
     M23, M34 = sk.matrix((2, 3), F), sk.matrix((3, 4), F)
     sigs = [(s, F) for s in [*UNARY_MATH, "neg"]]
     sigs += [(s, F, F) for s in ("+", "-", "*", "/", "%", "//", "**", "atan2", "pow", "min", "max", *COMPARISONS)]
-    sigs += [("clamp", F, F, F)]
+    sigs += [("clamp", F, F, F), ("smoothstep", F, F, F), ("lerp", F, F, F)]
     sigs += [(s, b, X, X) for s in ("select", "where") for X in (F, V3)]
+    sigs += [("lerp", X, X, F) for X in (Q, T, M23)]
+    sigs += [("transform_compose", V3, Q, V3)]
+    for k in (1, 2, 3, 4):  # the variadic builtins, with 1 to 4 vectors of lengths 3 and 2
+        sigs += [(s, *[X] * k) for s in ("matrix_from_rows", "matrix_from_cols") for X in (V3, sk.vector(2, F))]
     for n in SIZES:
         V, M = sk.vector(n, F), sk.matrix((n, n), F)
         sigs += [(s, V, V) for s in ("+", "-", "dot", "min", "max", "cw_mul", "cw_div", "outer")]
         sigs += [(s, V) for s in ("neg", "length", "length_sq", "normalize", "abs", "diag")]
+        sigs += [("lerp", V, V, F), ("lerp", M, M, F), ("get_diag", M)]
         sigs += [("*", F, V), ("*", V, F), ("/", V, F)]
         sigs += [(s, M, M) for s in ("+", "-", "*", "@")]
         sigs += [(s, M) for s in ("neg", "transpose", "determinant", "inverse", "trace")]
@@ -1061,6 +1075,93 @@ def test_transform_inverse_undoes_the_transform(F):
 
 
 # ---------------------------------------------------------------------------
+# Interpolation (lerp, smoothstep) and matrices from vectors (matrix_from_rows/cols, get_diag)
+# ---------------------------------------------------------------------------
+
+
+def _lerp_operands(F):
+    """(type, sampler) of each kind of value lerp takes."""
+    Q, T, M23 = sk.quat_of(F), sk.transform_of(F), sk.matrix((2, 3), F)
+    kinds = [(F, lambda: uniform(F, -2, 2)), (Q, lambda: unit_quats(F)), (T, lambda: transforms(F)),
+             (M23, lambda: uniform(F, -2, 2, (2, 3)))]
+    for n in SIZES:
+        kinds += [(sk.vector(n, F), lambda n=n: uniform(F, -2, 2, (n,))),
+                  (sk.matrix((n, n), F), lambda n=n: uniform(F, -2, 2, (n, n)))]
+    return kinds
+
+
+@floats
+def test_lerp_is_a_times_one_minus_t_plus_b_times_t_for_every_kind_of_value(F):
+    for X, draw in _lerp_operands(F):
+        a, b, t = draw(), draw(), uniform(F, -0.5, 1.5)
+        tt = t.reshape((N,) + (1,) * (a.ndim - 1))
+        assert_close(OPS["lerp", X, X, F](a, b, t), a * (1 - tt) + b * tt, F, scale=10)
+
+
+@floats
+def test_lerp_gives_a_at_zero_and_b_at_one(F):
+    V = sk.vector(3, F)
+    a, b = uniform(F, shape=(3,)), uniform(F, shape=(3,))
+    assert_close(OPS["lerp", V, V, F](a, b, np.zeros(N)), a, F)
+    assert_close(OPS["lerp", V, V, F](a, b, np.ones(N)), b, F)
+
+
+def _smoothstep_ref(a, b, x):
+    t = np.clip((x - a) / (b - a), 0.0, 1.0)
+    return t * t * (3 - 2 * t)
+
+
+@floats
+def test_smoothstep_is_the_clamped_cubic_hermite(F):
+    a, b = uniform(F, -1, -0.2), uniform(F, 0.2, 1)
+    b[::3], a[::3] = a[::3].copy(), b[::3].copy()  # a > b too: decreasing
+    x = uniform(F, -1.5, 1.5)
+    x[:2] = [-5.0, 5.0]
+    assert_close(OPS["smoothstep", F, F, F](a, b, x), _smoothstep_ref(a, b, x), F, scale=10)
+
+
+@floats
+def test_smoothstep_is_zero_below_and_one_above_the_edges(F):
+    x = np.resize(np.array([-1.0, 0.0, 0.25, 0.5, 1.0, 2.0]), N)
+    got = OPS["smoothstep", F, F, F](np.zeros(N), np.ones(N), x)
+    assert_close(got, _smoothstep_ref(0.0, 1.0, x), F)
+    assert got[0] == 0 and got[4] == 1 and got[3] == 0.5
+
+
+@floats
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+@pytest.mark.parametrize("n", [2, 3])
+def test_matrix_from_rows_and_cols_stack_the_vectors(k, n, F):
+    V = sk.vector(n, F)
+    vs = [uniform(F, shape=(n,)) for _ in range(k)]
+    rows = OPS[("matrix_from_rows", *[V] * k)]
+    cols = OPS[("matrix_from_cols", *[V] * k)]
+    assert rows.out._sk_shape == (k, n) and cols.out._sk_shape == (n, k)
+    assert_close(rows(*vs), np.stack(vs, axis=1), F)
+    assert_close(cols(*vs), np.stack(vs, axis=2), F)
+
+
+@sizes
+@floats
+def test_get_diag_is_the_diagonal_and_undoes_diag(n, F):
+    V, M = sk.vector(n, F), sk.matrix((n, n), F)
+    m = uniform(F, shape=(n, n))
+    assert_close(OPS["get_diag", M](m), np.diagonal(m, axis1=1, axis2=2), F)
+    v = uniform(F, shape=(n,))
+    assert_close(OPS["get_diag", M](OPS["diag", V](v)), v, F)
+
+
+@floats
+def test_transform_compose_is_rotation_times_scale_then_translation(F):
+    V3, Q = sk.vector(3, F), sk.quat_of(F)
+    p, q, s = uniform(F, -2, 2, (3,)), unit_quats(F), uniform(F, 0.5, 2, (3,))
+    want = np.zeros((N, 4, 4))
+    want[:, :3, :3] = q_matrix(q) * s[:, None, :]
+    want[:, :3, 3], want[:, 3, 3] = p, 1.0
+    assert_close(OPS["transform_compose", V3, Q, V3](p, q, s), want, F, scale=10)
+
+
+# ---------------------------------------------------------------------------
 # Spatial vectors (angular top, linear bottom) and 6x6 matrices
 # ---------------------------------------------------------------------------
 
@@ -1166,6 +1267,12 @@ def test_float_literals_meeting_float64_values_stay_float64():
                  id="select(c,0.0,float64)"),
     pytest.param("sin", [B.WEAK_FLOAT], [sk.float32], sk.float32, id="sin(1.0)-defaults-to-float32"),
     pytest.param("sqrt", [B.WEAK_INT], [sk.float32], sk.float32, id="sqrt(2)-defaults-to-float32"),
+    pytest.param("lerp", [sk.vec3d, sk.vec3d, B.WEAK_FLOAT], [sk.vec3d, sk.vec3d, sk.float64], sk.vec3d,
+                 id="lerp(vec3d,vec3d,0.5)"),
+    pytest.param("smoothstep", [B.WEAK_FLOAT, B.WEAK_FLOAT, sk.float64], [sk.float64] * 3, sk.float64,
+                 id="smoothstep(0.0,1.0,float64)"),
+    pytest.param("matrix_from_cols", [sk.vec2d] * 3, [sk.vec2d] * 3, sk.matrix((2, 3), sk.float64),
+                 id="matrix_from_cols(3 x vec2d)-is-mat23d"),
 ])
 def test_literal_arguments_resolve_to_the_typed_operand(name, args, want_args, want_ret):
     _b, concrete, ret = B.resolve(name, args)
@@ -1180,6 +1287,15 @@ def test_literal_arguments_resolve_to_the_typed_operand(name, args, want_args, w
     pytest.param("mul", [sk.vec3, sk.vec3], id="vec3*vec3-use-dot-or-cw_mul"),
     pytest.param("matmul", [sk.mat33, sk.vec2], id="mat33@vec2-inner-dims-differ"),
     pytest.param("sqrt", [sk.int32], id="sqrt-of-int32"),
+    pytest.param("lerp", [sk.vec3, sk.vec3, sk.float64], id="lerp-t-of-another-float-type"),
+    pytest.param("lerp", [sk.int32, sk.int32, sk.int32], id="lerp-of-ints"),
+    pytest.param("smoothstep", [sk.vec3, sk.vec3, sk.vec3], id="smoothstep-of-vectors"),
+    pytest.param("get_diag", [sk.matrix((2, 3), sk.float32)], id="get_diag-of-a-non-square-matrix"),
+    pytest.param("matrix_from_rows", [], id="matrix_from_rows-of-nothing"),
+    pytest.param("matrix_from_rows", [sk.vec3, sk.vec2], id="matrix_from_rows-of-two-lengths"),
+    pytest.param("matrix_from_cols", [sk.vec3, sk.vec3d], id="matrix_from_cols-of-two-dtypes"),
+    pytest.param("matrix_from_rows", [sk.vec3i, sk.vec3i], id="matrix_from_rows-of-int-vectors"),
+    pytest.param("matrix_from_rows", [sk.float32, sk.float32], id="matrix_from_rows-of-scalars"),
 ])
 def test_mismatched_operands_resolve_to_no_overload(name, args):
     assert B.resolve(name, args) is None
@@ -1263,6 +1379,17 @@ def _clamp_inputs():
     return [x, lo, hi]
 
 
+def _smoothstep_inputs():
+    """Edges either way round; x below, between and above them, never within 0.1 of an edge (in t)."""
+    a, b = uniform(D, -1, -0.5), uniform(D, 0.5, 1)
+    swap = _rng.random(N) < 0.3
+    a, b = np.where(swap, b, a), np.where(swap, a, b)
+    region = _rng.integers(0, 3, N)
+    region[:3] = [0, 1, 2]
+    u = np.select([region == 0, region == 2], [uniform(D, -1, -0.1), uniform(D, 1.1, 2)], uniform(D, 0.1, 0.9))
+    return [a, b, a + u * (b - a)]
+
+
 def _adjoint_cases() -> dict:
     """Test id -> (OPS key, samplers) for every differentiable overload, in float64."""
     V3, Q, T, M23, M34 = sk.vec3d, sk.quatd, sk.transformd, sk.matrix((2, 3), D), sk.matrix((3, 4), D)
@@ -1281,6 +1408,18 @@ def _adjoint_cases() -> dict:
         "pow": (("pow", D, D), [_any(0.5, 2), _any(-2, 2)]), "**": (("**", D, D), [_any(0.5, 2), _any(-2, 2)]),
         "min": (("min", D, D), _distinct()), "max": (("max", D, D), _distinct()),
         "clamp": (("clamp", D, D, D), _clamp_inputs),
+        "smoothstep": (("smoothstep", D, D, D), _smoothstep_inputs),
+        "lerp-scalar": (("lerp", D, D, D), [_any(-2, 2), _any(-2, 2), _any(-0.5, 1.5)]),
+        "lerp-quat": (("lerp", Q, Q, D), [_quat, _quat, _any(-0.5, 1.5)]),
+        "lerp-transform": (("lerp", T, T, D), [_xform, _xform, _any(-0.5, 1.5)]),
+        "lerp-mat23": (("lerp", M23, M23, D), [_any(shape=(2, 3)), _any(shape=(2, 3)), _any(-0.5, 1.5)]),
+        "transform_compose": (("transform_compose", V3, Q, V3), [_any(-2, 2, (3,)), _quat, _any(0.5, 2, (3,))]),
+        "matrix_from_rows-1-vec3": (("matrix_from_rows", V3), [_any(shape=(3,))]),
+        "matrix_from_rows-3-vec2": (("matrix_from_rows", *[sk.vec2d] * 3), [_any(shape=(2,))] * 3),
+        "matrix_from_rows-4-vec3": (("matrix_from_rows", *[V3] * 4), [_any(shape=(3,))] * 4),
+        "matrix_from_cols-1-vec3": (("matrix_from_cols", V3), [_any(shape=(3,))]),
+        "matrix_from_cols-3-vec2": (("matrix_from_cols", *[sk.vec2d] * 3), [_any(shape=(2,))] * 3),
+        "matrix_from_cols-4-vec3": (("matrix_from_cols", *[V3] * 4), [_any(shape=(3,))] * 4),
         "neg": (("neg", D), [_any()]), "+": (("+", D, D), [_any(), _any()]), "-": (("-", D, D), [_any(), _any()]),
         "*": (("*", D, D), [_any(), _any()]), "/": (("/", D, D), [_any(), _nonzero()]),
         "%": (("%", D, D), lambda: list(non_integer_ratios(D))),
@@ -1338,6 +1477,8 @@ def _adjoint_cases() -> dict:
             f"cw_mul-{vec}": (("cw_mul", V, V), [v, v]),
             f"cw_div-{vec}": (("cw_div", V, V), [v, _nonzero(0.5, 2.0, (n,))]),
             f"outer-{vec}": (("outer", V, V), [v, v]), f"diag-{vec}": (("diag", V), [v]),
+            f"lerp-{vec}": (("lerp", V, V, D), [v, v, _any(-0.5, 1.5)]),
+            f"lerp-{mat}": (("lerp", M, M, D), [m, m, _any(-0.5, 1.5)]), f"get_diag-{mat}": (("get_diag", M), [m]),
             f"{mat}-add": (("+", M, M), [m, m]), f"{mat}-sub": (("-", M, M), [m, m]), f"{mat}-neg": (("neg", M), [m]),
             f"scalar-times-{mat}": (("*", D, M), [_any(), m]), f"{mat}-times-scalar": (("*", M, D), [m, _any()]),
             f"{mat}-over-scalar": (("/", M, D), [m, _nonzero()]),

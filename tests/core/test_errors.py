@@ -51,6 +51,24 @@ def test_vector_times_vector_suggests_dot_or_cw_mul():
 
 
 @sk.kernel
+def rows_of_two_lengths(x: sk.array(dtype=sk.vec3), y: sk.array(dtype=sk.vec2), m: sk.array(dtype=sk.mat33)):
+    i = sk.tid()
+    m[i] = sk.matrix_from_rows(x[i], y[i], x[i])
+
+
+@sk.kernel
+def rows_of_nothing(m: sk.array(dtype=sk.mat33)):
+    m[sk.tid()] = sk.matrix_from_cols()
+
+
+def test_matrix_from_rows_of_vectors_of_two_lengths_names_the_variadic_signature():
+    msg = str(compile_error(rows_of_two_lengths))
+    assert "matrix_from_rows() does not accept (vec3, vec2, vec3)" in msg
+    assert "matrix_from_rows(*rows: vec(N,float))" in msg
+    assert "matrix_from_cols() does not accept ()" in str(compile_error(rows_of_nothing))
+
+
+@sk.kernel
 def wrong_builtin_args(x: sk.array(dtype=sk.vec3), y: sk.array(dtype=float)):
     i = sk.tid()
     y[i] = sk.dot(x[i], 1.0)
