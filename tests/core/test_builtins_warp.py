@@ -3,14 +3,12 @@ the kernels of interp_kernels.py run under Warp (a copy of the file whose first 
 as M) and under simkit, on the same float64 inputs, give the same values and, seeded alike, the
 same gradients of every input."""
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import simkit as sk
+from warp_twin import import_as_warp  # tests/core is on sys.path
 
 import interp_kernels as S  # tests/core is on sys.path (pytest prepends it)
 
@@ -19,20 +17,8 @@ N = 16
 
 @pytest.fixture(scope="module")
 def warp_kernels(tmp_path_factory):
-    """(warp, the kernel text imported as Warp): the copy's first import line names warp."""
-    wp = pytest.importorskip("warp")
-    wp.config.quiet = True
-    wp.init()
-    lines = Path(S.__file__).read_text().splitlines(keepends=True)
-    at = next(i for i, line in enumerate(lines) if line.startswith("import simkit as M"))
-    lines[at] = "import warp as M\n"
-    path = tmp_path_factory.mktemp("warp_interp") / "interp_kernels_warp.py"
-    path.write_text("".join(lines))
-    spec = importlib.util.spec_from_file_location("interp_kernels_warp", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["interp_kernels_warp"] = module
-    spec.loader.exec_module(module)
-    return wp, module
+    """(warp, the kernel text imported as Warp)."""
+    return import_as_warp(S, tmp_path_factory.mktemp("warp_interp"))
 
 
 def _unit(rng, n):

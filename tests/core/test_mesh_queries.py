@@ -2,13 +2,12 @@
 (tests/core/mesh_query_kernels.py, imported once as simkit and once as Warp) and against
 closed forms: the distance to a cube, ray hits on a sphere."""
 
-import importlib.util
-import sys
 
 import numpy as np
 import pytest
 
 import simkit as sk
+from warp_twin import import_as_warp  # tests/core is on sys.path
 
 import mesh_query_kernels as K  # tests/core is on sys.path (pytest prepends it)
 
@@ -77,20 +76,8 @@ def run_ray_query(M, mod, points, indices, starts, dirs, max_t, device):
 
 @pytest.fixture(scope="module")
 def warp_kernels(tmp_path_factory):
-    """(warp, the kernel text imported as Warp): the copy's first import line names warp."""
-    wp = pytest.importorskip("warp")
-    wp.config.quiet = True
-    wp.init()
-    lines = open(K.__file__).read().splitlines(True)
-    at = next(i for i, line in enumerate(lines) if line.startswith("import simkit as M"))
-    lines[at] = "import warp as M\n"
-    path = tmp_path_factory.mktemp("warp_mesh") / "mesh_query_kernels_warp.py"
-    path.write_text("".join(lines))
-    spec = importlib.util.spec_from_file_location("mesh_query_kernels_warp", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return wp, mod
+    """(warp, the kernel text imported as Warp)."""
+    return import_as_warp(K, tmp_path_factory.mktemp("warp_mesh"))
 
 
 def cube_queries(n=300, seed=0):
