@@ -232,7 +232,7 @@ class FunctionWriter:
             if isinstance(s, ir.Op):
                 if s.adj is None:
                     continue
-                if not any(differentiable(v.type) or (not s.outs and ir.holds_arrays(v.type))
+                if not any(differentiable(v.type) or (not s.outs and ir.holds_float_arrays(v.type))
                            for v in (s.outs or s.args) if isinstance(v, ir.Var)):
                     continue  # no float flows through this op (a call returning nothing may write arrays)
                 if not seeds_adjoints(s) and not any(o.id in self.live for o in s.outs):

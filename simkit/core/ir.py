@@ -207,6 +207,16 @@ def holds_arrays(t) -> bool:
     return kind == "struct" and any(holds_arrays(f) for f in t._sk_fields.values())
 
 
+def holds_float_arrays(t) -> bool:
+    """Whether a value of type ``t`` is or contains (a struct field, at any depth) an array of
+    elements that carry adjoints: what a call of a function returning nothing can pass
+    gradients through."""
+    kind = getattr(t, "_sk_kind", "")
+    if kind == "array":
+        return getattr(t, "dtype", None) is Any or differentiable(getattr(t, "dtype", None))
+    return kind == "struct" and any(holds_float_arrays(f) for f in t._sk_fields.values())
+
+
 def differentiable(t) -> bool:
     """Does a value of type ``t`` carry an adjoint (contains float values)?"""
     kind = getattr(t, "_sk_kind", "")
