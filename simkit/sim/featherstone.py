@@ -385,6 +385,8 @@ class Featherstone(Replayed):
             _remember_placement(model, state_in)
         else:
             _place_moved_bodies(model, state_in)
+            # it counts a write of the bodies (placed again or not): they are current all the same
+            state_in._featherstone_fk = _fk_mark(state_in)
         state_in.clear_forces()
         eval_forces(model, state_in, control)
         if self.contact == "penalty":

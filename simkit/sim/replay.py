@@ -157,17 +157,18 @@ def featherstone_guard(state_in) -> tuple:
 
 
 def featherstone_after(state_in, state_out, guard: tuple) -> None:
-    """After a replayed Featherstone step: mark the states whose bodies it placed from their
-    coordinates (``state_out``, and ``state_in`` when its bodies were not current), as the
+    """After a replayed Featherstone step: mark both states' bodies as placed from their
+    coordinates (the step placed ``state_out``'s, and ``state_in``'s or checked them), as the
     step's Python does with no Tape recording (the next step's guard reads the marks).
 
     Example::
 
         featherstone_after(state_in, state_out, (True,))
     """
-    # through __dict__: a private cache (no mutation to count), and no Python __setattr__ per step
-    if not guard[0]:
-        state_in.__dict__["_featherstone_fk"] = ((state_in.joint_q._version, state_in.joint_qd._version,
-                                                  state_in.body_q._version, state_in.body_qd._version), _NO_TAPES)
+    # through __dict__: a private cache (no mutation to count), and no Python __setattr__ per step.
+    # state_in's bodies are current after any step: placed, or checked against their coordinates
+    # (a write of them, as the versions count it)
+    state_in.__dict__["_featherstone_fk"] = ((state_in.joint_q._version, state_in.joint_qd._version,
+                                              state_in.body_q._version, state_in.body_qd._version), _NO_TAPES)
     state_out.__dict__["_featherstone_fk"] = ((state_out.joint_q._version, state_out.joint_qd._version,
                                                state_out.body_q._version, state_out.body_qd._version), _NO_TAPES)
