@@ -167,33 +167,16 @@ def test_hvp_of_a_kernel_with_loops_branches_and_calls_matches_differences_of_gr
         np.testing.assert_allclose(got.numpy(), (u - d) / (2 * eps), rtol=1e-6, atol=1e-7)
 
 
-def test_hvp_through_quaternion_matrix_and_transform_builtins_matches_differences_of_gradients():
-    rng = np.random.default_rng(2)
+@pytest.mark.parametrize("kernel,seed", [(geometry, 2), (interpolation, 5)], ids=["quat_matrix_transform", "lerp_smoothstep_rows"])
+def test_hvp_through_geometry_and_interpolation_builtins_matches_differences_of_gradients(kernel, seed):
+    rng = np.random.default_rng(seed)
     x0, v0 = rng.uniform(0.1, 0.9, 3), rng.uniform(-1, 1, (3, 3))
     dx, dv = rng.standard_normal(3), rng.standard_normal((3, 3))
     loss = sk.zeros(1, dtype=F64)
 
     def run(x, v):
         loss.zero_()
-        sk.launch(geometry, 3, inputs=[x, v], outputs=[loss])
-        return loss
-    _, _, hvs = sk.autograd.hvp(run, [sk.array(x0, dtype=F64), sk.array(v0, dtype=V3)], [dx, dv])
-    eps = 1e-6
-    up, down = gradients(run, x0 + eps * dx, v0 + eps * dv), gradients(run, x0 - eps * dx, v0 - eps * dv)
-    for got, u, d in zip(hvs, up, down):
-        fd = (u - d) / (2 * eps)
-        np.testing.assert_allclose(got.numpy(), fd, rtol=1e-6, atol=1e-8 * np.abs(fd).max())
-
-
-def test_hvp_through_interpolation_and_matrix_building_builtins_matches_differences_of_gradients():
-    rng = np.random.default_rng(5)
-    x0, v0 = rng.uniform(0.1, 0.9, 3), rng.uniform(-1, 1, (3, 3))
-    dx, dv = rng.standard_normal(3), rng.standard_normal((3, 3))
-    loss = sk.zeros(1, dtype=F64)
-
-    def run(x, v):
-        loss.zero_()
-        sk.launch(interpolation, 3, inputs=[x, v], outputs=[loss])
+        sk.launch(kernel, 3, inputs=[x, v], outputs=[loss])
         return loss
     _, _, hvs = sk.autograd.hvp(run, [sk.array(x0, dtype=F64), sk.array(v0, dtype=V3)], [dx, dv])
     eps = 1e-6
