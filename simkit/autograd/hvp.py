@@ -38,7 +38,7 @@ from ..core.errors import CompileError, NativeCompileError
 from ..core.launch import ErrorRecord, Job, grain_of, raise_kernel_error, SCATTER_MIN_THREADS
 from ..core.private import PrivateTarget, descriptors
 from .forward import JVP, _is_float
-from .tape import Tape, _Func
+from .tape import Tape, _Func, accumulate
 
 
 class _HvpJob:
@@ -90,6 +90,16 @@ class _SecondOrder:
         if entry is None:
             entry = self.adj_tan[id(a)] = (a, Array(_zeros_laid_out_like(a._np), a.dtype, a.shape, a.device))
         return entry[1]
+
+    def copied_adjoint(self, dst: Array, src: Array | None) -> None:
+        """The reverse sweep passed a copy ``dst = src`` (None: host data): the tangent of dst's
+        adjoint moves to src's, as its adjoint did."""
+        entry = self.adj_tan.get(id(dst))
+        if entry is None:
+            return
+        if src is not None and src.grad is not None:
+            accumulate(self.adjoint_tangent(src), entry[1])
+        entry[1]._write(0)
 
     def intercept(self, kernel, plan, dim, values: Sequence, device, adjoint: bool) -> bool:
         if not adjoint:

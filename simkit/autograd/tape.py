@@ -13,6 +13,11 @@ Rules it enforces (docs/design.md, "Autodiff contract"):
 - intermediates start from zero: ``backward`` first clears the grad of every array a
   recorded launch wrote (seeds excepted), so nothing carries over from an earlier
   backward; leaves (arrays only read) accumulate until zeroed, as in PyTorch;
+- copies are recorded too: ``sk.clone``, ``sk.copy`` and ``assign`` from an array that
+  requires grad pass the copy's gradient back to the source (and give the copy a grad),
+  and a host write (``zero_``, ``fill_``, ``assign`` from numpy) over an array a recorded
+  launch wrote stops the gradient there, as the values before it no longer matter;
+  ``clone(requires_grad=False)`` is a detached copy;
 - launches that touch no array with a grad (integer bookkeeping such as a hash-grid
   build) are not replayed;
 - in debug mode (``sk.config.mode = "debug"``) each recorded read is also checksummed,
@@ -37,6 +42,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..core import array as _array
 from ..core import launch as _launch
 from ..core import struct_array as SA
 from ..core import types as T
@@ -80,6 +86,36 @@ class _Func:
     index: int
 
 
+@dataclass
+class _Copy:
+    """A write outside kernels: ``dst`` became a copy of ``src`` (None: of host data, a constant)."""
+    dst: Array
+    src: Array | None
+    index: int
+
+    def backward(self) -> None:
+        """The copy's adjoint: its grad moves to the source; what ``dst`` held before is dead.
+        A hook of the reverse sweep with ``copied_adjoint`` (hvp's second order) moves its own too."""
+        if self.src is not None and self.src.grad is not None:
+            accumulate(self.src.grad, self.dst.grad)
+        self.dst.grad._write(0)
+        for h in _launch.hooks:
+            moved = getattr(h, "copied_adjoint", None)
+            if moved is not None:
+                moved(self.dst, self.src)
+
+
+def accumulate(into: Array, g: Array) -> None:
+    """``into += g`` on the host, for two grads of one shape (of an array of structs: its float fields)."""
+    if SA.is_struct(into.dtype):
+        h = into.numpy().copy()
+        SA.set_float_components(h, into.dtype, SA.float_components(h, into.dtype)
+                                + SA.float_components(g.numpy(), g.dtype))
+    else:
+        h = into.numpy() + g.numpy().astype(into._np_dtype)
+    into._write(h)
+
+
 @dataclass(eq=False, repr=False)   # a Tape is itself: two that recorded the same launches are still two
 class Tape:
     """Records launches inside ``with tape:``; ``backward`` replays their adjoints in reverse."""
@@ -98,10 +134,30 @@ class Tape:
     def __enter__(self) -> "Tape":
         _refuse_in_capture("recording a Tape")
         _launch.hooks.append(self)
+        _array.write_hooks.append(self._written)
         return self
 
     def __exit__(self, *exc) -> None:
         _launch.hooks.remove(self)
+        _array.write_hooks.remove(self._written)
+
+    def _written(self, a: Array, source: Array | None) -> None:
+        """A write outside kernels while recording (not while paused): a copy of an array that
+        requires grad is recorded with its adjoint, and a host write over an array a recorded
+        launch or copy wrote cuts the gradient of what was there before."""
+        if self not in _launch.hooks or not T.holds_floats(a.dtype) or source is a:
+            return
+        copied = source is not None and source.requires_grad
+        if not copied and id(a) not in self.writers:
+            return  # host data into an array this tape never wrote: a leaf, its gradient stays
+        if copied and not a.requires_grad:
+            a.requires_grad = True
+        index = len(self.entries)
+        self.entries.append(_Copy(a, source if copied else None, index))
+        self.touched[id(a)] = a
+        if copied:
+            self.touched[id(source)] = source
+        self.writers.setdefault(id(a), []).append((index, a._version))
 
     # -- recording ---------------------------------------------------------------
     def intercept(self, kernel, plan, dim, values: Sequence, device, adjoint: bool) -> bool:
@@ -198,8 +254,9 @@ class Tape:
         for a, data in seeds.values():
             a.grad._write(data)
         for e in reversed(self.entries):
-            if isinstance(e, _Func):
-                e.backward()
+            if isinstance(e, (_Func, _Copy)):
+                if not isinstance(e, _Copy) or e.dst.grad is not None:
+                    e.backward()
             elif any(a.grad is not None for a in e.arrays):
                 if not e.kernel.enable_backward:
                     self._skip_without_adjoint(e)
@@ -251,7 +308,7 @@ class Tape:
         """Refuse (before any adjoint runs) if a recorded read was overwritten since."""
         sums: dict = {}
         for e in self.entries:
-            if isinstance(e, _Func):
+            if isinstance(e, (_Func, _Copy)):
                 continue
             for label, a, version, what in e.reads:
                 if a._version == version:
@@ -270,6 +327,7 @@ class Tape:
                 if later:
                     w = self.entries[later[0]]
                     by = "the same launch" if later[0] == e.index else \
+                        f"a copy into it (clone/copy/assign, entry #{later[0]})" if isinstance(w, _Copy) else \
                         f"launch #{later[0]} of kernel '{w.kernel.name}'"
                 else:
                     by = "a write outside this tape (assign, fill_, zero_ or an unrecorded launch)"

@@ -484,6 +484,8 @@ class Array:
 
     def clone(self, requires_grad: bool | None = None) -> "Array":
         """A copy on the same device with its own memory (and its own zeroed grad if this one has one).
+        Under a Tape (or a JVP) the copy carries its source's gradient (tangent), except with
+        ``requires_grad=False``: a detached copy.
 
         Example::
 
@@ -495,8 +497,8 @@ class Array:
         else:
             out = empty(self.shape, self.dtype, self.device, rg)
             out._copy_from(self)
-        if write_hooks:
-            _written(out, self)
+        if write_hooks:  # requires_grad=False: a detached copy, no gradient or tangent through it
+            _written(out, None if requires_grad is False else self)
         return out
 
     def type(self) -> ArrayType:
