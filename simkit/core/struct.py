@@ -145,7 +145,12 @@ def struct(cls):
             value = _scalar_value(t, value, where)
             # a float16 goes in as its bit pattern (ctypes has no half)
             setattr(self._c, name, (value.view(np.uint16) if t is T.float16 else value).item())
+        elif value is None:  # resets the field to what a struct built without it holds, as Warp does
+            value = t()
         else:
+            if np.ndim(value) == 0 and not isinstance(value, T.Composite):
+                raise TypeError(f"{where} expects {T.type_name(t)}, got a single {type(value).__name__}: build "
+                                f"the value ({T.type_name(t)}(...)), a number is not spread over its components")
             if type(value) is not t:
                 try:
                     value = t(value)

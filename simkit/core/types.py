@@ -47,6 +47,8 @@ class ScalarType:
         self._sk_scalar = self
 
     def __call__(self, x: Any = 0):
+        if x is None or isinstance(x, (str, bytes)):  # numpy would make None a NaN
+            raise TypeError(f"sk.{self.__name__}() takes a number, got {type(x).__name__}")
         return self.np_dtype.type(x)
 
     def __repr__(self) -> str:
@@ -164,6 +166,9 @@ class Composite:
         if len(args) == 0:
             self._v = np.zeros(self._sk_shape, dt)
             return
+        for a in args:  # numpy would turn a None (or a list holding one) into NaN
+            if a is None or (isinstance(a, (list, tuple)) and np.asarray(a).dtype.kind not in "biuf"):
+                raise TypeError(f"{name}() takes numbers or sequences of numbers, got {a!r}")
         try:
             if len(args) == 1 and np.ndim(args[0]) == 0:
                 self._v = np.full(self._sk_shape, args[0], dt)

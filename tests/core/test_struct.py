@@ -304,6 +304,22 @@ def test_vector_field_converts_sequences_and_rejects_wrong_lengths():
         p.offset = [1, 2]
 
 
+def test_a_number_given_to_a_vector_field_is_refused_not_spread():
+    p = _params()
+    with pytest.raises(TypeError, match=r"Params\.offset expects vec3, got a single float"):
+        p.offset = 2.0
+    assert p.offset == [1, 2, 3]  # unchanged
+
+
+def test_none_given_to_a_vector_or_quat_field_resets_it_to_its_unset_value():
+    d = Defaults()
+    d.q = sk.quat(0.0, 1.0, 0.0, 0.0)
+    d.q = None
+    d.x = None
+    assert d.q == [0, 0, 0, 1] and d.x == [0, 0, 0, 0, 0, 0, 1]
+    assert not np.isnan(d.q.numpy()).any()
+
+
 def test_scalar_field_rejects_sequences_strings_and_floats_for_ints():
     p = _params()
     with pytest.raises(TypeError, match=r"Params\.k expects float32"):

@@ -94,6 +94,14 @@ def test_non_numeric_components_are_a_type_error():
         sk.vec3("a", "b", "c")
 
 
+@pytest.mark.parametrize("make", [lambda: sk.vec3(None), lambda: sk.vec3(1.0, None, 2.0),
+                                  lambda: sk.vec3([1.0, None, 2.0]), lambda: sk.float32(None),
+                                  lambda: sk.float64(None)])
+def test_none_is_a_type_error_not_a_nan(make):
+    with pytest.raises(TypeError, match="takes"):
+        make()
+
+
 def test_transform_refuses_components_and_keywords_together():
     with pytest.raises(TypeError, match="not both"):
         sk.transform(1, 2, 3, 0, 0, 0, 1, p=[0, 0, 0])
