@@ -10,8 +10,9 @@ it every row whose force came out negative; all at once while that shrinks the n
 wrong rows, then one row at a time, the lowest first (Murty's rule, which ends on a
 positive-definite ``H``). A warm-started contact ends in one or two solves, where
 Gauss-Seidel on these nearly degenerate rows (a box's 16 pyramid rows on its 6 dofs) takes
-hundreds of sweeps. The solution goes to the slots' forces, where Gauss-Seidel starts: it
-then stops after its first sweep, having checked it; when this solve does not apply (the
+hundreds of sweeps. The solution goes to the slots' forces, where Gauss-Seidel starts,
+flagged as solved: Gauss-Seidel then only reads it (its optimality conditions, forces >= 0
+and every other row's residual >= -tol, are the ones Gauss-Seidel's sweep would check); when this solve does not apply (the
 elliptic cone, more than ``ACTIVE_SET_ROWS`` rows) or does not end within its pivots, it
 leaves the forces as they were and Gauss-Seidel solves from the warm start as before.
 The backward pass solves its system on the same rows by the same factorization
@@ -21,7 +22,7 @@ Example::
 
     k = active_set_kernels(sk.float64)
     sk.launch(k.active_set, 1, inputs=[count, contact_slot, slot_condim, elliptic, nd, tol, J, X, b, R],
-              outputs=[slot_force, H, L, f, y, on, rows])   # rows: 2 ACTIVE_SET_ROWS ints
+              outputs=[slot_force, H, L, f, y, on, rows, solved])   # rows: 2 ACTIVE_SET_ROWS ints
 """
 
 import functools
@@ -114,10 +115,12 @@ def set_solve(n: int, H: AnyArray, b: AnyArray, on: ints, rows: ints, L: AnyArra
 @sk.kernel(enable_backward=False)   # run outside Tapes: the solve's gradient is active_set_adjoint's
 def active_set(count: ints, contact_slot: ints, slot_condim: ints, elliptic: int, nd: int, tol: Any,
                J: AnyArray, X: AnyArray, b: AnyArray, R: AnyArray, slot_force: AnyArray, H: AnyArray, L: AnyArray,
-               f: AnyArray, y: AnyArray, on: ints, rows: ints):
+               f: AnyArray, y: AnyArray, on: ints, rows: ints, solved: ints):
     # One thread. on[i]: -1 a row that carries no force (the three unused rows of a condim 1
-    # contact or a limit), 1 in the set, 0 out of it.
+    # contact or a limit), 1 in the set, 0 out of it. solved[0]: 1 when the forces it leaves
+    # meet the optimality conditions (Gauss-Seidel then has nothing to check)
     n = count[0] * ROWS_PER_CONTACT
+    solved[0] = 0
     if elliptic == 1 or n == 0 or n > ACTIVE_SET_ROWS:
         return
     for i in range(n):
@@ -143,12 +146,12 @@ def active_set(count: ints, contact_slot: ints, slot_condim: ints, elliptic: int
     for i in range(n):
         if on[i] >= 0:
             H[i * n + i] = H[i * n + i] + R[i]
-    solved = False
+    done = False
     pivots = int(3 * n + 10)
     block = True
     fewest = int(n + 1)
     stale = int(0)
-    while not solved and pivots > 0:
+    while not done and pivots > 0:
         if not set_solve(n, H, b, on, rows, L, y, f):
             pivots = 0
             break
@@ -172,7 +175,7 @@ def active_set(count: ints, contact_slot: ints, slot_condim: ints, elliptic: int
                 if block:
                     rows[n + wrong - 1] = i
         if wrong == 0:
-            solved = True
+            done = True
         else:
             if wrong < fewest:
                 fewest = wrong
@@ -188,7 +191,8 @@ def active_set(count: ints, contact_slot: ints, slot_condim: ints, elliptic: int
             else:
                 on[first] = 1 - on[first]
             pivots = pivots - 1
-    if solved:
+    if done:
+        solved[0] = 1
         for i in range(n):
             c = i // ROWS_PER_CONTACT
             slot_force[ROWS_PER_CONTACT * contact_slot[c] + i - c * ROWS_PER_CONTACT] = f[i]

@@ -460,7 +460,7 @@ def elliptic_block(i0: int, mu: Any, nd: int, J: AnyArray, X: AnyArray, b: AnyAr
 @sk.kernel
 def pgs(count: ints, contact_slot: ints, slot_condim: ints, slot_mu: AnyArray, elliptic: int, nd: int,
         iterations: int, tol: Any, rounding: Any, J: AnyArray, X: AnyArray, b: AnyArray, R: AnyArray,
-        slot_force: AnyArray, f: AnyArray, w: AnyArray, iters_out: ints):
+        exact: ints, slot_force: AnyArray, f: AnyArray, w: AnyArray, iters_out: ints):
     # One thread: projected Gauss-Seidel on the dual. The rows' residuals are read through
     # w = X^T f: (A f)_i = J_i . w, so a sweep costs O(rows x dofs) and A is never formed
     # (only its diagonal, J_i . X_i); the step passes Y = L^-1 J^T as both J and X (A = Y Y^T)
@@ -468,7 +468,8 @@ def pgs(count: ints, contact_slot: ints, slot_condim: ints, slot_mu: AnyArray, e
     # changes its row's residual by more than tol plus the rounding of the residual's terms
     # (rounding x (|b_i| + |R_i f_i|): in float32 a residual of ~100 is not known to 1e-5).
     # Each row starts from its slot's force of the previous step (the warm start), and
-    # leaves its force there for the next.
+    # leaves its force there for the next. Forces the exact solve left there as solved
+    # (exact[0] == 1, kernels/contact_active_set.py) are only read: no sweep (0 reported).
     n = count[0] * ROWS_PER_CONTACT
     for i in range(n):
         c = i // ROWS_PER_CONTACT
@@ -483,6 +484,8 @@ def pgs(count: ints, contact_slot: ints, slot_condim: ints, slot_mu: AnyArray, e
         w[d] = v
     it = int(0)
     change = tol + 1.0
+    if exact[0] == 1:
+        change = tol * 0.0
     while it < iterations and change > tol:
         change = tol * 0.0
         for c in range(count[0]):

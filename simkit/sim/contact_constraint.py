@@ -134,7 +134,7 @@ class ContactSolve:
         # the exact solve's scratch (kernels/contact_active_set.py): two matrices of its rows squared
         n = min(self.max_rows, ACTIVE_SET_ROWS)
         self.exact = SimpleNamespace(H=zeros(n * n), L=zeros(n * n), f=zeros(n), y=zeros(n), on=zeros(n, T.int32),
-                                     rows=zeros(2 * n, T.int32))
+                                     rows=zeros(2 * n, T.int32), solved=zeros(1, T.int32))
         for a in [*vars(self.exact).values(), self.iterations, self.needed]:
             A.mark_scratch(a)
         self.elliptic = None     # the elliptic cone's backward scratch, made when first needed
@@ -326,15 +326,15 @@ class ContactSolve:
         iterations, tol = params["iterations"], float(params["tolerance"])
         with paused_tapes():
             # the exact solve of the pyramidal dual puts its forces where Gauss-Seidel starts
-            # (which then checks them in one sweep); where it does not apply, it leaves them
+            # (which then only reads them); where it does not apply, it leaves them
             e = self.exact
             # both on Y, where the Delassus matrix is Y Y^T; then qdd = a0 + L^-T (Y^T f)
             launch(active_set_kernels(real).active_set, 1,
                    inputs=[w.count, w.contact_slot, w.slot_condim, params["elliptic"], nd, tol, w.Y, w.Y, w.b, w.R],
-                   outputs=[warm, e.H, e.L, e.f, e.y, e.on, e.rows])
+                   outputs=[warm, e.H, e.L, e.f, e.y, e.on, e.rows, e.solved])
             launch(k.pgs, 1, inputs=[w.count, w.contact_slot, w.slot_condim, w.slot_mu, params["elliptic"], nd,
                                      iterations, tol, ROUNDING * float(np.finfo(real.__name__).eps), w.Y, w.Y, w.b,
-                                     w.R],
+                                     w.R, e.solved],
                    outputs=[warm, w.f, w.yf, self.iterations])
             launch(k.constrained_qdd, model.articulation_count,
                    inputs=[topo["dof_start"], topo["dof_count"], topo["entry_start"], L, a0, w.yf], outputs=[w.out])

@@ -56,7 +56,7 @@ def forward(J, X, R, b, a0, mu):
     f, w = sk.zeros(n, dtype=sk.float64), sk.zeros(nd, dtype=sk.float64)
     sk.launch(contact_solve_kernels(sk.float64).pgs, 1,
               inputs=[i32([n // ROWS]), i32(range(n // ROWS)), i32(CONDIM), f64(mu), 1, nd, 100000, 1e-15, 0.0,
-                      f64(J), f64(X), f64(b), f64(R)],
+                      f64(J), f64(X), f64(b), f64(R), i32([0])],
               outputs=[sk.zeros(n, dtype=sk.float64), f, w, sk.zeros(1, dtype=sk.int32)])
     return f.numpy(), a0 + w.numpy()
 
