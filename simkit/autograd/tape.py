@@ -16,7 +16,8 @@ Rules it enforces (docs/design.md, "Autodiff contract"):
 - copies are recorded too: ``sk.clone``, ``sk.copy`` and ``assign`` from an array that
   requires grad pass the copy's gradient back to the source (and give the copy a grad),
   and a host write (``zero_``, ``fill_``, ``assign`` from numpy) over an array a recorded
-  launch wrote stops the gradient there, as the values before it no longer matter;
+  launch wrote stops the gradient there, as the values before it no longer matter; either
+  way the array keeps the gradient of what the write left in it;
   ``clone(requires_grad=False)`` is a detached copy;
 - launches that touch no array with a grad (integer bookkeeping such as a hash-grid
   build) are not replayed;
@@ -93,9 +94,13 @@ class _Copy:
     src: Array | None
     index: int
 
-    def backward(self) -> None:
-        """The copy's adjoint: its grad moves to the source; what ``dst`` held before is dead.
-        A hook of the reverse sweep with ``copied_adjoint`` (hvp's second order) moves its own too."""
+    def backward(self) -> np.ndarray:
+        """The copy's adjoint: its grad goes to the source, and none to what wrote ``dst``
+        before (those values are dead). Returns that grad, which ``Tape.backward`` gives back
+        to ``dst`` at the end: the gradient of what the copy left there, as a launch's output
+        keeps its own. A hook of the reverse sweep with ``copied_adjoint`` (hvp's second
+        order) moves its own too."""
+        g = np.array(self.dst.grad.numpy(), copy=True)
         if self.src is not None and self.src.grad is not None:
             accumulate(self.src.grad, self.dst.grad)
         self.dst.grad._write(0)
@@ -103,16 +108,17 @@ class _Copy:
             moved = getattr(h, "copied_adjoint", None)
             if moved is not None:
                 moved(self.dst, self.src)
+        return g
 
 
-def accumulate(into: Array, g: Array) -> None:
+def accumulate(into: Array, g: Array | np.ndarray) -> None:
     """``into += g`` on the host, for two grads of one shape (of an array of structs: its float fields)."""
+    g = g.numpy() if isinstance(g, Array) else g
     if SA.is_struct(into.dtype):
         h = into.numpy().copy()
-        SA.set_float_components(h, into.dtype, SA.float_components(h, into.dtype)
-                                + SA.float_components(g.numpy(), g.dtype))
+        SA.set_float_components(h, into.dtype, SA.float_components(h, into.dtype) + SA.float_components(g, into.dtype))
     else:
-        h = into.numpy() + g.numpy().astype(into._np_dtype)
+        h = into.numpy() + g.astype(into._np_dtype)
     into._write(h)
 
 
@@ -253,15 +259,20 @@ class Tape:
                 a.grad._write(0)
         for a, data in seeds.values():
             a.grad._write(data)
+        copied = []
         for e in reversed(self.entries):
-            if isinstance(e, (_Func, _Copy)):
-                if not isinstance(e, _Copy) or e.dst.grad is not None:
-                    e.backward()
+            if isinstance(e, _Func):
+                e.backward()
+            elif isinstance(e, _Copy):
+                if e.dst.grad is not None:
+                    copied.append((e.dst, e.backward()))
             elif any(a.grad is not None for a in e.arrays):
                 if not e.kernel.enable_backward:
                     self._skip_without_adjoint(e)
                     continue
                 _launch.launch(e.kernel, e.dim, e.values, adjoint=True)
+        for dst, g in copied:
+            accumulate(dst.grad, g)
         self.left = {key: self._grad_state(self.touched[key]) for key in self.writers
                      if self.touched[key].grad is not None}
         self.seeded = set(seeds)

@@ -42,12 +42,13 @@ ROWS_PER_CONTACT = 4
 
 @sk.kernel
 def compact(slot_active: ints, contact_slots: int, slot_count: int, max_contacts: int, contacts: int,
-            contact_slot: ints, count: ints, needed: ints, slot_force: AnyArray):
+            warm: AnyArray, contact_slot: ints, count: ints, needed: ints, slot_force: AnyArray):
     # one thread: the active slots in ascending order, at most max_contacts of the contact
     # slots (the first contact_slots; none while contacts is 0) and every active limit slot
-    # after them; an inactive slot forgets its force (a contact made again starts from
-    # zero). needed[0] keeps the most active contacts seen, so the host can tell that the
-    # cap dropped some
+    # after them. The warm start: an active slot's force of the step that wrote the input
+    # state (warm) is where the solve starts; an inactive slot forgets its force (a contact
+    # made again starts from zero). needed[0] keeps the most active contacts seen, so the
+    # host can tell that the cap dropped some
     n = int(0)
     active = int(0)
     for s in range(slot_count):
@@ -63,19 +64,14 @@ def compact(slot_active: ints, contact_slots: int, slot_count: int, max_contacts
             else:
                 contact_slot[n] = s
                 n = n + 1
-        if on == 0:
-            for e in range(ROWS_PER_CONTACT):
-                slot_force[ROWS_PER_CONTACT * s + e] = slot_force.dtype(0.0)
+        for e in range(ROWS_PER_CONTACT):
+            value = slot_force.dtype(0.0)
+            if on != 0:
+                value = warm[ROWS_PER_CONTACT * s + e]
+            slot_force[ROWS_PER_CONTACT * s + e] = value
     count[0] = n
     if active > needed[0]:
         needed[0] = active
-
-
-@sk.kernel
-def copy_forces(src: AnyArray, dst: AnyArray):
-    # the warm start of a step: the slots' forces of the step that wrote its input state
-    i = sk.tid()
-    dst[i] = src[i]
 
 
 @sk.func
@@ -596,7 +592,7 @@ def _param_types(real) -> dict:
              "slot_normal": sk.array(dtype=S.vec3), "slot_tangent": sk.array(dtype=S.vec3), "S_dof": sk.array(dtype=S.spatial),
              "slot_solref": sk.array(dtype=S.vec2), "slot_solimp": sk.array(dtype=S.vec5), "slot_margin": reals,
              "impratio": real, "dt": real, "tol": real, "rounding": real}
-    types.update(dict.fromkeys(["slot_mu", "slot_dist", "slot_force", "src", "dst", "invweight", "dof_invweight", "J", "X", "Y", "L", "A", "b",
+    types.update(dict.fromkeys(["slot_mu", "slot_dist", "slot_force", "warm", "invweight", "dof_invweight", "J", "X", "Y", "L", "A", "b",
                                 "R", "f", "qd", "a0", "qdd", "b_out", "R_out", "g", "mu", "t", "jt_mu", "Z", "X_grad", "J_grad",
                                 "b_grad", "R_grad", "M_grad", "w"], reals))
     return types

@@ -373,7 +373,10 @@ def joint_forces(subtree_start: ints, subtree_body: ints, f_body: AnyArray, m_bo
 @sk.kernel
 def mass_entries(entry_row: ints, entry_col: ints, entry_joint: ints, entry_local: ints, S_dof: AnyArray,
                  m_joint: AnyArray, h_joint: AnyArray, J_joint: AnyArray, diag: AnyArray, block: AnyArray,
-                 M_out: AnyArray):
+                 implicit: AnyArray, M_out: AnyArray, M0_out: AnyArray):
+    # the joint-space mass matrix with the implicit parts of drives, damping and friction
+    # (diag, block), and M0 without those on its diagonal (the constraint solve sees that
+    # one, as MuJoCo's Euler does)
     e = sk.tid()
     r = entry_row[e]
     k = entry_joint[e]
@@ -383,24 +386,16 @@ def mass_entries(entry_row: ints, entry_col: ints, entry_joint: ints, entry_loca
         f = inertia_times(m_joint[k], h_joint[k], J_joint[k], S_dof[entry_col[e]])
         s = S_dof[r]
         value = sk.dot(top(s), top(f)) + sk.dot(bottom(s), bottom(f))
+    plain = value
     if r == entry_col[e]:
         value = value + diag[r]
+        plain = value - implicit[r]
     if entry_local[e] >= 0:
         # the implicit part of a ball joint's limit couples its three rates
         value = value + block[r][entry_local[e]]
+        plain = plain + block[r][entry_local[e]]
     M_out[e] = value
-
-
-@sk.kernel
-def strip_implicit(entry_row: ints, entry_col: ints, M: AnyArray, implicit: AnyArray, M_out: AnyArray):
-    # the mass matrix without the implicit parts of drives, damping and friction on its
-    # diagonal (the constraint solve sees it, as MuJoCo's Euler does)
-    e = sk.tid()
-    r = entry_row[e]
-    value = M[e]
-    if r == entry_col[e]:
-        value = value - implicit[r]
-    M_out[e] = value
+    M0_out[e] = plain
 
 
 @sk.kernel
@@ -558,8 +553,8 @@ def _param_types(real) -> dict:
     types.update(dict.fromkeys(["joint_q", "joint_qd", "joint_target", "joint_target_vel", "joint_act",
                                 "joint_dof_target", "joint_dof_target_vel",
                                 "joint_dof_act", "m_out", "m_body", "m_joint", "rhs_out", "diag_out", "diag", "M_out",
-                                "M", "b", "L", "y", "x", "b_grad", "M_grad", "src", "dst", "qdd", "q_out", "qd_out",
-                                "implicit_out", "implicit", "a", "out"],
+                                "M0_out", "M", "b", "L", "y", "x", "b_grad", "M_grad", "src", "dst", "qdd", "q_out",
+                                "qd_out", "implicit_out", "implicit", "a", "out"],
                                reals))
     return types
 

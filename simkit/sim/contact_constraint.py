@@ -282,10 +282,9 @@ class ContactSolve:
                             w.slot_margin, w.slot_active])
         with paused_tapes():
             warm = self.warm_start(state_out)
-            # a launch, not a host copy: a replayed step is then one native call
-            launch(k.copy_forces, warm.size, inputs=[self.warm_start(state)], outputs=[warm])
+            # in the same launch, the warm start: state_in's forces of the active slots
             launch(k.compact, 1, inputs=[w.slot_active, self.contact_slots, self.slots, self.max_contacts,
-                                         int(contacts)],
+                                         int(contacts), self.warm_start(state)],
                    outputs=[w.contact_slot, w.count, self.needed, warm])
         launch(k.row_jacobian, self.max_contacts + self.limit_count,
                inputs=[w.count, w.contact_slot, w.slot_body, w.slot_point, w.slot_normal, w.slot_tangent, w.slot_mu,

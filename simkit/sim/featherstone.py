@@ -328,15 +328,14 @@ class Featherstone(Replayed):
         self._contact_params = dict(iterations=int(iterations), tolerance=float(tolerance))
 
     def _constrained(self, model: Model, topo: dict, k, solve: ContactSolve, state_in: State, state_out: State,
-                     S_dof: A.Array, M: A.Array, rhs: A.Array, implicit: A.Array, dt: float, buffer) -> A.Array:
+                     S_dof: A.Array, M: A.Array, M0: A.Array, rhs: A.Array, implicit: A.Array, dt: float,
+                     buffer) -> A.Array:
         """The acceleration with the contact and limit constraints, as MuJoCo's Euler takes it:
         the constraint forces ``f`` solved against the mass matrix ``M0`` without the implicit
         terms ``D`` (drives, damping, friction) and the unconstrained ``M0^-1 rhs``, then the
         implicit terms applied to everything, ``qdd = (M0 + D)^-1 (rhs + J^T f)``, which is
         ``qdd0 - (M0 + D)^-1 (D qdd0)`` for ``qdd0 = M0^-1 (rhs + J^T f)``."""
-        real, nd, ne = model.dtype, model.joint_dof_count, topo["entry_count"]
-        M0 = buffer("M0", ne, real)
-        launch(k.strip_implicit, ne, inputs=[topo["entry_row"], topo["entry_col"], M, implicit], outputs=[M0])
+        real, nd = model.dtype, model.joint_dof_count
         a0, L0 = _solve(model, topo, k, M0, rhs, lambda name, n, dtype: buffer("plain_" + name, n, dtype))
         params = dict(self._contact_params, elliptic=int(model.contact_cone == "elliptic"),
                       impratio=model.impratio if self.impratio is None else self.impratio)
@@ -427,18 +426,20 @@ class Featherstone(Replayed):
                outputs=[m_j, h_j, J_j, rhs, diag, block, implicit])
         ne = topo["entry_count"]
         M = zeros("M", ne, real)
-        launch(k.mass_entries, ne,
-               inputs=[topo["entry_row"], topo["entry_col"], topo["entry_joint"], topo["entry_local"], S_dof, m_j,
-                       h_j, J_j, diag, block],
-               outputs=[M])
         solve = None
         if self.contact == "constraint":
             solves = topo.setdefault("contact_solves", {})      # per cap: integrators may differ
             solve = solves.get(self.max_contacts)
             if solve is None:
                 solve = solves[self.max_contacts] = ContactSolve(model, self.max_contacts)
+        M0 = zeros("M0", ne, real)   # M without the implicit terms, which the constraint solve sees
+        launch(k.mass_entries, ne,
+               inputs=[topo["entry_row"], topo["entry_col"], topo["entry_joint"], topo["entry_local"], S_dof, m_j,
+                       h_j, J_j, diag, block, implicit],
+               outputs=[M, M0])
         if solve is not None and (model.contacts_enabled or solve.limit_count):
-            qdd = self._constrained(model, topo, k, solve, state_in, state_out, S_dof, M, rhs, implicit, dt, zeros)
+            qdd = self._constrained(model, topo, k, solve, state_in, state_out, S_dof, M, M0, rhs, implicit, dt,
+                                    zeros)
         else:
             qdd = _solve(model, topo, k, M, rhs, zeros)[0]
         launch(k.integrate, nj,

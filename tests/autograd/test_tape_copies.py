@@ -53,6 +53,7 @@ def test_a_copy_into_an_intermediate_takes_the_gradient_from_what_it_overwrote()
     tape.backward(loss=loss)
     np.testing.assert_allclose(s.grad.numpy(), 2.0 * np.array([1.0, 2.0, 3.0]), rtol=1e-12)
     assert x.grad.numpy().tolist() == [0.0, 0.0, 0.0]
+    np.testing.assert_allclose(y.grad.numpy(), s.grad.numpy(), rtol=0)  # the copy's own gradient stays
 
 
 def test_assign_from_an_array_gives_a_plain_destination_a_gradient():
@@ -77,6 +78,7 @@ def test_a_host_write_over_a_recorded_output_stops_its_gradient(write):
         sk.launch(add_total, 3, inputs=[y], outputs=[loss])
     tape.backward(loss=loss)
     np.testing.assert_allclose(x.grad.numpy(), np.ones(3), rtol=1e-12)  # only the direct sum x
+    np.testing.assert_allclose(y.grad.numpy(), np.ones(3), rtol=0)      # y's: of the values written
 
 
 def test_a_host_write_into_an_input_before_its_use_keeps_the_inputs_gradient():
@@ -174,3 +176,16 @@ def test_the_hessian_vector_product_passes_through_a_clone(device):
     _loss, (g,), (hv,) = sk.autograd.hvp(f, [x], [v])
     np.testing.assert_allclose(g.numpy(), 3.0 * X0 ** 2, rtol=1e-12)
     np.testing.assert_allclose(hv.numpy(), 6.0 * X0 * v, rtol=1e-12)
+
+
+def test_an_input_state_made_and_set_inside_the_tape_keeps_its_gradient():
+    # model.state() clones the model's arrays; a host assign then sets the rollout's start
+    base = leaf(np.zeros(3))
+    loss = sk.zeros(1, dtype=F64)
+    with sk.Tape() as tape:
+        x = sk.clone(base)
+        x.assign(X0)
+        sk.launch(add_squares, 3, inputs=[x], outputs=[loss])
+    tape.backward(loss=loss)
+    np.testing.assert_allclose(x.grad.numpy(), 2.0 * X0, rtol=1e-12)
+    assert base.grad.numpy().tolist() == [0.0, 0.0, 0.0]
