@@ -3,7 +3,8 @@
 :mod:`simkit.kernels.contact_solve`.
 
 The dual ``min 0.5 f^T H f + b^T f`` over ``f >= 0`` (``H = A + R``, positive definite by
-the regularizer ``R``) is solved by principal pivoting on its optimality conditions: guess
+the regularizer ``R``; ``A = Y Y^T`` from the rows ``Y = L^-1 J^T``, built from each
+contact's three basis rows: a pyramid's four edges are combinations of them) is solved by principal pivoting on its optimality conditions: guess
 the rows that push (``f > 0``: the previous step's), solve ``H_SS f_S = -b_S`` by Cholesky,
 and move into the set every row whose residual ``(H f + b)_i`` is below ``-tol`` and out of
 it every row whose force came out negative; all at once while that shrinks the number of
@@ -11,9 +12,9 @@ wrong rows, then one row at a time, the lowest first (Murty's rule, which ends o
 positive-definite ``H``). A warm-started contact ends in one or two solves, where
 Gauss-Seidel on these nearly degenerate rows (a box's 16 pyramid rows on its 6 dofs) takes
 hundreds of sweeps. The solution goes to the slots' forces, where Gauss-Seidel starts,
-flagged as solved: Gauss-Seidel then only reads it (its optimality conditions, forces >= 0
-and every other row's residual >= -tol, are the ones Gauss-Seidel's sweep would check); when this solve does not apply (the
-elliptic cone, more than ``ACTIVE_SET_ROWS`` rows) or does not end within its pivots, it
+flagged as solved: Gauss-Seidel then only reads it (its optimality conditions, forces
+>= 0 and every other row's residual >= -tol, are the ones Gauss-Seidel's sweep would
+check); when this solve does not apply (the elliptic cone, more than ``ACTIVE_SET_ROWS`` rows) or does not end within its pivots, it
 leaves the forces as they were and Gauss-Seidel solves from the warm start as before.
 The backward pass solves its system on the same rows by the same factorization
 (``active_set_adjoint``).
@@ -21,8 +22,8 @@ The backward pass solves its system on the same rows by the same factorization
 Example::
 
     k = active_set_kernels(sk.float64)
-    sk.launch(k.active_set, 1, inputs=[count, contact_slot, slot_condim, elliptic, nd, tol, J, X, b, R],
-              outputs=[slot_force, H, L, f, y, on, rows, solved])   # rows: 2 ACTIVE_SET_ROWS ints
+    sk.launch(k.active_set, 1, inputs=[count, contact_slot, slot_condim, elliptic, nd, tol, Y, b, R],
+              outputs=[slot_force, H, L, f, y, on, rows, solved, B])   # rows: 2 ACTIVE_SET_ROWS ints
 """
 
 import functools
@@ -30,7 +31,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import simkit as sk
-from .contact_solve import ROWS_PER_CONTACT
+from .contact_solve import ROWS_PER_CONTACT, basis_at
 
 AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
 ints = sk.array(dtype=sk.int32)
@@ -50,18 +51,44 @@ def delassus_entry(H: AnyArray, n: int, i: int, j: int, nd: int, J: AnyArray, X:
 
 
 @sk.func
-def delassus_block(J: AnyArray, X: AnyArray, c: int, c2: int, nd: int):
-    """The 4 x 4 block of ``J X^T`` between the rows of contacts ``c`` and ``c2``: sixteen
-    independent sums, where an entry alone is one chain of multiply-adds to wait on."""
-    vec4 = sk.vector(4, J.dtype)
-    block = sk.outer(vec4(0.0, 0.0, 0.0, 0.0), vec4(0.0, 0.0, 0.0, 0.0))
-    r0 = c * ROWS_PER_CONTACT * nd
-    r2 = c2 * ROWS_PER_CONTACT * nd
+def edge_map(pyramid: bool, e: int, k: int):
+    """Row ``e`` of a contact's rows in terms of basis row ``k`` (kernels/contact_solve.py,
+    basis_at): a pyramid's edges ``n +- mu t1``, ``n +- mu t2``; otherwise row e itself."""
+    value = 0.0
+    if pyramid:
+        if k == 0:
+            value = 1.0
+        elif k == 1 and e < 2:
+            value = 1.0 - 2.0 * float(e)
+        elif k == 2 and e >= 2:
+            value = 5.0 - 2.0 * float(e)
+    elif e == k:
+        value = 1.0
+    return value
+
+
+@sk.func
+def delassus_block(B: AnyArray, c: int, c2: int, pyramid: bool, pyramid2: bool, nd: int):
+    """The 4 x 4 block of the Delassus matrix between the rows of contacts ``c`` and ``c2``,
+    from their basis rows (3 each, ``B``): the 3 x 3 block of their sums (nine independent
+    chains of multiply-adds), then mapped to the rows (a pyramid's 16 edge products are
+    sums of those nine)."""
+    vec3 = sk.vector(3, B.dtype)
+    mat34 = sk.matrix((3, 4), B.dtype)
+    G = sk.outer(vec3(0.0, 0.0, 0.0), vec3(0.0, 0.0, 0.0))
+    r0 = c * 3 * nd
+    r2 = c2 * 3 * nd
     for d in range(nd):
-        u = vec4(J[r0 + d], J[r0 + nd + d], J[r0 + 2 * nd + d], J[r0 + 3 * nd + d])
-        v = vec4(X[r2 + d], X[r2 + nd + d], X[r2 + 2 * nd + d], X[r2 + 3 * nd + d])
-        block = block + sk.outer(u, v)
-    return block
+        u = vec3(B[r0 + d], B[r0 + nd + d], B[r0 + 2 * nd + d])
+        v = vec3(B[r2 + d], B[r2 + nd + d], B[r2 + 2 * nd + d])
+        G = G + sk.outer(u, v)
+    P = mat34()
+    P2 = mat34()
+    for k in range(3):
+        for e in range(ROWS_PER_CONTACT):
+            P[k, e] = B.dtype(edge_map(pyramid, e, k))
+            P2[k, e] = B.dtype(edge_map(pyramid2, e, k))
+    return sk.transpose(P) * G * P2
 
 
 @sk.func
@@ -114,8 +141,8 @@ def set_solve(n: int, H: AnyArray, b: AnyArray, on: ints, rows: ints, L: AnyArra
 
 @sk.kernel(enable_backward=False)   # run outside Tapes: the solve's gradient is active_set_adjoint's
 def active_set(count: ints, contact_slot: ints, slot_condim: ints, elliptic: int, nd: int, tol: Any,
-               J: AnyArray, X: AnyArray, b: AnyArray, R: AnyArray, slot_force: AnyArray, H: AnyArray, L: AnyArray,
-               f: AnyArray, y: AnyArray, on: ints, rows: ints, solved: ints):
+               Y: AnyArray, b: AnyArray, R: AnyArray, slot_force: AnyArray, H: AnyArray, L: AnyArray,
+               f: AnyArray, y: AnyArray, on: ints, rows: ints, solved: ints, B: AnyArray):
     # One thread. on[i]: -1 a row that carries no force (the three unused rows of a condim 1
     # contact or a limit), 1 in the set, 0 out of it. solved[0]: 1 when the forces it leaves
     # meet the optimality conditions (Gauss-Seidel then has nothing to check)
@@ -131,11 +158,18 @@ def active_set(count: ints, contact_slot: ints, slot_condim: ints, elliptic: int
             on[i] = 0
             if slot_force[ROWS_PER_CONTACT * contact_slot[c] + e] > 0.0:
                 on[i] = 1
-    # H = J X^T + R on the rows that carry force (symmetric: the lower half, mirrored), a
-    # block of two contacts' rows at a time
+    # H = Y Y^T + R on the rows that carry force (symmetric: the lower half, mirrored), a
+    # block of two contacts' rows at a time, from their basis rows (B, 3 a contact)
+    for c in range(count[0]):
+        pyramid = slot_condim[contact_slot[c]] >= 3
+        for d in range(nd):
+            u = basis_at(Y, c * ROWS_PER_CONTACT * nd, nd, d, pyramid)
+            for k in range(3):
+                B[(c * 3 + k) * nd + d] = u[k]
     for c in range(count[0]):
         for c2 in range(c + 1):
-            block = delassus_block(J, X, c, c2, nd)
+            block = delassus_block(B, c, c2, slot_condim[contact_slot[c]] >= 3,
+                                   slot_condim[contact_slot[c2]] >= 3, nd)
             for e in range(ROWS_PER_CONTACT):
                 i = c * ROWS_PER_CONTACT + e
                 for e2 in range(ROWS_PER_CONTACT):
@@ -235,8 +269,8 @@ def _param_types(real) -> dict:
     """The types of the kernels' generic parameters for float type ``real``."""
     reals = sk.array(dtype=real)
     types = {"tol": real}
-    types.update(dict.fromkeys(["J", "X", "b", "R", "slot_force", "H", "L", "f", "y", "g", "rhs", "mu", "t", "jt_mu"],
-                               reals))
+    types.update(dict.fromkeys(["J", "X", "Y", "B", "b", "R", "slot_force", "H", "L", "f", "y", "g", "rhs", "mu", "t",
+                                "jt_mu"], reals))
     return types
 
 

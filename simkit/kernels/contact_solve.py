@@ -225,6 +225,18 @@ def rows_at(A: AnyArray, r0: int, nd: int, d: int):
     return vec4(A[r0 + d], A[r0 + nd + d], A[r0 + 2 * nd + d], A[r0 + 3 * nd + d])
 
 
+@sk.func
+def basis_at(A: AnyArray, r0: int, nd: int, d: int, pyramid: bool):
+    """Entry ``d`` of the three basis rows of a contact's four rows from ``r0``: of a
+    pyramid's edges ``n +- mu t1``, ``n +- mu t2`` the rows ``n``, ``mu t1``, ``mu t2``;
+    otherwise its first three rows (the fourth carries nothing)."""
+    vec3 = sk.vector(3, A.dtype)
+    u = rows_at(A, r0, nd, d)
+    if pyramid:
+        return vec3(0.5 * (u[0] + u[1]), 0.5 * (u[0] - u[1]), 0.5 * (u[2] - u[3]))
+    return vec3(u[0], u[1], u[2])
+
+
 @sk.kernel
 def half_rows(count: ints, arts: int, dof_start: ints, dof_count: ints, entry_start: ints, nd: int,
               L: AnyArray, J: AnyArray, Y: AnyArray):

@@ -232,7 +232,8 @@ class ContactSolve:
                             slot_margin=zeros(self.slots), slot_active=zeros(self.slots, T.int32),
                             contact_slot=zeros(self.max_contacts + self.limit_count, T.int32),
                             count=zeros(1, T.int32),
-                            J=zeros(mr * nd), Y=zeros(mr * nd), X=zeros(mr * nd), b=zeros(mr), R=zeros(mr),
+                            J=zeros(mr * nd), Y=zeros(mr * nd), X=zeros(mr * nd),
+                            B=zeros(mr // ROWS_PER_CONTACT * 3 * nd), b=zeros(mr), R=zeros(mr),
                             f=zeros(mr), yf=zeros(nd), out=zeros(nd))
         if not recording:
             self.reused = w
@@ -327,10 +328,11 @@ class ContactSolve:
             # the exact solve of the pyramidal dual puts its forces where Gauss-Seidel starts
             # (which then only reads them); where it does not apply, it leaves them
             e = self.exact
-            # both on Y, where the Delassus matrix is Y Y^T; then qdd = a0 + L^-T (Y^T f)
+            # both on Y, where the Delassus matrix is Y Y^T (the exact solve builds it from the
+            # contacts' basis rows, in B); then qdd = a0 + L^-T (Y^T f)
             launch(active_set_kernels(real).active_set, 1,
-                   inputs=[w.count, w.contact_slot, w.slot_condim, params["elliptic"], nd, tol, w.Y, w.Y, w.b, w.R],
-                   outputs=[warm, e.H, e.L, e.f, e.y, e.on, e.rows, e.solved])
+                   inputs=[w.count, w.contact_slot, w.slot_condim, params["elliptic"], nd, tol, w.Y, w.b, w.R],
+                   outputs=[warm, e.H, e.L, e.f, e.y, e.on, e.rows, e.solved, w.B])
             launch(k.pgs, 1, inputs=[w.count, w.contact_slot, w.slot_condim, w.slot_mu, params["elliptic"], nd,
                                      iterations, tol, ROUNDING * float(np.finfo(real.__name__).eps), w.Y, w.Y, w.b,
                                      w.R, e.solved],

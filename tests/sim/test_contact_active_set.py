@@ -29,21 +29,29 @@ def brute_force(H: np.ndarray, b: np.ndarray) -> np.ndarray:
     raise AssertionError("no set satisfies the optimality conditions")
 
 
-def problem(seed: int, contacts: int, dofs: int):
-    # more rows than dofs, as a box's pyramid: A = J M^-1 J^T is singular, R makes H definite
+# a pyramid's four edge rows n + mu t1, n - mu t1, n + mu t2, n - mu t2 from n, mu t1, mu t2
+EDGES = np.array([[1.0, 1.0, 0.0], [1.0, -1.0, 0.0], [1.0, 0.0, 1.0], [1.0, 0.0, -1.0]])
+
+
+def problem(seed: int, contacts: int, dofs: int, pyramid: bool = True):
+    # more rows than dofs, as a box's pyramid: A = J M^-1 J^T is singular, R makes H definite.
+    # Also Y = J L^-T for M = L L^T (A = Y Y^T), what the step passes the exact solve
     rng = np.random.default_rng(seed)
     n = contacts * ROWS
     J = rng.normal(size=(n, dofs))
+    if pyramid:
+        J = np.einsum("ek,ckd->ced", EDGES, rng.normal(size=(contacts, 3, dofs))).reshape(n, dofs)
     B = rng.normal(size=(dofs, dofs))
     M = B @ B.T + dofs * np.eye(dofs)
     X = np.linalg.solve(M, J.T).T
     R = 0.05 * np.abs(np.einsum("ij,ij->i", J, X))
     b = rng.normal(size=n)
-    return J, X, R, b
+    Y = np.linalg.solve(np.linalg.cholesky(M), J.T).T
+    return J, X, R, b, Y
 
 
-def run_kernel(J, X, R, b, warm, condim=3, elliptic=0):
-    n, nd = J.shape
+def run_kernel(Y, R, b, warm, condim=3, elliptic=0):
+    n, nd = Y.shape
     contacts = n // ROWS
     k = active_set_kernels(sk.float64)
     f64 = lambda x: sk.array(np.ascontiguousarray(x, dtype=np.float64).reshape(-1), dtype=sk.float64)
@@ -51,36 +59,36 @@ def run_kernel(J, X, R, b, warm, condim=3, elliptic=0):
     slot_force, solved = f64(warm), sk.zeros(1, dtype=sk.int32)
     sk.launch(k.active_set, 1,
               inputs=[i32([contacts]), i32(range(contacts)), i32([condim] * contacts), elliptic, nd, 1e-12,
-                      f64(J), f64(X), f64(b), f64(R)],
+                      f64(Y), f64(b), f64(R)],
               outputs=[slot_force, sk.zeros(n * n, dtype=sk.float64), sk.zeros(n * n, dtype=sk.float64),
                        sk.zeros(n, dtype=sk.float64), sk.zeros(n, dtype=sk.float64), sk.zeros(n, dtype=sk.int32),
-                       sk.zeros(2 * n, dtype=sk.int32), solved])
+                       sk.zeros(2 * n, dtype=sk.int32), solved, sk.zeros(3 * contacts * nd, dtype=sk.float64)])
     return slot_force.numpy()
 
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("start", ["cold", "warm-from-the-wrong-rows"])
 def test_the_forces_are_the_unique_optimum_the_brute_force_search_finds(seed, start):
-    J, X, R, b = problem(seed, contacts=3, dofs=5)
+    J, X, R, b, Y = problem(seed, contacts=3, dofs=5)
     H = J @ X.T + np.diag(R)
     expected = brute_force(H, b)
     warm = np.zeros(len(b)) if start == "cold" else (expected == 0.0).astype(float)
-    np.testing.assert_allclose(run_kernel(J, X, R, b, warm), expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(run_kernel(Y, R, b, warm), expected, rtol=1e-9, atol=1e-12)
 
 
 def test_the_unused_rows_of_a_condim_1_contact_carry_no_force():
-    J, X, R, b = problem(7, contacts=2, dofs=3)
+    J, X, R, b, Y = problem(7, contacts=2, dofs=3, pyramid=False)
     used = np.arange(len(b)) % ROWS == 0
     H = (J @ X.T + np.diag(R))[np.ix_(used, used)]
     expected = np.zeros(len(b))
     expected[used] = brute_force(H, b[used])
-    np.testing.assert_allclose(run_kernel(J, X, R, b, np.ones(len(b)), condim=1), expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(run_kernel(Y, R, b, np.ones(len(b)), condim=1), expected, rtol=1e-9, atol=1e-12)
 
 
 def test_the_elliptic_cone_is_left_to_gauss_seidel():
-    J, X, R, b = problem(8, contacts=2, dofs=4)
+    J, X, R, b, Y = problem(8, contacts=2, dofs=4)
     warm = np.full(len(b), 0.25)
-    np.testing.assert_array_equal(run_kernel(J, X, R, b, warm, elliptic=1), warm)
+    np.testing.assert_array_equal(run_kernel(Y, R, b, warm, elliptic=1), warm)
 
 
 def boxes_on_ground(cone: str, dtype=sk.float64, depth: float = 1e-4):
@@ -132,7 +140,7 @@ def test_the_exact_adjoint_agrees_with_gauss_seidels_and_with_numpy():
     # for up to ACTIVE_SET_ROWS rows, by Gauss-Seidel (pgs_adjoint) above
     from simkit.kernels.contact_solve import contact_solve_kernels
 
-    J, X, R, b = problem(3, contacts=3, dofs=5)
+    J, X, R, b, Y = problem(3, contacts=3, dofs=5)
     H = J @ X.T + np.diag(R)
     f = brute_force(H, b)
     g = np.random.default_rng(9).normal(size=J.shape[1])
@@ -161,12 +169,15 @@ def test_the_exact_adjoint_agrees_with_gauss_seidels_and_with_numpy():
     np.testing.assert_allclose(results[1], expected, rtol=1e-6, atol=1e-9)
 
 
+SEED = 4   # an instance where the rounding alone keeps Gauss-Seidel going
+
+
 def pgs_sweeps_after_the_exact_solve_in_float32(rounding: float) -> int:
     # Gauss-Seidel told to check (exact = 0) the float32 exact solve's forces, on residuals of
     # ~100 (a body 2 cm deep) whose float32 rounding (~1e-5) is the tolerance itself
     from simkit.kernels.contact_solve import contact_solve_kernels
 
-    J, X, R, b = problem(0, contacts=4, dofs=6)
+    J, X, R, b, Y = problem(SEED, contacts=4, dofs=6)
     b = 100.0 * b
     f32 = lambda x: sk.array(np.ascontiguousarray(x, dtype=np.float32).reshape(-1), dtype=sk.float32)
     i32 = lambda x: sk.array(np.asarray(x, dtype=np.int32).reshape(-1), dtype=sk.int32)
@@ -175,11 +186,12 @@ def pgs_sweeps_after_the_exact_solve_in_float32(rounding: float) -> int:
     force, solved, iters = z(n), z(1, sk.int32), z(1, sk.int32)
     rows = [i32([n // ROWS]), i32(range(n // ROWS)), i32([3] * (n // ROWS))]
     sk.launch(active_set_kernels(sk.float32).active_set, 1,
-              inputs=rows + [0, nd, 1e-5, f32(J), f32(X), f32(b), f32(R)],
-              outputs=[force, z(n * n), z(n * n), z(n), z(n), z(n, sk.int32), z(2 * n, sk.int32), solved])
+              inputs=rows + [0, nd, 1e-5, f32(Y), f32(b), f32(R)],
+              outputs=[force, z(n * n), z(n * n), z(n), z(n), z(n, sk.int32), z(2 * n, sk.int32), solved,
+                       z(3 * nd * n // ROWS)])
     assert int(solved.numpy()[0]) == 1
     sk.launch(contact_solve_kernels(sk.float32).pgs, 1,
-              inputs=rows + [f32(np.ones(n)), 0, nd, 1000, 1e-5, rounding, f32(J), f32(X), f32(b), f32(R), i32([0])],
+              inputs=rows + [f32(np.ones(n)), 0, nd, 1000, 1e-5, rounding, f32(Y), f32(Y), f32(b), f32(R), i32([0])],
               outputs=[force, z(n), z(nd), iters])
     return int(iters.numpy()[0])
 
