@@ -74,7 +74,7 @@ class _Launch:
     kernel: Any
     dim: Any
     values: list
-    reads: list            # (label, array, version its adjoint needs, what it is)
+    reads: list            # (argument index, field path, array, version its adjoint needs, what it is)
     index: int
     arrays: list           # every array it reads or writes: replayed only if one has a grad
     checksums: dict        # debug mode: id(array) -> crc32 of its data at record time
@@ -127,7 +127,8 @@ class Tape:
     """Records launches inside ``with tape:``; ``backward`` replays their adjoints in reverse."""
 
     entries: list = field(default_factory=list)
-    touched: dict = field(default_factory=dict)   # id -> array, every array seen
+    _touched: dict = field(default_factory=dict)  # id -> array, every array seen (``touched``)
+    _structs: dict = field(default_factory=dict)  # id -> struct passed to a launch, its arrays not yet in _touched
     writers: dict = field(default_factory=dict)   # id -> [(entry index, version it produced)]
     # id -> (grad object, its version, checksum) as the last backward left each written array's grad:
     # a no-argument backward tells the user's seeds from what that backward left behind
@@ -136,6 +137,18 @@ class Tape:
 
     def __repr__(self) -> str:
         return f"Tape({len(self.entries)} recorded)"
+
+    @property
+    def touched(self) -> dict:
+        """``{id(array): array}`` of every array a recorded launch or copy read or wrote, and
+        every array of the structs passed to them (added when first asked for: a launch of a
+        model's structs would otherwise walk all their arrays at every record)."""
+        if self._structs:
+            for v in self._structs.values():
+                for _path, a in v._sk_arrays():
+                    self._touched[id(a)] = a
+            self._structs.clear()
+        return self._touched
 
     def __enter__(self) -> "Tape":
         _refuse_in_capture("recording a Tape")
@@ -160,9 +173,9 @@ class Tape:
             a.requires_grad = True
         index = len(self.entries)
         self.entries.append(_Copy(a, source if copied else None, index))
-        self.touched[id(a)] = a
+        self._touched[id(a)] = a
         if copied:
-            self.touched[id(source)] = source
+            self._touched[id(source)] = source
         self.writers.setdefault(id(a), []).append((index, a._version))
 
     # -- recording ---------------------------------------------------------------
@@ -182,20 +195,22 @@ class Tape:
                 if not a.requires_grad and T.holds_floats(a.dtype):
                     a.requires_grad = True
         index = len(self.entries)
+        # each read: (argument, field path, array, the version its adjoint needs, what it is);
         # the adjoint of atomic_min/max compares against the value this launch leaves (one version on)
-        extrema = _launch.resolve_arrays(values, plan.extrema)
-        needed = [(_label(kernel, k, p), a, a._version, "read") for k, p, a in reads] + \
-                 [(_label(kernel, k, p), a, a._version + 1, "atomic_min/max target") for k, p, a in extrema]
+        needed = [(k, p, a, a._version, "read") for k, p, a in reads]
+        if plan.extrema:
+            needed += [(k, p, a, a._version + 1, "atomic_min/max target")
+                       for k, p, a in _launch.resolve_arrays(values, plan.extrema)]
         checksums = {id(a): _checksum(a) for _k, _p, a in reads} if config.mode == "debug" else {}
-        self.entries.append(_Launch(kernel, dim, list(values), needed, index,
-                                    list({id(a): a for _k, _p, a in reads + writes}.values()), checksums))
-        for _k, _p, a in reads + writes:
-            self.touched[id(a)] = a
-        for v in values:
-            for _path, a in getattr(v, "_sk_arrays", lambda: ())():
-                self.touched[id(a)] = a
+        arrays = {id(a): a for _k, _p, a in reads}
         for _k, _p, a in writes:
+            arrays[id(a)] = a
             self.writers.setdefault(id(a), []).append((index, a._version + 1))
+        self.entries.append(_Launch(kernel, dim, list(values), needed, index, list(arrays.values()), checksums))
+        self._touched.update(arrays)
+        for v in values:
+            if type(v) is not Array and hasattr(v, "_sk_arrays"):
+                self._structs[id(v)] = v
 
     def record_func(self, backward: Callable[[], None], arrays: Sequence[Array]) -> None:
         """Record a step written in Python: ``backward()`` runs at its place in the reverse sweep.
@@ -208,7 +223,7 @@ class Tape:
         for a in arrays:
             if not isinstance(a, Array):
                 raise TypeError(f"record_func: arrays must be sk arrays, got {type(a).__name__}")
-            self.touched[id(a)] = a
+            self._touched[id(a)] = a
         self.entries.append(_Func(backward, arrays, len(self.entries)))
 
     # -- backward ----------------------------------------------------------------
@@ -321,7 +336,7 @@ class Tape:
         for e in self.entries:
             if isinstance(e, (_Func, _Copy)):
                 continue
-            for label, a, version, what in e.reads:
+            for k, path, a, version, what in e.reads:
                 if a._version == version:
                     if id(a) in e.checksums:
                         now = sums.get(id(a))
@@ -329,10 +344,11 @@ class Tape:
                             now = sums[id(a)] = _checksum(a)
                         if now != e.checksums[id(a)]:
                             raise RuntimeError(
-                                f"kernel '{e.kernel.name}' (launch #{e.index}) read argument '{label}', whose data "
-                                "changed afterwards without a launch, assign, fill_ or zero_ (written through a "
-                                ".numpy() view?); its adjoint would be evaluated at the wrong values. Change "
-                                "recorded arrays only through simkit (a.assign(...)) or record again.")
+                                f"kernel '{e.kernel.name}' (launch #{e.index}) read argument "
+                                f"'{_label(e.kernel, k, path)}', whose data changed afterwards without a launch, "
+                                "assign, fill_ or zero_ (written through a .numpy() view?); its adjoint would be "
+                                "evaluated at the wrong values. Change recorded arrays only through simkit "
+                                "(a.assign(...)) or record again.")
                     continue
                 later = [i for i, v in self.writers.get(id(a), ()) if v > version]
                 if later:
@@ -342,6 +358,7 @@ class Tape:
                         f"launch #{later[0]} of kernel '{w.kernel.name}'"
                 else:
                     by = "a write outside this tape (assign, fill_, zero_ or an unrecorded launch)"
+                label = _label(e.kernel, k, path)
                 did = f"read argument '{label}'" if what == "read" else f"left argument '{label}' ({what})"
                 raise RuntimeError(
                     f"kernel '{e.kernel.name}' (launch #{e.index}) {did}, which {by} overwrote "
@@ -371,7 +388,8 @@ class Tape:
         """Zero all grads and forget every recorded launch."""
         self.zero()
         self.entries.clear()
-        self.touched.clear()
+        self._touched.clear()
+        self._structs.clear()
         self.writers.clear()
         self.left.clear()
         self.seeded.clear()
