@@ -13,7 +13,9 @@ What a recording bakes in, and what makes a call run (and record) again instead:
 - the argument objects and ``guard`` (the caller's host-side values: ``dt``, flags);
 - every scalar, struct field and array header the launches were given: changing any of them
   goes through a setter that bumps :data:`simkit.core.mutation.count` (struct fields, values
-  changed in place, ``sk.config``; Model, State, Control and integrator attributes);
+  changed in place, ``sk.config``; Model, State, Control and integrator attributes). Struct
+  fields and values in place count only where a recording may hold them (:func:`hold`: the
+  launches' values, and what the argument objects reach);
 - a call is never recorded while a Tape, a forward-mode JVP or ``sk.capture`` is active: it
   runs as before.
 
@@ -45,6 +47,33 @@ from .capture import Graph
 from .config import config
 
 
+def hold(v: Any, depth: int = 2) -> None:
+    """Mark every struct and vector/matrix value reachable from ``v`` (through struct fields,
+    and ``depth`` levels of attributes, lists and dicts) as held by a recording: changing one
+    of them then counts as a change (:mod:`simkit.core.mutation`), while values no recording
+    reaches change freely (a user's own vec3 edited in a loop leaves recorded steps alone).
+
+    Example::
+
+        hold(model)     # model.gravity[2] = -1.62 now makes its recorded steps record again
+    """
+    if isinstance(v, T.Composite):
+        object.__setattr__(v, "_held", True)
+    elif getattr(type(v), "_sk_kind", None) == "struct":
+        object.__setattr__(v, "_held", True)
+        for x in v._values.values():
+            hold(x, 0)
+    elif depth and isinstance(v, (list, tuple)):
+        for x in v:
+            hold(x, depth - 1)
+    elif depth and isinstance(v, dict):
+        for x in v.values():
+            hold(x, depth - 1)
+    elif depth and type(v) is not A.Array and hasattr(v, "__dict__") and not isinstance(v, type):
+        for x in vars(v).values():
+            hold(x, depth - 1)
+
+
 class _Recorder:
     """The launch hook and array recorder while one call of a step runs and is recorded."""
 
@@ -67,6 +96,8 @@ class _Recorder:
         if device is not None and device != "cpu":
             self.fail(f"{kernel.name} runs on {device} (steps replay on the CPU)")
             return False
+        for v in values:
+            hold(v, 0)
         try:
             plan.pack(values)
         except D.DeviceMismatch as e:
@@ -279,6 +310,8 @@ class StepCache:
 
     def _record(self, e: Entry, fn: Callable[[], None]) -> None:
         rec = _Recorder()
+        for obj in e.objects:
+            hold(obj)
         before = mutation.count[0]
         L.hooks.append(rec)
         A.recorders.append(rec)

@@ -111,6 +111,7 @@ def struct(cls):
                 raise TypeError(f"{cls.__name__}() got field '{n}' both by position and by keyword")
             kwargs[n] = v
         object.__setattr__(self, "_values", {})
+        object.__setattr__(self, "_held", False)
         object.__setattr__(self, "_c", ctypes_cls())
         object.__setattr__(self, "_view", memoryview(self._c).cast("B"))
         for k in kwargs:
@@ -160,9 +161,11 @@ def struct(cls):
 
     def __setattr__(self, name, value):
         _set_field(self, name, value)
-        # a recorded step (core/step_cache.py) packed the old value: it must not replay. Not
-        # while __init__ fills a new struct, which no recording can hold yet.
-        mutation.count[0] += 1
+        # a recorded step (core/step_cache.py) that holds this struct packed the old value: it
+        # must not replay. Not while __init__ fills a new struct, which no recording can hold
+        # yet, nor for a struct no recording reached (step_cache marks those it reaches)
+        if getattr(self, "_held", True):
+            mutation.count[0] += 1
 
     def __getattr__(self, name):
         if name.startswith("_"):  # never recurse through the slots while half-built
@@ -218,7 +221,7 @@ def struct(cls):
                "_sk_defaults": defaults, "_sk_ctype": cname, "_sk_ctypes": ctypes_cls, "_sk_shape": (),
                # the host layout of one element of an array of this struct (None if it holds arrays)
                "_sk_np_dtype": _numpy_layout(fields, ctypes_cls),
-               "__slots__": ("_values", "_c", "_view")})
+               "__slots__": ("_values", "_c", "_view", "_held")})
     np_dtype = ns["_sk_np_dtype"]
 
     def numpy_dtype():

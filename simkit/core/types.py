@@ -157,9 +157,12 @@ class Composite:
     _sk_scalar: ScalarType = float32
     _sk_shape: tuple[int, ...] = ()
     _sk_ctype = ""
-    __slots__ = ("_v",)
+    # _held: a recorded step may have baked this value in (core/step_cache.py marks what it
+    # can reach), so changing it in place counts as a change; any other value changes freely
+    __slots__ = ("_v", "_held")
 
     def __init__(self, *args: Any):
+        object.__setattr__(self, "_held", False)
         n = int(np.prod(self._sk_shape))
         dt = self._sk_scalar.np_dtype
         name = type(self).__name__
@@ -184,7 +187,14 @@ class Composite:
     def _wrap(cls, arr: np.ndarray):
         obj = cls.__new__(cls)
         object.__setattr__(obj, "_v", np.asarray(arr, dtype=cls._sk_scalar.np_dtype).reshape(cls._sk_shape))
+        object.__setattr__(obj, "_held", False)
         return obj
+
+    def _changed(self) -> None:
+        """Count an in-place change where a recorded step may hold this value (a value made
+        some other way than __init__ or _wrap counts as held)."""
+        if getattr(self, "_held", True):
+            mutation.count[0] += 1
 
     def __array__(self, dtype=None, copy=None):
         if copy is False and (dtype is None or np.dtype(dtype) == self._v.dtype):
@@ -208,7 +218,7 @@ class Composite:
 
     def __setitem__(self, idx, value):
         self._v[idx] = value
-        mutation.count[0] += 1  # launches bake values in: a recorded step must not replay this one stale
+        self._changed()  # launches bake values in: a recorded step must not replay this one stale
 
     def __eq__(self, other) -> bool:
         try:
@@ -317,7 +327,7 @@ class Vector(Composite):
             object.__setattr__(self, name, value)
         else:
             self._v[i] = value
-            mutation.count[0] += 1
+            self._changed()
 
 
 def _component(name: str, length: int):
@@ -405,7 +415,7 @@ class Transform(Composite):
     @p.setter
     def p(self, value):
         self._v[:3] = vector(3, self._sk_scalar)(value)._v
-        mutation.count[0] += 1
+        self._changed()
 
     @property
     def q(self):
@@ -415,7 +425,7 @@ class Transform(Composite):
     @q.setter
     def q(self, value):
         self._v[3:] = quat_of(self._sk_scalar)(value)._v
-        mutation.count[0] += 1
+        self._changed()
 
 
 # Warp's suffixes: vec3d, vec3i, vec3b (int8), vec3ub, vec3s (int16), vec3us, vec3l, vec3ul, vec3h (float16).

@@ -148,6 +148,32 @@ def test_a_value_changed_in_place_runs_again():
     assert step.bodies.v.numpy()[0] == pytest.approx(5 * 0.01 * -2.0 + 0.01 * 4.0)
 
 
+def test_values_no_recording_holds_change_without_running_again():
+    step, cache = Step(bodies()), StepCache()
+    mine, other = sk.vec3(0.0, 0.0, 0.0), bodies()
+    for k in range(6):
+        mine[0] = float(k)                       # a vec3 of the caller's own, edited in place
+        other.gain = float(k)                    # a struct no recording was given
+        steps(cache, step, 1)
+    assert step.calls == 2                       # recorded at the second call, replayed since
+
+
+def test_a_value_a_struct_took_after_the_recording_is_watched_once_recorded_again():
+    step, cache = Step(bodies()), StepCache()
+    steps(cache, step, 5)
+    wind = sk.vec3(0.0, 1.0, 0.0)
+    step.bodies.wind = wind                      # a set: runs and records again
+    steps(cache, step, 2)
+    wind[1] = 3.0                                # the struct holds this very vec3: runs again
+    steps(cache, step, 1)
+    assert step.calls == 5
+    b = bodies()
+    for w in [-2.0] * 5 + [1.0] * 2 + [3.0]:
+        b.wind = sk.vec3(0.0, w, 0.0)
+        sk.launch(advance, 4, inputs=[b, 0.01])
+    np.testing.assert_array_equal(step.bodies.x.numpy(), b.x.numpy())
+
+
 def test_an_array_replaced_by_a_longer_one_runs_again_over_its_size():
     step, cache = Step(bodies(4)), StepCache()
     steps(cache, step, 5)

@@ -165,6 +165,17 @@ def test_a_changed_model_or_state_rebuilds(integrator, change):
     assert_replays_like_the_uncached_path(cloth, integrator, steps=60, change=change, at=30)
 
 
+def test_a_vector_of_the_users_own_edited_every_step_leaves_the_replays_alone():
+    model, integrator = cloth(), sk.sim.SemiImplicitEuler()
+    a, b = model.state(), model.state()
+    target = sk.vec3d(0.0, 0.0, 0.0)
+    for k in range(40):
+        target[0] = 0.01 * k                 # the user's loop computing something of its own
+        integrator.step(model, a, b, None, DT)
+        a, b = b, a
+    assert sum(e.replays for e in integrator.recorded_steps()) >= 35
+
+
 def test_a_struct_scalar_set_rebuilds():
     # XPBD's particle contact reads model.contact.ground in its kernel (a scalar field)
     assert_replays_like_the_uncached_path(cloth, sk.sim.XPBD, steps=60, change=ground_off_in_struct, at=30)
