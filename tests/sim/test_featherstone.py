@@ -534,6 +534,30 @@ def test_forward_mode_jvp_matches_finite_differences():
     assert_jvp_matches_differences(final_coordinates, qd, v)
 
 
+def test_forward_mode_through_a_state_whose_bodies_were_placed_outside_the_jvp_reaches_the_coordinates():
+    # a step from s0 places s0's bodies and marks them current; a JVP started afterwards must
+    # place them again, or the bodies' tangents are zero and d(step)/d joint_q misses them
+    model = hinge(target_kd=0.3)
+    s0, s1 = model.state(), model.state()
+    s0.joint_q.assign([0.4])
+    s0.joint_qd.assign([0.7])
+    sk.sim.Featherstone().step(model, s0, s1, None, 1e-2)
+    with sk.autograd.JVP({s0.joint_q: [1.0]}) as fwd:
+        sk.sim.Featherstone().step(model, s0, s1, None, 1e-2)
+    tangent = fwd.tangent(s1.joint_qd).numpy()[0]
+
+    def velocity(q):
+        start, end = model.state(), model.state()
+        start.joint_q.assign([q])
+        start.joint_qd.assign([0.7])
+        sk.sim.Featherstone().step(model, start, end, None, 1e-2)
+        return end.joint_qd.numpy()[0]
+
+    expected = (velocity(0.4 + 1e-6) - velocity(0.4 - 1e-6)) / 2e-6
+    assert abs(expected) > 0.05
+    np.testing.assert_allclose(tangent, expected, rtol=1e-7)
+
+
 # -- errors ----------------------------------------------------------------------------------------
 def test_model_without_articulations_is_a_clear_error():
     b = sk.sim.ModelBuilder()
