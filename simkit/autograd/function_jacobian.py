@@ -13,9 +13,10 @@ block per (input, output) pair, keyed as the kernel form's result is.
 
 Modes:
 
-- ``"reverse"``: ``fn`` runs once under a :class:`~simkit.autograd.Tape`; then one
-  ``tape.backward`` per output component (a one-hot seed), the grads zeroed in between.
-  ``fn``'s Python runs once.
+- ``"reverse"``: ``fn`` runs once under a :class:`~simkit.autograd.Tape`; then the tape's
+  reverse sweep once per output component (a one-hot seed), the grads zeroed in between.
+  ``fn``'s Python runs once, and the sweep's adjoint launches are captured once
+  (``sk.capture``) and replayed natively per row.
 - ``"forward"``: one forward-mode run (:class:`~simkit.autograd.JVP`) per input component,
   seeded one-hot. The first runs ``fn`` and records its launches and its writes outside
   kernels; the others put every array the run wrote back to its value before the run and
@@ -232,7 +233,43 @@ def _without_outer_hooks() -> Iterator[None]:
         _array.write_hooks[:] = saved_writes
 
 
+def _reverse_sweep(tape: Any) -> list:
+    """``tape.backward``'s reverse sweep, to run once per row: each run of consecutive adjoint
+    launches captured as one native graph (``sk.capture``: no Python per launch when replayed),
+    and in between, as Python, what a graph cannot hold: the adjoints of copies and of steps
+    recorded with ``record_func``, and the check of a kernel without an adjoint. The launches
+    that touch no array with a grad are left out, as ``backward`` leaves them."""
+    from ..core.capture import capture
+    from .tape import Tape, _Copy, _Func
+
+    items: list = []
+    pending: list = []
+
+    def flush() -> None:
+        if pending:
+            with capture() as graph:
+                for e in pending:
+                    _launch.launch(e.kernel, e.dim, e.values, adjoint=True)
+            items.append(graph)
+            pending.clear()
+
+    for e in reversed(tape.entries):
+        if isinstance(e, _Func) or (isinstance(e, _Copy) and e.dst.grad is not None):
+            flush()
+            items.append(e.backward)
+        elif isinstance(e, _Copy) or not any(a.grad is not None for a in e.arrays):
+            continue
+        elif not e.kernel.enable_backward:
+            flush()
+            items.append(lambda e=e: Tape._skip_without_adjoint(e))
+        else:
+            pending.append(e)
+    flush()
+    return items
+
+
 def _reverse(program: _Program, call: Callable, inputs: list[Array], outputs: list[Array], J: np.ndarray) -> None:
+    from ..core.capture import Graph, replay
     from .tape import Tape
 
     for a in inputs:
@@ -242,16 +279,22 @@ def _reverse(program: _Program, call: Callable, inputs: list[Array], outputs: li
     with tape, program.recording():
         call()
     program.check(inputs, outputs)
+    tape.check_overwrites()  # once: nothing runs between the rows but the adjoints
+    sweep = _reverse_sweep(tape)
+    grads = [a.grad for a in tape.touched.values() if a.grad is not None]
     cols, rows = _offsets(inputs), _offsets(outputs)
     for o, out in enumerate(outputs):
         if not out.requires_grad:
             continue  # no recorded launch carried an input's gradient to it: its rows are zero
         seed = np.zeros(out._host_shape, out._np_dtype)
         for r in range(_count(out)):
-            tape.zero()
+            for g in grads:  # leaves accumulate and intermediates must start from zero
+                g._write(0)
             _set_component(seed, out.dtype, r, 1)
-            tape.backward(grads={out: seed})
+            out.grad._write(seed)
             _set_component(seed, out.dtype, r, 0)
+            for item in sweep:
+                replay(item) if isinstance(item, Graph) else item()
             for i, a in enumerate(inputs):
                 J[rows[o] + r, cols[i]:cols[i + 1]] = _components(a.grad)
 

@@ -226,6 +226,39 @@ def test_the_callers_arrays_end_as_one_step_leaves_them_with_their_grads_untouch
     assert not outer.entries      # an active Tape records none of the Jacobian's passes
 
 
+@sk.kernel
+def add_squares(x: sk.array(dtype=F64), acc: sk.array(dtype=F64)):
+    i = sk.tid()
+    sk.atomic_add(acc, 0, x[i] * x[i])
+
+
+@sk.kernel
+def tripled(z: sk.array(dtype=F64), w: sk.array(dtype=F64)):
+    i = sk.tid()
+    w[i] = 3.0 * z[i]
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_copies_and_host_writes_inside_the_function_are_differentiated_and_replayed(mode):
+    # acc accumulates: each forward replay starts from its value before the call, so one call's
+    # sum is left; the copy's gradient (tangent) passes to its source; the host write of
+    # scratch cuts it
+    x = sk.array([1.0, 2.0], dtype=F64)
+    acc, copy, w = sk.array([10.0], dtype=F64), sk.zeros(1, dtype=F64), sk.zeros(1, dtype=F64)
+    scratch = sk.zeros(1, dtype=F64)
+
+    def fn():
+        sk.launch(add_squares, 2, inputs=[x, acc])
+        copy.assign(acc)
+        sk.launch(tripled, 1, inputs=[copy, w])
+        scratch.assign(np.array([5.0]))
+        sk.launch(add_squares, 1, inputs=[x, scratch])
+
+    J = sk.autograd.jacobian(fn, [x], [acc, w, scratch], mode=mode)
+    np.testing.assert_array_equal(J, [[2.0, 4.0], [6.0, 12.0], [2.0, 0.0]])
+    np.testing.assert_array_equal([acc.numpy()[0], w.numpy()[0], scratch.numpy()[0]], [15.0, 45.0, 6.0])
+
+
 def test_fn_is_given_the_inputs_when_it_takes_them():
     x = sk.array([3.0], dtype=F64)
     y, z = sk.zeros(1, dtype=F64), sk.zeros(1, dtype=sk.vec3d)
