@@ -507,6 +507,9 @@ class Control:
     frame). On revolute and prismatic joints they add to ``joint_target`` /
     ``joint_target_vel`` / ``joint_act``; the maximal-coordinate integrators ignore them.
 
+    ``model.control(requires_grad=True)`` makes every array require grad, for the gradient
+    of a loss with respect to the actuation (``control.joint_act.grad`` after a backward).
+
     Example::
 
         control.spring_activation.assign(np.sin(t) * 0.2 * np.ones(model.spring_count))
