@@ -228,7 +228,7 @@ def _place_moved_bodies(model: Model, state: State) -> None:
     natively, per body; under one (CPU) by a look on the host, then ``eval_fk`` on the tape,
     so the gradient reaches the coordinates through the bodies."""
     placed = _placed(model, state)
-    if _differentiating():
+    if active_tapes():
         if placed._np is not None and not (np.array_equal(placed._np[:model.joint_coord_count], state.joint_q.numpy())
                                            and np.array_equal(placed._np[model.joint_coord_count:],
                                                               state.joint_qd.numpy())):

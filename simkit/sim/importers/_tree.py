@@ -18,6 +18,7 @@ import numpy as np
 
 from ...kernels.structs import JOINT_Q_COUNT, JOINT_QD_COUNT
 from .. import geometry as G
+from .mujoco_state import MujocoConversions
 
 IDENTITY_QUAT = np.array([0.0, 0.0, 0.0, 1.0])
 INERTIA_FLOOR = 1e-12      # kg m^2: the smallest principal moment of a body with mass
@@ -214,7 +215,7 @@ def _caller_outside_simkit() -> int:
 
 
 @dataclass
-class ImportRecord:
+class ImportRecord(MujocoConversions):
     """What an importer made of a robot file, in ``builder.imports[articulation]``.
 
     ``bodies`` and ``joints`` map the file's names to simkit body and joint indices;
@@ -228,7 +229,9 @@ class ImportRecord:
     ``actuators`` lists the file's actuators as dicts; ``warnings`` what was not imported.
     ``q_offsets`` / ``qd_offsets`` give each joint of ``joint_order`` its offset in the
     articulation's coordinates / velocities. ``ground`` names the plane geom that became the
-    builder's ground (None: none did).
+    builder's ground (None: none did). The conversions to and from MuJoCo's ``qpos``,
+    ``qvel``, ``ctrl`` and tangent space are inherited from
+    :class:`~simkit.sim.importers.mujoco_state.MujocoConversions`.
     """
 
     path: str
@@ -277,83 +280,6 @@ class ImportRecord:
                 out[o] = qpos[i] - self.joint_ref.get(name, 0.0)
                 i += 1
         return out
-
-    # MuJoCo's state and controls, both ways (simkit/sim/importers/mujoco_state.py has the rules)
-    def joint_q_to_mujoco(self, joint_q) -> np.ndarray:
-        """MuJoCo's ``qpos`` for the articulation's ``joint_q`` (references added, quaternions
-        to (w, x, y, z)): the inverse of :meth:`joint_q_from_mujoco`.
-
-        Example::
-
-            d.qpos[:] = record.joint_q_to_mujoco(state.joint_q.numpy()[start:stop])
-        """
-        from .mujoco_state import joint_q_to_mujoco
-        return joint_q_to_mujoco(self, joint_q)
-
-    def joint_qd_from_mujoco(self, qvel, qpos) -> np.ndarray:
-        """The articulation's ``joint_qd`` for MuJoCo's ``qvel`` at ``qpos``: the angular
-        velocity of free and ball joints turned from the child's frame into the parent's.
-
-        Example::
-
-            qd = record.joint_qd_from_mujoco(d.qvel, d.qpos)
-        """
-        from .mujoco_state import joint_qd_from_mujoco
-        return joint_qd_from_mujoco(self, qvel, qpos)
-
-    def joint_qd_to_mujoco(self, joint_qd, joint_q) -> np.ndarray:
-        """MuJoCo's ``qvel`` for the articulation's ``joint_qd`` at its ``joint_q``.
-
-        Example::
-
-            d.qvel[:] = record.joint_qd_to_mujoco(qd, q)
-        """
-        from .mujoco_state import joint_qd_to_mujoco
-        return joint_qd_to_mujoco(self, joint_qd, joint_q)
-
-    def state_from_mujoco(self, model, qpos, qvel, state=None):
-        """``state`` (default a new one) at MuJoCo's ``qpos`` / ``qvel`` for this articulation,
-        its bodies placed by forward kinematics; other articulations keep their coordinates.
-
-        Example::
-
-            s0 = record.state_from_mujoco(model, d.qpos, d.qvel)
-        """
-        from .mujoco_state import state_from_mujoco
-        return state_from_mujoco(self, model, qpos, qvel, state)
-
-    def state_to_mujoco(self, model, state) -> tuple[np.ndarray, np.ndarray]:
-        """MuJoCo's ``(qpos, qvel)`` for this articulation in ``state``.
-
-        Example::
-
-            d.qpos[:], d.qvel[:] = record.state_to_mujoco(model, s1)
-        """
-        from .mujoco_state import state_to_mujoco
-        return state_to_mujoco(self, model, state)
-
-    def control_from_mujoco(self, model, ctrl, control=None):
-        """``control`` (default a new one) with this articulation's ``joint_act``, ``joint_target``
-        and ``joint_target_vel`` for MuJoCo's ``ctrl`` (one per actuator of the file, clamped to
-        ``ctrlrange`` where MuJoCo clamps it): motors through their gear, position and velocity
-        actuators as the drive's targets.
-
-        Example::
-
-            control = record.control_from_mujoco(model, d.ctrl)
-        """
-        from .mujoco_state import control_from_mujoco
-        return control_from_mujoco(self, model, ctrl, control)
-
-    def control_to_mujoco(self, model, control) -> np.ndarray:
-        """MuJoCo's ``ctrl`` for this articulation's actuation in ``control``.
-
-        Example::
-
-            d.ctrl[:] = record.control_to_mujoco(model, control)
-        """
-        from .mujoco_state import control_to_mujoco
-        return control_to_mujoco(self, model, control)
 
 
 

@@ -232,3 +232,204 @@ def control_to_mujoco(record, model, control) -> np.ndarray:
         else:
             ctrl[k] = rate[j] * kd[j] / (gear * entry["kv"])
     return ctrl
+
+
+# -- MuJoCo's tangent-space state: what mjd_transitionFD differentiates -------------------------------
+def _cross(v: np.ndarray) -> np.ndarray:
+    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+
+
+def _left(q: np.ndarray) -> np.ndarray:
+    """The matrix of ``p -> q * p`` for quaternions stored (x, y, z, w)."""
+    x, y, z, w = q
+    return np.array([[w, -z, y, x], [z, w, -x, y], [-y, x, w, z], [-x, -y, -z, w]])
+
+
+def _articulation(record, model, state) -> tuple[np.ndarray, np.ndarray]:
+    (a, b), (c, d) = model.articulation_coords(record.articulation), model.articulation_dofs(record.articulation)
+    return state.joint_q.numpy()[a:b].astype(np.float64), state.joint_qd.numpy()[c:d].astype(np.float64)
+
+
+def tangent_from_mujoco(record, model, state) -> np.ndarray:
+    """``d (joint_q, joint_qd) / d x`` of the articulation at ``state``, ``x`` MuJoCo's
+    tangent-space state ``(dqpos, qvel)`` (``2 nv``: a free or ball joint's rotation perturbed
+    as ``q * exp(dtheta)``, dtheta in the child's frame, as ``mj_integratePos`` does)."""
+    q, qd = _articulation(record, model, state)
+    nv = mujoco_sizes(record)[1]
+    nq_s, nv_s = record.q_count, record.qd_count
+    P = np.zeros((nq_s + nv_s, 2 * nv))
+    for _name, kind, _i, v, o, od in _joints(record):
+        if kind not in ("free", "ball"):
+            P[o, v] = P[nq_s + od, nv + v] = 1.0
+            continue
+        lin = 3 if kind == "free" else 0
+        quat = q[o + lin:o + lin + 4]
+        R = _rotation(quat)
+        omega = R.T @ qd[od + lin:od + lin + 3]              # MuJoCo's angular velocity
+        P[o:o + lin, v:v + lin] = np.eye(lin)
+        P[o + lin:o + lin + 4, v + lin:v + lin + 3] = 0.5 * _left(quat)[:, :3]
+        r, c = nq_s + od, nv + v
+        P[r:r + lin, c:c + lin] = np.eye(lin)
+        P[r + lin:r + lin + 3, c + lin:c + lin + 3] = R                 # w = R omega
+        P[r + lin:r + lin + 3, v + lin:v + lin + 3] = -R @ _cross(omega)   # R turns with dtheta
+    return P
+
+
+def tangent_to_mujoco(record, model, state) -> np.ndarray:
+    """``d x / d (joint_q, joint_qd)`` of the articulation at ``state``: the other way, MuJoCo's
+    tangent-space state from simkit's coordinates (a quaternion's change taken to its unit
+    quaternion's rotation, as ``mj_differentiatePos``)."""
+    q, qd = _articulation(record, model, state)
+    nv = mujoco_sizes(record)[1]
+    nq_s, nv_s = record.q_count, record.qd_count
+    P = np.zeros((2 * nv, nq_s + nv_s))
+    for _name, kind, _i, v, o, od in _joints(record):
+        if kind not in ("free", "ball"):
+            P[v, o] = P[nv + v, nq_s + od] = 1.0
+            continue
+        lin = 3 if kind == "free" else 0
+        quat = q[o + lin:o + lin + 4]
+        n = np.linalg.norm(quat)
+        unit = quat / n
+        conj = np.array([-unit[0], -unit[1], -unit[2], unit[3]])
+        Q = 2.0 * _left(conj)[:3, :] @ ((np.eye(4) - np.outer(unit, unit)) / n)   # dtheta / dquat
+        omega = _rotation(quat).T @ qd[od + lin:od + lin + 3]
+        P[v:v + lin, o:o + lin] = np.eye(lin)
+        P[v + lin:v + lin + 3, o + lin:o + lin + 4] = Q
+        r, c = nv + v, nq_s + od
+        P[r:r + lin, c:c + lin] = np.eye(lin)
+        P[r + lin:r + lin + 3, c + lin:c + lin + 3] = _rotation(quat).T     # omega = R^T w
+        P[r + lin:r + lin + 3, o + lin:o + lin + 4] = _cross(omega) @ Q
+    return P
+
+
+def control_jacobians(record, model) -> dict:
+    """``{name: d control.name / d ctrl}`` for ``joint_act``, ``joint_target`` and
+    ``joint_target_vel`` (each ``(model.joint_count, nu)``), inside ``ctrlrange``: the gears of
+    motors, ``gear kp / target_ke`` of position and ``gear kv / target_kd`` of velocity
+    actuators (zero columns for those simkit does not simulate)."""
+    acts = _actuation(record)
+    ke, kd = _gains(model)
+    out = {name: np.zeros((model.joint_count, len(acts))) for name in ("joint_act", "joint_target",
+                                                                        "joint_target_vel")}
+    for k, (kind, j, gear, entry) in enumerate(acts):
+        if j is None:
+            continue
+        if kind == "motor":
+            out["joint_act"][j, k] = gear
+        elif kind == "position":
+            out["joint_target"][j, k] = gear * entry["kp"] / _nonzero(ke[j], "target_ke", j, entry)
+        else:
+            out["joint_target_vel"][j, k] = gear * entry["kv"] / _nonzero(kd[j], "target_kd", j, entry)
+    return out
+
+
+class MujocoConversions:
+    """MuJoCo's state, controls and tangent space for the articulation of an
+    :class:`~simkit.sim.importers.ImportRecord` (which inherits these methods): the rules are
+    this module's docstring.
+
+    Example::
+
+        s0 = record.state_from_mujoco(model, d.qpos, d.qvel)
+        control = record.control_from_mujoco(model, d.ctrl)
+    """
+
+    def joint_q_to_mujoco(self, joint_q) -> np.ndarray:
+        """MuJoCo's ``qpos`` for the articulation's ``joint_q`` (references added, quaternions
+        to (w, x, y, z)): the inverse of :meth:`joint_q_from_mujoco`.
+
+        Example::
+
+            d.qpos[:] = record.joint_q_to_mujoco(state.joint_q.numpy()[start:stop])
+        """
+        return joint_q_to_mujoco(self, joint_q)
+
+    def joint_qd_from_mujoco(self, qvel, qpos) -> np.ndarray:
+        """The articulation's ``joint_qd`` for MuJoCo's ``qvel`` at ``qpos``: the angular
+        velocity of free and ball joints turned from the child's frame into the parent's.
+
+        Example::
+
+            qd = record.joint_qd_from_mujoco(d.qvel, d.qpos)
+        """
+        return joint_qd_from_mujoco(self, qvel, qpos)
+
+    def joint_qd_to_mujoco(self, joint_qd, joint_q) -> np.ndarray:
+        """MuJoCo's ``qvel`` for the articulation's ``joint_qd`` at its ``joint_q``.
+
+        Example::
+
+            d.qvel[:] = record.joint_qd_to_mujoco(qd, q)
+        """
+        return joint_qd_to_mujoco(self, joint_qd, joint_q)
+
+    def state_from_mujoco(self, model, qpos, qvel, state=None):
+        """``state`` (default a new one) at MuJoCo's ``qpos`` / ``qvel`` for this articulation,
+        its bodies placed by forward kinematics; other articulations keep their coordinates.
+
+        Example::
+
+            s0 = record.state_from_mujoco(model, d.qpos, d.qvel)
+        """
+        return state_from_mujoco(self, model, qpos, qvel, state)
+
+    def state_to_mujoco(self, model, state) -> tuple[np.ndarray, np.ndarray]:
+        """MuJoCo's ``(qpos, qvel)`` for this articulation in ``state``.
+
+        Example::
+
+            d.qpos[:], d.qvel[:] = record.state_to_mujoco(model, s1)
+        """
+        return state_to_mujoco(self, model, state)
+
+    def control_from_mujoco(self, model, ctrl, control=None):
+        """``control`` (default a new one) with this articulation's ``joint_act``, ``joint_target``
+        and ``joint_target_vel`` for MuJoCo's ``ctrl`` (one per actuator of the file, clamped to
+        ``ctrlrange`` where MuJoCo clamps it): motors through their gear, position and velocity
+        actuators as the drive's targets.
+
+        Example::
+
+            control = record.control_from_mujoco(model, d.ctrl)
+        """
+        return control_from_mujoco(self, model, ctrl, control)
+
+    def control_to_mujoco(self, model, control) -> np.ndarray:
+        """MuJoCo's ``ctrl`` for this articulation's actuation in ``control``.
+
+        Example::
+
+            d.ctrl[:] = record.control_to_mujoco(model, control)
+        """
+        return control_to_mujoco(self, model, control)
+
+    def tangent_from_mujoco(self, model, state) -> np.ndarray:
+        """``d (joint_q, joint_qd) / d x`` of this articulation at ``state``, ``x`` MuJoCo's
+        tangent-space state ``(dqpos, qvel)`` of ``mjd_transitionFD`` (``2 nv`` columns).
+
+        Example::
+
+            A = record.tangent_to_mujoco(model, s1) @ J_state @ record.tangent_from_mujoco(model, s0)
+        """
+        return tangent_from_mujoco(self, model, state)
+
+    def tangent_to_mujoco(self, model, state) -> np.ndarray:
+        """``d x / d (joint_q, joint_qd)`` of this articulation at ``state`` (``2 nv`` rows):
+        with :meth:`tangent_from_mujoco`, a step Jacobian in MuJoCo's convention.
+
+        Example::
+
+            P = record.tangent_to_mujoco(model, s1)
+        """
+        return tangent_to_mujoco(self, model, state)
+
+    def control_jacobians(self, model) -> dict:
+        """``{name: d control.name / d ctrl}`` for ``joint_act``, ``joint_target`` and
+        ``joint_target_vel``, each ``(model.joint_count, nu)``.
+
+        Example::
+
+            B = P_out @ J_act @ record.control_jacobians(model)["joint_act"]
+        """
+        return control_jacobians(self, model)
