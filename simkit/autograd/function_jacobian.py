@@ -127,7 +127,6 @@ class _Program:
         self.first: dict[int, tuple] = {}    # id -> (array, value, grad object, grad value) at first touch
         self.read: set[int] = set()
         self.written: dict[int, Array] = {}
-        self.others: list = []                # (hook owner, intercept) of launch hooks outside this one
 
     def touch(self, a: Array) -> None:
         if id(a) not in self.first:
