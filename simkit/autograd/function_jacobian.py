@@ -377,5 +377,8 @@ def function_jacobian(fn: Callable, inputs: Sequence[Array], outputs: Sequence[A
             J[...] = 0.0
             _reverse(program, call, inputs, outputs, J)
             return J
+        except BaseException:
+            program.rewind()  # nothing half-written: the arrays as the call found them
+            raise
         finally:
             program.restore_grads()

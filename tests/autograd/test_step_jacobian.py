@@ -259,6 +259,44 @@ def test_copies_and_host_writes_inside_the_function_are_differentiated_and_repla
     np.testing.assert_array_equal([acc.numpy()[0], w.numpy()[0], scratch.numpy()[0]], [15.0, 45.0, 6.0])
 
 
+@sk.kernel
+def doubled_and_peak(x: sk.array(dtype=F64), y: sk.array(dtype=F64), peak: sk.array(dtype=F64)):
+    i = sk.tid()
+    y[i] = 2.0 * x[i]
+    sk.atomic_max(peak, 0, x[i])
+
+
+def test_auto_falls_back_to_reverse_mode_when_a_kernel_has_no_tangent_rule():
+    # float atomic_max has no tangent: forward mode refuses it, "auto" (1 column < 2 rows would
+    # take forward) gives the adjoints' matrix and leaves one call's results
+    x = sk.array([3.0], dtype=F64)
+    y, peak = sk.zeros(1, dtype=F64), sk.array([-1.0], dtype=F64)
+
+    def fn():
+        sk.launch(doubled_and_peak, 1, inputs=[x, y, peak])
+
+    with pytest.raises(sk.CompileError):
+        sk.autograd.jacobian(fn, [x], [y, peak], mode="forward")
+    peak.assign([-1.0])
+    J = sk.autograd.jacobian(fn, [x], [y, peak])
+    np.testing.assert_array_equal(J, [[2.0], [1.0]])
+    assert (y.numpy()[0], peak.numpy()[0]) == (6.0, 3.0)
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_a_function_that_raises_leaves_the_arrays_and_grads_as_they_were(mode):
+    x = sk.array([3.0], dtype=F64)
+    y, w = sk.array([7.0], dtype=F64), sk.zeros(1, dtype=F64)
+
+    def fn():
+        sk.launch(tripled, 1, inputs=[x, y])
+        raise RuntimeError("the step failed")
+
+    with pytest.raises(RuntimeError, match="the step failed"):
+        sk.autograd.jacobian(fn, [x], [y, w], mode=mode)
+    assert y.numpy()[0] == 7.0 and not x.requires_grad and not y.requires_grad
+
+
 def test_fn_is_given_the_inputs_when_it_takes_them():
     x = sk.array([3.0], dtype=F64)
     y, z = sk.zeros(1, dtype=F64), sk.zeros(1, dtype=sk.vec3d)
