@@ -32,7 +32,8 @@ What happens to the caller's arrays: afterwards they hold what one call of ``fn`
 (the forward mode's replays start from the values before the call); the ``.grad`` buffers
 and ``requires_grad`` flags of every array ``fn`` touched are as they were before (the
 reverse mode makes the inputs require grad while it runs); nothing is recorded on a Tape
-that was active around the call.
+that was active around the call. If ``fn`` raises, every array it wrote is put back as the
+call found it.
 
 Example::
 
