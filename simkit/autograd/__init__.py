@@ -7,6 +7,10 @@
   one adjoint launch per output component, or (``mode="forward"``, chosen by default
   when the inputs have fewer components than the outputs) from its tangent entry, one
   tangent launch per input component;
+- given a Python function of launches (an integrator step) instead of a kernel,
+  :func:`jacobian` returns the Jacobian of its output arrays with respect to its input
+  arrays as one dense matrix (reverse: one Tape recording, one backward per row;
+  forward: one replayed tangent run per column); :func:`jacobian_blocks` cuts it per pair;
 - :func:`jvp` and :class:`JVP` run launches and rollouts in forward mode (tangent
   kernels) and give Jacobian-vector products;
 - :func:`hvp` gives a scalar loss's gradient and Hessian-vector product
@@ -32,7 +36,8 @@ Example::
 
 from .tape import Tape, active_tapes, paused_tapes
 from .jacobian import GradcheckResult, gradcheck, jacobian, jacobian_fd
+from .function_jacobian import jacobian_blocks
 from .forward import JVP, jvp
 from .hvp import hvp
 
-__all__ = ["Tape", "active_tapes", "paused_tapes", "jacobian", "jacobian_fd", "gradcheck", "GradcheckResult", "JVP", "jvp", "hvp"]
+__all__ = ["Tape", "active_tapes", "paused_tapes", "jacobian", "jacobian_blocks", "jacobian_fd", "gradcheck", "GradcheckResult", "JVP", "jvp", "hvp"]

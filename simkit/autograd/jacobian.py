@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterator, NamedTuple, Sequence, Union
+from typing import Any, Callable, Iterator, NamedTuple, Sequence, Union, overload
 
 import numpy as np
 
@@ -344,9 +344,20 @@ class _Problem:
         return jac
 
 
+@overload
 def jacobian(kernel: Any, dim: Any, inputs: Sequence, outputs: Sequence,
-             input_output_mask: Mask | None = None, mode: str = "auto") -> Jacobians:
-    """The Jacobians of one launch, computed with the kernel's generated adjoint or tangent.
+             input_output_mask: Mask | None = None, mode: str = "auto") -> Jacobians: ...
+@overload
+def jacobian(fn: Callable, inputs: Sequence[Array], outputs: Sequence[Array], mode: str = "auto") -> np.ndarray: ...
+
+
+def jacobian(kernel: Any, *args: Any, **kwargs: Any) -> Jacobians | np.ndarray:
+    """The Jacobians of one launch, computed with the kernel's generated adjoint or tangent;
+    or, given a Python function of launches instead of a kernel (an integrator step, say),
+    ``jacobian(fn, inputs, outputs, mode="auto")``: the Jacobian of its ``outputs`` arrays with
+    respect to its ``inputs`` arrays as one dense matrix (rows: the outputs' components
+    stacked, columns: the inputs'; :func:`~simkit.autograd.jacobian_blocks` cuts it per pair;
+    see :mod:`simkit.autograd.function_jacobian`).
 
     Returns ``{(input_index, output_index): J}`` where ``J[r, c]`` is the derivative
     of component ``r`` of ``outputs[output_index]`` with respect to component ``c`` of
@@ -379,7 +390,20 @@ def jacobian(kernel: Any, dim: Any, inputs: Sequence, outputs: Sequence,
         J = sk.autograd.jacobian(scale, n, inputs=[x, a], outputs=[y],
                                  input_output_mask=[("x", "y"), (1, 0)])
         J[(0, 0)]   # diag(cos(x) * a)
+
+        # a function of launches: one Featherstone step, w.r.t. its state and control
+        J = sk.autograd.jacobian(lambda: integrator.step(model, s0, s1, control, dt),
+                                 inputs=[s0.joint_q, s0.joint_qd, control.joint_act],
+                                 outputs=[s1.joint_q, s1.joint_qd])
     """
+    if getattr(kernel, "arg_names", None) is None and callable(kernel):
+        from .function_jacobian import function_jacobian
+        return function_jacobian(kernel, *args, **kwargs)
+    return _kernel_jacobian(kernel, *args, **kwargs)
+
+
+def _kernel_jacobian(kernel: Any, dim: Any, inputs: Sequence, outputs: Sequence,
+                     input_output_mask: Mask | None = None, mode: str = "auto") -> Jacobians:
     if mode not in ("auto", "forward", "reverse"):
         raise ValueError(f"jacobian: mode must be 'auto', 'forward' or 'reverse', got {mode!r}")
     problem = _Problem("jacobian", kernel, dim, inputs, outputs, input_output_mask)

@@ -35,11 +35,15 @@ Example::
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
-from ..autograd.tape import active_tapes, paused_tapes
+from ..autograd.forward import JVP
+from ..autograd.tape import Tape, active_tapes, paused_tapes
 from ..core import array as A
 from ..core import types as T
+from ..core.launch import hooks as _launch_hooks
 from ..core.launch import launch
 from ..kernels.articulation import articulation_kernels
 from ..kernels.body_contact import eval_body_contact_forces
@@ -172,22 +176,31 @@ def _solve(model: Model, topo: dict, k, M: A.Array, rhs: A.Array, buffer) -> tup
     return qdd, L
 
 
+def _differentiating() -> list:
+    """The Tapes recording and the forward-mode JVPs running now: each must see the bodies
+    placed from the coordinates itself, or their gradient (tangent) misses that path."""
+    return [h for h in _launch_hooks if isinstance(h, (Tape, JVP))]
+
+
 def _fk_mark(state: State) -> tuple:
     """What says that ``state``'s bodies are the forward kinematics of its coordinates: the
-    versions of the four arrays, and the Tapes that recorded the kinematics."""
+    versions of the four arrays, and (weakly) the Tapes and JVPs that saw the kinematics."""
     return ((state.joint_q._version, state.joint_qd._version, state.body_q._version, state.body_qd._version),
-            frozenset(id(t) for t in active_tapes()))
+            tuple(weakref.ref(h) for h in _differentiating()))
 
 
 def _fk_current(state: State) -> bool:
     """Whether ``state``'s bodies were placed from its coordinates by a step, nothing changed
-    them since, and every Tape recording now recorded that placement (a state placed outside
-    the tape, as a checkpointed rollout's recomputation finds it, is placed again)."""
+    them since, and every Tape recording and JVP running now saw that placement (a state placed
+    outside the tape, as a checkpointed rollout's recomputation finds it, or outside a JVP, as a
+    forward-mode Jacobian's state is, is placed again). Weak references, not ids: a JVP made
+    after one that placed the bodies may reuse its address."""
     mark = state.__dict__.get("_featherstone_fk")
     if mark is None:
         return False
-    versions, tapes = _fk_mark(state)
-    return mark[0] == versions and tapes <= mark[1]
+    versions, _ = _fk_mark(state)
+    saw = [r() for r in mark[1]]
+    return mark[0] == versions and all(any(h is s for s in saw) for h in _differentiating())
 
 
 def _placed(model: Model, state: State) -> A.Array:

@@ -355,15 +355,20 @@ class Model:
         """
         return State(self, self.requires_grad if requires_grad is None else requires_grad)
 
-    def control(self) -> "Control":
-        """A new control with every actuation at zero.
+    def control(self, requires_grad: bool = False) -> "Control":
+        """A new control with every actuation at zero; with ``requires_grad=True`` its arrays
+        require grad, so that a Tape over a rollout gives the gradient of a loss with respect
+        to the actuation (``control.joint_act.grad``, ...).
 
         Example::
 
             control = model.control()
             control.spring_activation.assign(np.full(model.spring_count, 0.1))
+            policy = model.control(requires_grad=True)   # d loss / d policy.joint_act after backward
         """
-        return Control(self)
+        if not isinstance(requires_grad, (bool, np.bool_)):
+            raise TypeError(f"model.control: requires_grad must be True or False, got {type(requires_grad).__name__}")
+        return Control(self, bool(requires_grad))
 
     def __repr__(self) -> str:
         return (f"Model(particles={self.particle_count}, springs={self.spring_count}, triangles={self.tri_count}, "
@@ -502,6 +507,9 @@ class Control:
     frame). On revolute and prismatic joints they add to ``joint_target`` /
     ``joint_target_vel`` / ``joint_act``; the maximal-coordinate integrators ignore them.
 
+    ``model.control(requires_grad=True)`` makes every array require grad, for the gradient
+    of a loss with respect to the actuation (``control.joint_act.grad`` after a backward).
+
     Example::
 
         control.spring_activation.assign(np.sin(t) * 0.2 * np.ones(model.spring_count))
@@ -514,15 +522,20 @@ class Control:
 
     __setattr__ = _watched_setattr
 
-    def __init__(self, model: Model):
+    def __init__(self, model: Model, requires_grad: bool = False):
         self.model = model
-        self.spring_activation = A.zeros(model.spring_count, dtype=model.dtype, device=model.device)
-        self.joint_target = A.zeros(model.joint_count, dtype=model.dtype, device=model.device)
-        self.joint_target_vel = A.zeros(model.joint_count, dtype=model.dtype, device=model.device)
-        self.joint_act = A.zeros(model.joint_count, dtype=model.dtype, device=model.device)
-        self.joint_dof_target = A.zeros(model.joint_dof_count, dtype=model.dtype, device=model.device)
-        self.joint_dof_target_vel = A.zeros(model.joint_dof_count, dtype=model.dtype, device=model.device)
-        self.joint_dof_act = A.zeros(model.joint_dof_count, dtype=model.dtype, device=model.device)
+        self.requires_grad = requires_grad
+
+        def zeros(n: int) -> A.Array:
+            return A.zeros(n, dtype=model.dtype, device=model.device, requires_grad=requires_grad)
+
+        self.spring_activation = zeros(model.spring_count)
+        self.joint_target = zeros(model.joint_count)
+        self.joint_target_vel = zeros(model.joint_count)
+        self.joint_act = zeros(model.joint_count)
+        self.joint_dof_target = zeros(model.joint_dof_count)
+        self.joint_dof_target_vel = zeros(model.joint_dof_count)
+        self.joint_dof_act = zeros(model.joint_dof_count)
 
     def world_view(self, name: str) -> np.ndarray:
         """The control array ``name`` (``spring_activation``, ``joint_target``, ``joint_target_vel``

@@ -492,6 +492,41 @@ def angle_loss(q: sk.array(dtype=sk.float64), loss: sk.array(dtype=sk.float64)):
     sk.atomic_add(loss, 0, q[0] * q[0] + 0.5 * q[1])
 
 
+def test_gradient_of_a_loss_wrt_a_control_made_with_requires_grad_matches_finite_differences():
+    # what a MuJoCo user writes for d loss / d ctrl: model.control(requires_grad=True), a Tape
+    # over the steps, backward; the control's arrays carry the gradient
+    model, _xml = MODELS["double_pendulum"]()
+    control = model.control(requires_grad=True)
+    assert all(getattr(control, name).requires_grad for name in ("joint_act", "joint_target", "joint_dof_act"))
+    assert not model.control().joint_act.requires_grad
+    act = np.array([0.4, -0.7])
+    control.joint_act.assign(act)
+    s0 = model.state()
+    s0.joint_q.assign([0.3, -0.2])
+    tape, loss = sk.Tape(), sk.zeros(1, dtype=F64)
+    end = rollout(model, s0, 3, 1e-2, control=control, tape=tape)
+    with tape:
+        sk.launch(angle_loss, 1, inputs=[end.joint_q, loss])
+    tape.backward(loss=loss)
+
+    def value(a):
+        c = model.control()
+        c.joint_act.assign(a)
+        start = model.state()
+        start.joint_q.assign([0.3, -0.2])
+        q = rollout(model, start, 3, 1e-2, control=c).joint_q.numpy()
+        return q[0] ** 2 + 0.5 * q[1]
+
+    expected = finite_difference(value, act, eps=1e-6)
+    assert np.abs(expected).min() > 1e-5
+    np.testing.assert_allclose(control.joint_act.grad.numpy(), expected, rtol=1e-6, atol=1e-10)
+
+
+def test_control_requires_grad_must_be_a_bool():
+    with pytest.raises(TypeError, match="requires_grad must be True or False, got str"):
+        hinge().control(requires_grad="yes")
+
+
 @pytest.mark.parametrize("checkpoint_every", [None, 7])
 def test_optim_rollout_gradient_wrt_assigned_velocities_matches_finite_differences(checkpoint_every):
     # the velocities are only assigned: the step places the bodies on the tape itself, so the
@@ -532,6 +567,30 @@ def test_forward_mode_jvp_matches_finite_differences():
         return states[-1].joint_q
 
     assert_jvp_matches_differences(final_coordinates, qd, v)
+
+
+def test_forward_mode_through_a_state_whose_bodies_were_placed_outside_the_jvp_reaches_the_coordinates():
+    # a step from s0 places s0's bodies and marks them current; a JVP started afterwards must
+    # place them again, or the bodies' tangents are zero and d(step)/d joint_q misses them
+    model = hinge(target_kd=0.3)
+    s0, s1 = model.state(), model.state()
+    s0.joint_q.assign([0.4])
+    s0.joint_qd.assign([0.7])
+    sk.sim.Featherstone().step(model, s0, s1, None, 1e-2)
+    with sk.autograd.JVP({s0.joint_q: [1.0]}) as fwd:
+        sk.sim.Featherstone().step(model, s0, s1, None, 1e-2)
+    tangent = fwd.tangent(s1.joint_qd).numpy()[0]
+
+    def velocity(q):
+        start, end = model.state(), model.state()
+        start.joint_q.assign([q])
+        start.joint_qd.assign([0.7])
+        sk.sim.Featherstone().step(model, start, end, None, 1e-2)
+        return end.joint_qd.numpy()[0]
+
+    expected = (velocity(0.4 + 1e-6) - velocity(0.4 - 1e-6)) / 2e-6
+    assert abs(expected) > 0.05
+    np.testing.assert_allclose(tangent, expected, rtol=1e-7)
 
 
 # -- errors ----------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import numpy as np
 
 from ...kernels.structs import JOINT_Q_COUNT, JOINT_QD_COUNT
 from .. import geometry as G
+from .mujoco_state import MujocoConversions
 
 IDENTITY_QUAT = np.array([0.0, 0.0, 0.0, 1.0])
 INERTIA_FLOOR = 1e-12      # kg m^2: the smallest principal moment of a body with mass
@@ -214,7 +215,7 @@ def _caller_outside_simkit() -> int:
 
 
 @dataclass
-class ImportRecord:
+class ImportRecord(MujocoConversions):
     """What an importer made of a robot file, in ``builder.imports[articulation]``.
 
     ``bodies`` and ``joints`` map the file's names to simkit body and joint indices;
@@ -228,7 +229,9 @@ class ImportRecord:
     ``actuators`` lists the file's actuators as dicts; ``warnings`` what was not imported.
     ``q_offsets`` / ``qd_offsets`` give each joint of ``joint_order`` its offset in the
     articulation's coordinates / velocities. ``ground`` names the plane geom that became the
-    builder's ground (None: none did).
+    builder's ground (None: none did). The conversions to and from MuJoCo's ``qpos``,
+    ``qvel``, ``ctrl`` and tangent space are inherited from
+    :class:`~simkit.sim.importers.mujoco_state.MujocoConversions`.
     """
 
     path: str

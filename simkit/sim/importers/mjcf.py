@@ -492,6 +492,10 @@ class _Reader:
         entry = {"name": a.get("name"), "type": elem.tag, "joint": a.get("joint"), "gear": gear,
                  "ctrlrange": tuple(_floats(a["ctrlrange"], where, "ctrlrange", 2)) if "ctrlrange" in a else None,
                  "forcerange": tuple(_floats(a["forcerange"], where, "forcerange", 2)) if "forcerange" in a else None}
+        limited = a.get("ctrllimited", "auto")
+        # whether MuJoCo clamps ctrl to ctrlrange (record.control_from_mujoco does the same)
+        entry["ctrllimited"] = entry["ctrlrange"] is not None and (limited == "true" or
+                                                                   (limited == "auto" and self.autolimits))
         self.record.actuators.append(entry)
         j = self.joints.get(a.get("joint")) if "joint" in a else None
         if j is None:
