@@ -4,7 +4,8 @@ candidate shape pairs of a model (:func:`collision_pairs`).
 
 Shape conventions (``Shapes``): a sphere of radius ``params[0]``; a box of half extents
 ``params``; a capsule of radius ``params[0]`` around the segment from ``-params[1]`` to
-``params[1]`` on its local y axis.
+``params[1]`` on its local y axis; a cylinder of radius ``params[0]`` whose flat faces are at
+``y = -params[1]`` and ``y = params[1]`` (docs/geometry.md).
 
 Example::
 
@@ -17,7 +18,7 @@ import numpy as np
 import simkit as sk
 from ..core import array as A
 from ..core import types as T
-from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
+from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_MESH, SHAPE_SPHERE
 
 
 @sk.func
@@ -45,6 +46,38 @@ def box_distance(p, h):
 
 
 @sk.func
+def cylinder_distance(p, r, h):
+    """Signed distance of local point ``p`` to a solid cylinder of radius ``r`` about the y
+    axis between ``y = -h`` and ``y = h`` (exact), and the outward normal."""
+    rho2 = p[0] * p[0] + p[2] * p[2]
+    rho = rho2 * 0.0
+    radial = p * 0.0
+    radial[0] = 1.0
+    # a point on the axis has no radial direction: x stands in (and no sqrt(0), whose
+    # derivative would make the gradient NaN)
+    if rho2 > 0.0:
+        rho = sk.sqrt(rho2)
+        radial[0] = p[0] / rho
+        radial[2] = p[2] / rho
+    axial = p * 0.0
+    axial[1] = 1.0
+    if p[1] < 0.0:
+        axial[1] = -1.0
+    q0 = rho - r
+    q1 = sk.abs(p[1]) - h
+    dist = q0
+    n = radial
+    if q0 > 0.0 and q1 > 0.0:
+        # beyond the rim: the distance to the rim circle
+        dist = sk.sqrt(q0 * q0 + q1 * q1)
+        n = (radial * q0 + axial * q1) / dist
+    elif q1 > q0:
+        dist = q1
+        n = axial
+    return dist, n
+
+
+@sk.func
 def shape_distance(kind, p, size):
     """Signed distance of point ``p`` (in the shape's frame) to a shape of ``kind`` and
     ``size`` (its ``params``), and the outward normal in the shape's frame."""
@@ -54,6 +87,8 @@ def shape_distance(kind, p, size):
     # rigid pair contact's time.
     if kind == SHAPE_BOX:
         dist, n = box_distance(p, size)
+    elif kind == SHAPE_CYLINDER:
+        dist, n = cylinder_distance(p, size[0], size[1])
     else:
         d = p
         if kind == SHAPE_CAPSULE:
@@ -88,9 +123,25 @@ def shape_transform(shapes, body_q, s):
 # of the other's surface. Against a plane the first ``shape_plane_point_count`` points
 # suffice (a box's corners, a capsule's ends): the lowest point of a box or a segment is
 # one of them.
+#
+# A cylinder has 7 points of radius 0 but the last: on each of its two rims, the point
+# farthest along the rim towards the other shape (``toward``'s direction, see
+# :func:`plane_toward` and :func:`pair_toward`), and the two 120 degrees on from it (a
+# support triangle when it stands on a face); then the point of its axis nearest to
+# ``toward``, thickened by its radius (a sphere inside the cylinder that touches its side
+# where the side touches something, as for two cylinders crossed side on side). Against a
+# plane its 6 rim points: the lowest point of a cylinder is on a rim, and the first two are
+# the lowest of each rim, so its depth in a plane is exact.
 MAX_SHAPE_POINTS = 20
 MAX_PLANE_POINTS = 8
 BOX_CORNER_ROUNDING = 0.1
+CYLINDER_POINTS = 7
+CYLINDER_PLANE_POINTS = 6
+# The rim direction leans towards the shape's x axis by this fraction of ``toward``'s length:
+# a cylinder standing square on a face has no lowest rim point, and without the lean its
+# support triangle would turn at random with the rounding of its tilt (a depth error of
+# r * RIM_LEAN^2 / (2 sin(tilt)) at most, under 1e-12 r at any tilt past 1e-4).
+RIM_LEAN = 1.0e-6
 
 
 @sk.func
@@ -102,6 +153,8 @@ def shape_point_count(kind):
         count = 20
     elif kind == SHAPE_CAPSULE:
         count = 3
+    elif kind == SHAPE_CYLINDER:
+        count = CYLINDER_POINTS
     elif kind == SHAPE_MESH:
         count = 0
     return count
@@ -110,12 +163,14 @@ def shape_point_count(kind):
 @sk.func
 def shape_plane_point_count(kind):
     """How many of a shape's first contact points suffice against a plane (box: its 8
-    corners, capsule: its 2 ends, sphere: its center)."""
+    corners, capsule: its 2 ends, cylinder: its 6 rim points, sphere: its center)."""
     count = 1
     if kind == SHAPE_BOX:
         count = 8
     elif kind == SHAPE_CAPSULE:
         count = 2
+    elif kind == SHAPE_CYLINDER:
+        count = CYLINDER_PLANE_POINTS
     elif kind == SHAPE_MESH:
         count = 0
     return count
@@ -124,7 +179,9 @@ def shape_plane_point_count(kind):
 @sk.func
 def shape_point(kind, size, k, toward):
     """Contact point ``k`` of a shape in its own frame and its radius; ``toward`` (in the same
-    frame) is the center of the other shape, which picks a capsule's third point."""
+    frame) is the center of the other shape, which picks a capsule's third point, or for a
+    cylinder :func:`plane_toward` / :func:`pair_toward`, which pick its rim points and its
+    axis point."""
     p = size * 0.0
     radius = size[0]
     if kind == SHAPE_BOX:
@@ -159,7 +216,71 @@ def shape_point(kind, size, k, toward):
             p[1] = size[1]
         else:
             p[1] = sk.clamp(toward[1], -size[1], size[1])
+    elif kind == SHAPE_CYLINDER:
+        p, radius = cylinder_point(size, k, toward)
     return p, radius
+
+
+@sk.func
+def cylinder_point(size, k, toward):
+    """Contact point ``k`` of a cylinder (``size``: radius, half height) in its frame and its
+    radius: ``k < 6`` on a rim (even ``k`` the lower, at ``y = -h``), at 0, 120 or 240 degrees
+    (``k // 2``) from the rim's point farthest towards ``toward``; ``k = 6`` the point of the
+    axis nearest ``toward``, thickened by the radius (by the half height on a cylinder
+    shorter than it is wide, so that it stays inside)."""
+    p = size * 0.0
+    radius = size[0] * 0.0
+    if k < 6:
+        ux = toward[0] + RIM_LEAN * sk.length(toward)
+        uz = toward[2]
+        u2 = ux * ux + uz * uz
+        if u2 > 0.0:
+            u = sk.sqrt(u2)
+            ux = ux / u
+            uz = uz / u
+        else:
+            ux = uz * 0.0 + 1.0
+        c = ux * 0.0 + 1.0
+        s = ux * 0.0
+        j = k // 2
+        if j == 1:
+            c = c * -0.5
+            s = s + 0.8660254037844386
+        elif j == 2:
+            c = c * -0.5
+            s = s - 0.8660254037844386
+        # (ux, uz) turned by the angle of (c, s) about y
+        p[0] = size[0] * (ux * c + uz * s)
+        p[2] = size[0] * (uz * c - ux * s)
+        p[1] = -size[1]
+        if k % 2 == 1:
+            p[1] = size[1]
+    else:
+        radius = sk.min(size[0], size[1])
+        reach = size[1] - radius
+        p[1] = sk.clamp(toward[1], -reach, reach)
+    return p, radius
+
+
+@sk.func
+def plane_toward(X, n):
+    """``toward`` of :func:`shape_point` for a shape of world pose ``X`` against a plane of
+    normal ``n``: the direction into the plane, in the shape's frame."""
+    return sk.quat_rotate_inv(X.q, -n)
+
+
+@sk.func
+def pair_toward(kind_a, Xa, Xa_inv, kind_b, size_b, Xb, Xb_inv):
+    """``toward`` of :func:`shape_point` for shape ``a`` (world pose ``Xa``) against shape ``b``,
+    in ``a``'s frame: ``b``'s center; for a cylinder, the direction into ``b`` from ``a``'s
+    center (minus ``b``'s outward normal there), as long as the distance between them, so
+    that its rim points are the deepest even where ``b``'s center is far off to the side (a
+    cylinder lying on a long box)."""
+    toward = sk.transform_point(Xa_inv, Xb.p)
+    if kind_a == SHAPE_CYLINDER:
+        d, n = shape_distance(kind_b, sk.transform_point(Xb_inv, Xa.p), size_b)
+        toward = sk.quat_rotate_inv(Xa.q, sk.quat_rotate(Xb.q, n)) * (-sk.abs(d))
+    return toward
 
 
 @sk.func
@@ -170,6 +291,8 @@ def shape_bounding_radius(kind, size):
         r = sk.length(size)
     elif kind == SHAPE_CAPSULE:
         r = size[0] + size[1]
+    elif kind == SHAPE_CYLINDER:
+        r = sk.sqrt(size[0] * size[0] + size[1] * size[1])
     return r
 
 

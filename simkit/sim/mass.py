@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
+from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_SPHERE
 from .geometry import quat_to_matrix
 
 
@@ -40,6 +40,12 @@ def shape_mass(kind: int, params, density: float) -> tuple[float, np.ndarray]:
         axial = 0.5 * m_cyl * r * r + 0.4 * m_sph * r * r
         transverse = m_cyl * (r * r / 4.0 + h * h / 3.0) + m_sph * (0.4 * r * r + h * h + 0.75 * h * r)
         return m_cyl + m_sph, np.diag([transverse, axial, transverse])
+    if kind == SHAPE_CYLINDER:
+        # height 2h along y: axial m r^2 / 2, transverse m (3 r^2 + (2h)^2) / 12
+        r, h = p[0], p[1]
+        m = density * math.pi * r * r * 2.0 * h
+        transverse = m * (r * r / 4.0 + h * h / 3.0)
+        return m, np.diag([transverse, 0.5 * m * r * r, transverse])
     raise ValueError(f"shape_mass: unknown shape kind {kind}")
 
 
