@@ -178,7 +178,7 @@ def pair_wrenches(a: int, b: int, body_q: AnyArray, body_qd: AnyArray, bodies: A
     Xb = shape_transform(shapes, body_q, b)
     Xb_inv = sk.transform_inverse(Xb)
     Xa_inv = sk.transform_inverse(Xa)
-    toward = pair_toward(kind_a, Xa, Xa_inv, kind_b, size_b, Xb, Xb_inv)
+    toward = pair_toward(kind_a, size_a, Xa, Xa_inv, kind_b, size_b, Xb, Xb_inv)
     body_a = shapes.body[a]
     body_b = shapes.body[b]
     ke = 0.5 * (shapes.ke[a] + shapes.ke[b])

@@ -117,7 +117,8 @@ def pair_rows(pairs: sk.array(dtype=sk.int32, ndim=2), body_q: AnyArray, shapes:
     Xa = shape_transform(shapes, body_q, a)
     Xb = shape_transform(shapes, body_q, b)
     Xb_inv = sk.transform_inverse(Xb)
-    toward = pair_toward(kind_a, Xa, sk.transform_inverse(Xa), shapes.kind[b], shapes.params[b], Xb, Xb_inv)
+    toward = pair_toward(kind_a, shapes.params[a], Xa, sk.transform_inverse(Xa), shapes.kind[b], shapes.params[b],
+                         Xb, Xb_inv)
     p_local, radius = shape_point(kind_a, shapes.params[a], k, toward)
     p = sk.transform_point(Xa, p_local)
     d, n_local = shape_distance(shapes.kind[b], sk.transform_point(Xb_inv, p), shapes.params[b])

@@ -125,11 +125,11 @@ def shape_transform(shapes, body_q, s):
 # one of them.
 #
 # A cylinder has 7 points of radius 0 but the last: on each of its two rims, the point
-# farthest along the rim towards the other shape (``toward``'s direction, see
-# :func:`plane_toward` and :func:`pair_toward`), and the two 120 degrees on from it (a
-# support triangle when it stands on a face); then the point of its axis nearest to
-# ``toward``, thickened by its radius (a sphere inside the cylinder that touches its side
-# where the side touches something, as for two cylinders crossed side on side). Against a
+# farthest along the rim towards the other shape (the direction of ``toward``'s x and z, see
+# :func:`plane_toward` and :func:`cylinder_toward`), and the two 120 degrees on from it (a
+# support triangle when it stands on a face); then the point of its axis at ``toward``'s y,
+# thickened by its radius (a sphere inside the cylinder that touches its side where the side
+# touches something, as for two cylinders crossed side on side). Against a
 # plane its 6 rim points: the lowest point of a cylinder is on a rim, and the first two are
 # the lowest of each rim, so its depth in a plane is exact.
 MAX_SHAPE_POINTS = 20
@@ -137,10 +137,10 @@ MAX_PLANE_POINTS = 8
 BOX_CORNER_ROUNDING = 0.1
 CYLINDER_POINTS = 7
 CYLINDER_PLANE_POINTS = 6
-# The rim direction leans towards the shape's x axis by this fraction of ``toward``'s length:
-# a cylinder standing square on a face has no lowest rim point, and without the lean its
-# support triangle would turn at random with the rounding of its tilt (a depth error of
-# r * RIM_LEAN^2 / (2 sin(tilt)) at most, under 1e-12 r at any tilt past 1e-4).
+# The rim direction (``toward``'s x and z, at most a unit vector) leans towards the shape's x axis
+# by this much: a cylinder standing square on a face has no lowest rim point, and without the
+# lean its support triangle would turn at random with the rounding of its tilt (a depth error
+# of r * RIM_LEAN^2 / (2 sin(tilt)) at most, under 1e-8 r at any tilt past 1e-4).
 RIM_LEAN = 1.0e-6
 
 
@@ -225,13 +225,13 @@ def shape_point(kind, size, k, toward):
 def cylinder_point(size, k, toward):
     """Contact point ``k`` of a cylinder (``size``: radius, half height) in its frame and its
     radius: ``k < 6`` on a rim (even ``k`` the lower, at ``y = -h``), at 0, 120 or 240 degrees
-    (``k // 2``) from the rim's point farthest towards ``toward``; ``k = 6`` the point of the
-    axis nearest ``toward``, thickened by the radius (by the half height on a cylinder
+    (``k // 2``) from the rim's point farthest along ``toward``'s x and z; ``k = 6`` the point
+    of the axis at ``toward``'s y, thickened by the radius (by the half height on a cylinder
     shorter than it is wide, so that it stays inside)."""
     p = size * 0.0
     radius = size[0] * 0.0
     if k < 6:
-        ux = toward[0] + RIM_LEAN * sk.length(toward)
+        ux = toward[0] + RIM_LEAN
         uz = toward[2]
         u2 = ux * ux + uz * uz
         if u2 > 0.0:
@@ -265,22 +265,47 @@ def cylinder_point(size, k, toward):
 @sk.func
 def plane_toward(X, n):
     """``toward`` of :func:`shape_point` for a shape of world pose ``X`` against a plane of
-    normal ``n``: the direction into the plane, in the shape's frame."""
+    normal ``n``: the direction into the plane, in the shape's frame (a unit vector)."""
     return sk.quat_rotate_inv(X.q, -n)
 
 
 @sk.func
-def pair_toward(kind_a, Xa, Xa_inv, kind_b, size_b, Xb, Xb_inv):
+def pair_toward(kind_a, size_a, Xa, Xa_inv, kind_b, size_b, Xb, Xb_inv):
     """``toward`` of :func:`shape_point` for shape ``a`` (world pose ``Xa``) against shape ``b``,
-    in ``a``'s frame: ``b``'s center; for a cylinder, the direction into ``b`` from ``a``'s
-    center (minus ``b``'s outward normal there), as long as the distance between them, so
-    that its rim points are the deepest even where ``b``'s center is far off to the side (a
-    cylinder lying on a long box)."""
+    in ``a``'s frame: ``b``'s center, or for a cylinder :func:`cylinder_toward`."""
     toward = sk.transform_point(Xa_inv, Xb.p)
     if kind_a == SHAPE_CYLINDER:
-        d, n = shape_distance(kind_b, sk.transform_point(Xb_inv, Xa.p), size_b)
-        toward = sk.quat_rotate_inv(Xa.q, sk.quat_rotate(Xb.q, n)) * (-sk.abs(d))
+        toward = cylinder_toward(size_a, Xa, kind_b, size_b, Xb, Xb_inv)
     return toward
+
+
+# Rounds of cylinder_toward after the first: each shrinks the distance of its axis point to the
+# nearest one by about the ratio of the other surface's curvature radius to its distance from the
+# axis (1/2 for two crossed cylinders of one radius: 2^-10 of the offset, a depth error of its
+# square over twice the distance, about 1e-8 m for 10 cm cylinders).
+TOWARD_ROUNDS = 10
+
+
+@sk.func
+def cylinder_toward(size_a, Xa, kind_b, size_b, Xb, Xb_inv):
+    """The ``toward`` of cylinder ``a`` (radius and half height ``size_a``) against shape ``b``,
+    in ``a``'s frame. Across the axis (its x and z): the direction into ``b`` from ``a``'s
+    center (minus ``b``'s outward normal there), where the rims' deepest points lie, also
+    where ``b``'s center is far off to the side (a cylinder lying on a long box). Along the
+    axis (its y): the point of the axis segment nearest ``b``, where the axis point sits (two
+    crossed cylinders), found by alternating between the point of ``b``'s surface nearest to
+    an axis point and the axis point nearest to that (both sets are convex, so it converges)."""
+    P = size_a * 0.0
+    d, n = shape_distance(kind_b, sk.transform_point(Xb_inv, Xa.p), size_b)
+    u = -sk.quat_rotate_inv(Xa.q, sk.quat_rotate(Xb.q, n))
+    y = sk.clamp(u[1] * sk.abs(d), -size_a[1], size_a[1])
+    for _round in range(TOWARD_ROUNDS):
+        P[1] = y
+        d, n = shape_distance(kind_b, sk.transform_point(Xb_inv, sk.transform_point(Xa, P)), size_b)
+        t = P - sk.quat_rotate_inv(Xa.q, sk.quat_rotate(Xb.q, n)) * sk.abs(d)
+        y = sk.clamp(t[1], -size_a[1], size_a[1])
+    u[1] = y
+    return u
 
 
 @sk.func

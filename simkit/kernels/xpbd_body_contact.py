@@ -111,8 +111,8 @@ def probe(Xa: Any, Xb: Any, shapes: Any, sa: int, sb: int, up: Any, k: int):
     (towards ``sa``)."""
     toward = plane_toward(Xa, up)
     if sb >= 0:
-        toward = pair_toward(shapes.kind[sa], Xa, sk.transform_inverse(Xa), shapes.kind[sb], shapes.params[sb], Xb,
-                             sk.transform_inverse(Xb))
+        toward = pair_toward(shapes.kind[sa], shapes.params[sa], Xa, sk.transform_inverse(Xa), shapes.kind[sb],
+                             shapes.params[sb], Xb, sk.transform_inverse(Xb))
     local, radius = shape_point(shapes.kind[sa], shapes.params[sa], k, toward)
     x = sk.transform_point(Xa, local)
     dist = sk.dot(up, x)
