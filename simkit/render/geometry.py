@@ -1,5 +1,5 @@
-"""Triangle meshes for drawing (pure numpy, no OpenGL): tessellated spheres, boxes, capsules
-and a checkered ground, per-vertex normals, and 4 x 4 transforms from ``(p, q)`` poses.
+"""Triangle meshes for drawing (pure numpy, no OpenGL): tessellated spheres, boxes, capsules,
+cylinders and a checkered ground, per-vertex normals, and 4 x 4 transforms from ``(p, q)`` poses.
 
 Every mesh is a :class:`TriMesh` in its own frame: float32 positions and unit normals
 (N x 3) and uint32 triangles (K x 3) wound counter-clockwise seen from outside, so that the
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
+from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_SPHERE
 from ..sim.geometry import quat_to_matrix
 
 AXES = {"x": 0, "y": 1, "z": 2}
@@ -139,6 +139,40 @@ def capsule_mesh(radius: float, half_height: float, rings: int = 16, segments: i
     return _lat_long(float(radius), top + bottom, segments)
 
 
+def cylinder_mesh(radius: float, half_height: float, segments: int = 32) -> TriMesh:
+    """A solid cylinder along local y between ``-half_height`` and ``+half_height``: its side
+    (smooth normals) and two flat caps (flat normals), ``segments`` around.
+
+    Example::
+
+        wheel = cylinder_mesh(0.3, 0.05)
+    """
+    if segments < 3:
+        raise ValueError(f"cylinder_mesh: needs segments >= 3, got {segments}")
+    r, h = float(radius), float(half_height)
+    angle = 2.0 * math.pi * np.arange(segments) / segments
+    ring = np.stack([np.cos(angle), np.zeros(segments), -np.sin(angle)], axis=1)   # counter-clockwise about +y
+    positions, normals, triangles = [], [], []
+    # the side: vertex 2i at the bottom, 2i + 1 at the top of segment i
+    for i in range(segments):
+        positions.extend([ring[i] * r - (0.0, h, 0.0), ring[i] * r + (0.0, h, 0.0)])
+        normals.extend([ring[i], ring[i]])
+    for i in range(segments):
+        j = (i + 1) % segments
+        triangles.extend([(2 * i, 2 * j, 2 * j + 1), (2 * i, 2 * j + 1, 2 * i + 1)])
+    for sign in (1.0, -1.0):
+        center = len(positions)
+        positions.append((0.0, sign * h, 0.0))
+        normals.append((0.0, sign, 0.0))
+        for i in range(segments):
+            positions.append(ring[i] * r + (0.0, sign * h, 0.0))
+            normals.append((0.0, sign, 0.0))
+        for i in range(segments):
+            a, b = center + 1 + i, center + 1 + (i + 1) % segments
+            triangles.append((center, a, b) if sign > 0 else (center, b, a))
+    return _mesh(positions, normals, triangles)
+
+
 def box_mesh(half_extents: ArrayLike) -> TriMesh:
     """An axis-aligned box centered at the origin: 6 faces of 4 vertices each (flat normals),
     12 triangles.
@@ -170,7 +204,8 @@ def box_mesh(half_extents: ArrayLike) -> TriMesh:
 
 def shape_mesh(kind: int, params: ArrayLike) -> TriMesh | None:
     """The mesh of a simulation shape in its own frame from its ``model.shapes`` kind and
-    params (sphere: radius; box: half extents; capsule: radius, half height along y);
+    params (sphere: radius; box: half extents; capsule and cylinder: radius, half height
+    along y);
     None for a kind that has no mesh.
 
     Example::
@@ -184,6 +219,8 @@ def shape_mesh(kind: int, params: ArrayLike) -> TriMesh | None:
         return box_mesh(p)
     if kind == SHAPE_CAPSULE:
         return capsule_mesh(p[0], p[1])
+    if kind == SHAPE_CYLINDER:
+        return cylinder_mesh(p[0], p[1])
     return None
 
 

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from pxr import Gf, Usd, UsdGeom, Vt
 
-from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
+from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_MESH, SHAPE_SPHERE
 from ..sim.model import Model, State
 from .mesh import compact_vertices, mesh_shape_arrays, tet_surface_triangles
 
@@ -103,7 +103,7 @@ class _PointSet:
 def _define_shape(stage: Usd.Stage, path: str, kind: int, xform: np.ndarray, params: np.ndarray,
                   mesh: tuple | None = None) -> None:
     """An Xform at ``path`` with the transform ``xform`` (p, q) and the shape under it as
-    ``path/geom``; capsules lie along their local y axis like the simulation's; a mesh shape
+    ``path/geom``; capsules and cylinders lie along their local y axis like the simulation's; a mesh shape
     is a UsdGeom.Mesh of ``mesh`` (vertices, triangles)."""
     frame = UsdGeom.Xform.Define(stage, path)
     frame.AddTranslateOp(UsdGeom.XformOp.PrecisionFloat).Set(Gf.Vec3f(*map(float, xform[:3])))
@@ -126,6 +126,13 @@ def _define_shape(stage: Usd.Stage, path: str, kind: int, xform: np.ndarray, par
         capsule.GetHeightAttr().Set(2.0 * h)
         capsule.GetAxisAttr().Set(UsdGeom.Tokens.y)
         capsule.GetExtentAttr().Set(_extent([-r, -h - r, -r], [r, h + r, r]))
+    elif kind == SHAPE_CYLINDER:
+        r, h = float(params[0]), float(params[1])
+        cylinder = UsdGeom.Cylinder.Define(stage, geom)
+        cylinder.GetRadiusAttr().Set(r)
+        cylinder.GetHeightAttr().Set(2.0 * h)
+        cylinder.GetAxisAttr().Set(UsdGeom.Tokens.y)
+        cylinder.GetExtentAttr().Set(_extent([-r, -h, -r], [r, h, r]))
     elif kind == SHAPE_MESH and mesh is not None:
         vertices, triangles = mesh
         prim = UsdGeom.Mesh.Define(stage, geom)

@@ -546,3 +546,23 @@ def test_mesh_shapes_are_written_as_usd_meshes(tmp_path):
         np.testing.assert_allclose(np.array(mesh.GetPointsAttr().Get()), v * scale, atol=1e-7)
         assert list(mesh.GetFaceVertexCountsAttr().Get()) == [3] * 4
         assert list(mesh.GetFaceVertexIndicesAttr().Get()) == f.reshape(-1).tolist()
+
+
+def test_a_cylinder_is_a_usd_cylinder_along_y_at_its_body_pose(tmp_path):
+    b = sk.sim.ModelBuilder()
+    body = b.add_body(sk.transform((0.5, 1.0, 0.0), (0.0, 0.0, np.sin(0.2), np.cos(0.2))))
+    b.add_shape_cylinder((0.0, 0.0, 0.0), CAPSULE_ROT, radius=0.2, half_height=0.1, body=body)
+    model = b.finalize()
+    path = tmp_path / "cylinder.usda"
+    with UsdExporter(path, model, fps=FPS) as usd:
+        usd.write(model.state(), 0.0)
+    stage = Usd.Stage.Open(str(path))
+    prim = next(p for p in stage.Traverse() if p.GetTypeName() == "Cylinder")
+    cylinder = UsdGeom.Cylinder(prim)
+    assert cylinder.GetAxisAttr().Get() == UsdGeom.Tokens.y
+    assert cylinder.GetRadiusAttr().Get() == pytest.approx(0.2)
+    assert cylinder.GetHeightAttr().Get() == pytest.approx(0.2)
+    q = sk.sim.geometry.quat_multiply(np.array([0.0, 0.0, np.sin(0.2), np.cos(0.2)]), np.array(CAPSULE_ROT))
+    top = np.array((0.5, 1.0, 0.0)) + sk.sim.geometry.quat_rotate(q, [0.0, 0.1, 0.0])
+    np.testing.assert_allclose(world_point(stage, str(prim.GetPath()), (0, 0.1, 0), Usd.TimeCode(0.0)), top,
+                               atol=1e-6)

@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from simkit.kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
+from simkit.kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_SPHERE
 from simkit.render import Camera, UsdExporter, render_frame, write_png
 from simkit.render.camera import look_at_matrix
 from simkit.render.drawables import BACKGROUND, BODY_COLORS, ModelDrawables, UsdDrawables, scene_bounds
-from simkit.render.geometry import (box_mesh, capsule_mesh, ground_mesh, shape_mesh, sphere_mesh, transform_matrix,
-                                    vertex_normals)
+from simkit.render.geometry import (box_mesh, capsule_mesh, cylinder_mesh, ground_mesh, shape_mesh, sphere_mesh,
+                                    transform_matrix, vertex_normals)
 from simkit.render.image import read_png
 from simkit.render.viewer import Playback, play_live, play_usd
 
@@ -192,6 +192,21 @@ def test_capsule_is_a_closed_outward_surface_along_y():
     assert shape_mesh(SHAPE_CAPSULE, (r, half, 0.0)).positions.shape == mesh.positions.shape
     assert shape_mesh(SHAPE_SPHERE, (r, 0.0, 0.0)).positions.shape == sphere_mesh(r).positions.shape
     assert shape_mesh(99, (1.0, 1.0, 1.0)) is None
+
+
+def test_cylinder_is_a_closed_outward_surface_along_y_with_flat_caps():
+    r, half = 0.2, 0.1
+    mesh = cylinder_mesh(r, half, segments=64)
+    np.testing.assert_allclose(np.abs(mesh.positions[:, 1]), half, atol=1e-7)
+    assert np.linalg.norm(mesh.positions[:, [0, 2]], axis=1).max() == pytest.approx(r, rel=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(mesh.normals, axis=1), 1.0, atol=1e-6)
+    faces = face_normals(mesh)
+    centers = mesh.positions[mesh.triangles].mean(axis=1)
+    assert (np.einsum("ij,ij->i", faces, centers) > 0.0).all()          # every triangle faces outward
+    assert enclosed_volume(mesh) == pytest.approx(math.pi * r * r * 2.0 * half, rel=0.01)
+    assert shape_mesh(SHAPE_CYLINDER, (r, half, 0.0)).positions.shape == cylinder_mesh(r, half).positions.shape
+    with pytest.raises(ValueError, match="segments >= 3"):
+        cylinder_mesh(r, half, segments=2)
 
 
 @pytest.mark.parametrize("up_axis", ["x", "y", "z"])

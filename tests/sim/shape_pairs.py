@@ -42,41 +42,56 @@ def _add(b, body, kind, size):
         raise ValueError(kind)
 
 
-def simkit_deepest(shapes, poses):
-    """The deepest contact row of shapes ``shapes`` (``[(kind, size)]``, one or two; one:
-    against the ground y = 0) at world ``poses`` (``[(p, q)]``): its signed distance, its
-    normal from the first shape towards the second (the ground: downwards) and its point."""
+def pair_model(shapes, requires_grad: bool = False):
+    """A float64 model of one body per shape of ``shapes`` (``[(kind, size)]``), the shape at the
+    body's origin; with one shape, the ground y = 0 too."""
     b = sk.sim.ModelBuilder(ground=len(shapes) == 1)
     for kind, size in shapes:
         _add(b, b.add_body(), kind, size)
-    model = b.finalize(dtype=sk.float64)
-    state = model.state()
-    # the poses set in float64 (a transform built in Python is float32)
-    state.body_q.assign(np.array([np.concatenate([p, q]) for p, q in poses], dtype=np.float64))
+    return b.finalize(dtype=sk.float64, requires_grad=requires_grad)
+
+
+def contact_rows(model, body_q) -> dict:
+    """The contact rows of ``model`` at body poses ``body_q`` (launched: a Tape records them),
+    as a dict of the slot arrays ``body, point, normal, dist, active``."""
     pairs = collision_pairs(model)
     ground = model.shape_count * MAX_PLANE_POINTS if model.ground else 0
     n = ground + pairs.shape[0] * MAX_SHAPE_POINTS
     S, real = model.types, sk.float64
-    body = sk.zeros(2 * n, dtype=sk.int32)
-    point, normal, tangent = (sk.zeros(n, dtype=S.vec3) for _ in range(3))
-    dist, mu, margin = (sk.zeros(n, dtype=real) for _ in range(3))
-    condim, active = sk.zeros(n, dtype=sk.int32), sk.zeros(n, dtype=sk.int32)
-    solref, solimp = sk.zeros(n, dtype=S.vec2), sk.zeros(n, dtype=S.vec5)
-    slots = [body, point, normal, dist, mu, condim, solref, solimp, margin, active]
+    rows = dict(body=sk.zeros(2 * n, dtype=sk.int32), point=sk.zeros(n, dtype=S.vec3),
+                normal=sk.zeros(n, dtype=S.vec3), dist=sk.zeros(n, dtype=real))
+    mu, margin = sk.zeros(n, dtype=real), sk.zeros(n, dtype=real)
+    condim, rows["active"] = sk.zeros(n, dtype=sk.int32), sk.zeros(n, dtype=sk.int32)
+    solref, solimp, tangent = sk.zeros(n, dtype=S.vec2), sk.zeros(n, dtype=S.vec5), sk.zeros(n, dtype=S.vec3)
+    slots = [rows["body"], rows["point"], rows["normal"], rows["dist"], mu, condim, solref, solimp, margin,
+             rows["active"]]
     k = contact_row_kernels(real)
     if ground:
         sk.launch(k.ground_rows, (model.shape_count, MAX_PLANE_POINTS),
-                  inputs=[state.body_q, model.shapes, model.contact], outputs=slots + [tangent])
+                  inputs=[body_q, model.shapes, model.contact], outputs=slots + [tangent])
     if pairs.shape[0]:
         sk.launch(k.pair_rows, (pairs.shape[0], MAX_SHAPE_POINTS),
-                  inputs=[pairs, state.body_q, model.shapes, model.contact, ground], outputs=slots)
-    on = np.flatnonzero(active.numpy())
+                  inputs=[pairs, body_q, model.shapes, model.contact, ground], outputs=slots)
+    return rows
+
+
+def simkit_deepest(shapes, poses):
+    """The deepest contact row of shapes ``shapes`` (``[(kind, size)]``, one or two; one:
+    against the ground y = 0) at world ``poses`` (``[(p, q)]``): its signed distance, its
+    normal from the first shape towards the second (the ground: downwards) and its point."""
+    model = pair_model(shapes)
+    state = model.state()
+    # the poses set in float64 (a transform built in Python is float32)
+    state.body_q.assign(np.array([np.concatenate([p, q]) for p, q in poses], dtype=np.float64))
+    rows = contact_rows(model, state.body_q)
+    on = np.flatnonzero(rows["active"].numpy())
     if not len(on):
         return np.inf, None, None
-    i = on[np.argmin(dist.numpy()[on])]
+    dist = rows["dist"].numpy()
+    i = on[np.argmin(dist[on])]
     # a row's normal points from its second body's surface towards its first
-    sign = -1.0 if body.numpy()[2 * i] == 0 else 1.0
-    return float(dist.numpy()[i]), sign * normal.numpy()[i], point.numpy()[i]
+    sign = -1.0 if rows["body"].numpy()[2 * i] == 0 else 1.0
+    return float(dist[i]), sign * rows["normal"].numpy()[i], rows["point"].numpy()[i]
 
 
 def _mjcf_geom(kind, size, p, q) -> str:
