@@ -9,7 +9,8 @@ Layout of the stage (every prim under the default prim ``/World``)::
         SoftBodies              Mesh: the boundary triangles of every tetrahedral mesh
         Ground                  Plane through the origin, normal to the model's up axis
         Shapes/shape_<i>        Xform with the static shape's transform, holding ``geom``,
-                                a Sphere, a Cube (scaled to the half extents) or a Capsule
+                                a Sphere, a Cube (scaled to the half extents), a Capsule
+                                or a Cylinder
         Bodies/body_<b>         Xform with the body's time-sampled transform, holding the
             shape_<i>           shapes attached to it (their transform in the body frame)
 

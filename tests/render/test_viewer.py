@@ -637,3 +637,20 @@ def test_play_usd_loops_and_restarts(display, tmp_path, artifacts):
     assert visited == [0, 1, 2, 3, 0] and after_reset == 0
     write_png(artifacts / "viewer_usd_window.png", image)
     assert foreground(image).mean() > 0.05
+
+
+def test_a_cylinder_is_drawn_where_it_is_live_and_from_its_usd_file(tmp_path):
+    b = sk.sim.ModelBuilder()
+    body = b.add_body(sk.transform((0.0, 0.5, 0.0), (0.0, 0.0, math.sin(0.3), math.cos(0.3))))
+    b.add_shape_cylinder((0.1, 0.0, 0.0), (math.sin(0.4), 0.0, 0.0, math.cos(0.4)), 0.2, 0.1, body=body)
+    model = b.finalize()
+    state = model.state()
+    path = tmp_path / "cylinder.usda"
+    with UsdExporter(path, model, fps=100.0) as usd:
+        usd.write(state, 0.0)
+    live = {d.key: d for d in ModelDrawables(model).frame(state)}
+    drawn = [d for d in UsdDrawables(path).frame(0) if "shape" in d.key]
+    assert len(drawn) == 1
+    want = live[drawn[0].key.replace("/World/Bodies/", "").replace("/geom", "")]
+    assert want.positions.shape == cylinder_mesh(0.2, 0.1).positions.shape
+    np.testing.assert_allclose(drawn[0].world_positions(), want.world_positions(), atol=2e-5)
