@@ -5,7 +5,8 @@ candidate shape pairs of a model (:func:`collision_pairs`).
 Shape conventions (``Shapes``): a sphere of radius ``params[0]``; a box of half extents
 ``params``; a capsule of radius ``params[0]`` around the segment from ``-params[1]`` to
 ``params[1]`` on its local y axis; a cylinder of radius ``params[0]`` whose flat faces are at
-``y = -params[1]`` and ``y = params[1]`` (docs/geometry.md).
+``y = -params[1]`` and ``y = params[1]``; a cone of base radius ``params[0]`` at ``y =
+-params[1]`` and apex at ``y = params[1]`` (docs/geometry.md).
 
 Example::
 
@@ -18,7 +19,9 @@ import numpy as np
 import simkit as sk
 from ..core import array as A
 from ..core import types as T
-from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_MESH, SHAPE_SPHERE
+from .revolved_shapes import (CONE_PLANE_POINTS, CONE_POINTS, CYLINDER_PLANE_POINTS, CYLINDER_POINTS, cone_distance,
+                              cone_point, cylinder_distance, cylinder_point)
+from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_MESH, SHAPE_SPHERE
 
 
 @sk.func
@@ -46,38 +49,6 @@ def box_distance(p, h):
 
 
 @sk.func
-def cylinder_distance(p, r, h):
-    """Signed distance of local point ``p`` to a solid cylinder of radius ``r`` about the y
-    axis between ``y = -h`` and ``y = h`` (exact), and the outward normal."""
-    rho2 = p[0] * p[0] + p[2] * p[2]
-    rho = rho2 * 0.0
-    radial = p * 0.0
-    radial[0] = 1.0
-    # a point on the axis has no radial direction: x stands in (and no sqrt(0), whose
-    # derivative would make the gradient NaN)
-    if rho2 > 0.0:
-        rho = sk.sqrt(rho2)
-        radial[0] = p[0] / rho
-        radial[2] = p[2] / rho
-    axial = p * 0.0
-    axial[1] = 1.0
-    if p[1] < 0.0:
-        axial[1] = -1.0
-    q0 = rho - r
-    q1 = sk.abs(p[1]) - h
-    dist = q0
-    n = radial
-    if q0 > 0.0 and q1 > 0.0:
-        # beyond the rim: the distance to the rim circle
-        dist = sk.sqrt(q0 * q0 + q1 * q1)
-        n = (radial * q0 + axial * q1) / dist
-    elif q1 > q0:
-        dist = q1
-        n = axial
-    return dist, n
-
-
-@sk.func
 def shape_distance(kind, p, size):
     """Signed distance of point ``p`` (in the shape's frame) to a shape of ``kind`` and
     ``size`` (its ``params``), and the outward normal in the shape's frame."""
@@ -89,6 +60,8 @@ def shape_distance(kind, p, size):
         dist, n = box_distance(p, size)
     elif kind == SHAPE_CYLINDER:
         dist, n = cylinder_distance(p, size[0], size[1])
+    elif kind == SHAPE_CONE:
+        dist, n = cone_distance(p, size[0], size[1])
     else:
         d = p
         if kind == SHAPE_CAPSULE:
@@ -124,24 +97,13 @@ def shape_transform(shapes, body_q, s):
 # suffice (a box's corners, a capsule's ends): the lowest point of a box or a segment is
 # one of them.
 #
-# A cylinder has 7 points of radius 0 but the last: on each of its two rims, the point
-# farthest along the rim towards the other shape (the direction of ``toward``'s x and z, see
-# :func:`plane_toward` and :func:`cylinder_toward`), and the two 120 degrees on from it (a
-# support triangle when it stands on a face); then the point of its axis at ``toward``'s y,
-# thickened by its radius (a sphere inside the cylinder that touches its side where the side
-# touches something, as for two cylinders crossed side on side). Against a
-# plane its 6 rim points: the lowest point of a cylinder is on a rim, and the first two are
-# the lowest of each rim, so its depth in a plane is exact.
+# A cylinder has 6 rim points and an axis point, a cone 3 rim points and its apex (see
+# :mod:`simkit.kernels.revolved_shapes`): its rim points are the deepest of each rim in the
+# direction of ``toward`` (:func:`plane_toward`, :func:`pair_toward`), so its depth in a
+# plane is exact.
 MAX_SHAPE_POINTS = 20
 MAX_PLANE_POINTS = 8
 BOX_CORNER_ROUNDING = 0.1
-CYLINDER_POINTS = 7
-CYLINDER_PLANE_POINTS = 6
-# The rim direction (``toward``'s x and z, at most a unit vector) leans towards the shape's x axis
-# by this much: a cylinder standing square on a face has no lowest rim point, and without the
-# lean its support triangle would turn at random with the rounding of its tilt (a depth error
-# of r * RIM_LEAN^2 / (2 sin(tilt)) at most, under 1e-8 r at any tilt past 1e-4).
-RIM_LEAN = 1.0e-6
 
 
 @sk.func
@@ -155,6 +117,8 @@ def shape_point_count(kind):
         count = 3
     elif kind == SHAPE_CYLINDER:
         count = CYLINDER_POINTS
+    elif kind == SHAPE_CONE:
+        count = CONE_POINTS
     elif kind == SHAPE_MESH:
         count = 0
     return count
@@ -163,7 +127,8 @@ def shape_point_count(kind):
 @sk.func
 def shape_plane_point_count(kind):
     """How many of a shape's first contact points suffice against a plane (box: its 8
-    corners, capsule: its 2 ends, cylinder: its 6 rim points, sphere: its center)."""
+    corners, capsule: its 2 ends, cylinder: its 6 rim points, cone: its 3 rim points and apex,
+    sphere: its center)."""
     count = 1
     if kind == SHAPE_BOX:
         count = 8
@@ -171,6 +136,8 @@ def shape_plane_point_count(kind):
         count = 2
     elif kind == SHAPE_CYLINDER:
         count = CYLINDER_PLANE_POINTS
+    elif kind == SHAPE_CONE:
+        count = CONE_PLANE_POINTS
     elif kind == SHAPE_MESH:
         count = 0
     return count
@@ -180,8 +147,8 @@ def shape_plane_point_count(kind):
 def shape_point(kind, size, k, toward):
     """Contact point ``k`` of a shape in its own frame and its radius; ``toward`` (in the same
     frame) is the center of the other shape, which picks a capsule's third point, or for a
-    cylinder :func:`plane_toward` / :func:`pair_toward`, which pick its rim points and its
-    axis point."""
+    cylinder or a cone :func:`plane_toward` / :func:`pair_toward`, which pick its rim points
+    (and a cylinder's axis point)."""
     p = size * 0.0
     radius = size[0]
     if kind == SHAPE_BOX:
@@ -218,47 +185,8 @@ def shape_point(kind, size, k, toward):
             p[1] = sk.clamp(toward[1], -size[1], size[1])
     elif kind == SHAPE_CYLINDER:
         p, radius = cylinder_point(size, k, toward)
-    return p, radius
-
-
-@sk.func
-def cylinder_point(size, k, toward):
-    """Contact point ``k`` of a cylinder (``size``: radius, half height) in its frame and its
-    radius: ``k < 6`` on a rim (even ``k`` the lower, at ``y = -h``), at 0, 120 or 240 degrees
-    (``k // 2``) from the rim's point farthest along ``toward``'s x and z; ``k = 6`` the point
-    of the axis at ``toward``'s y, thickened by the radius (by the half height on a cylinder
-    shorter than it is wide, so that it stays inside)."""
-    p = size * 0.0
-    radius = size[0] * 0.0
-    if k < 6:
-        ux = toward[0] + RIM_LEAN
-        uz = toward[2]
-        u2 = ux * ux + uz * uz
-        if u2 > 0.0:
-            u = sk.sqrt(u2)
-            ux = ux / u
-            uz = uz / u
-        else:
-            ux = uz * 0.0 + 1.0
-        c = ux * 0.0 + 1.0
-        s = ux * 0.0
-        j = k // 2
-        if j == 1:
-            c = c * -0.5
-            s = s + 0.8660254037844386
-        elif j == 2:
-            c = c * -0.5
-            s = s - 0.8660254037844386
-        # (ux, uz) turned by the angle of (c, s) about y
-        p[0] = size[0] * (ux * c + uz * s)
-        p[2] = size[0] * (uz * c - ux * s)
-        p[1] = -size[1]
-        if k % 2 == 1:
-            p[1] = size[1]
-    else:
-        radius = sk.min(size[0], size[1])
-        reach = size[1] - radius
-        p[1] = sk.clamp(toward[1], -reach, reach)
+    elif kind == SHAPE_CONE:
+        p, radius = cone_point(size, k, toward)
     return p, radius
 
 
@@ -272,10 +200,14 @@ def plane_toward(X, n):
 @sk.func
 def pair_toward(kind_a, size_a, Xa, Xa_inv, kind_b, size_b, Xb, Xb_inv):
     """``toward`` of :func:`shape_point` for shape ``a`` (world pose ``Xa``) against shape ``b``,
-    in ``a``'s frame: ``b``'s center, or for a cylinder :func:`cylinder_toward`."""
+    in ``a``'s frame: ``b``'s center, or for a cylinder :func:`cylinder_toward`, for a cone the
+    direction into ``b`` from its center (minus ``b``'s outward normal there)."""
     toward = sk.transform_point(Xa_inv, Xb.p)
     if kind_a == SHAPE_CYLINDER:
         toward = cylinder_toward(size_a, Xa, kind_b, size_b, Xb, Xb_inv)
+    elif kind_a == SHAPE_CONE:
+        d, n = shape_distance(kind_b, sk.transform_point(Xb_inv, Xa.p), size_b)
+        toward = -sk.quat_rotate_inv(Xa.q, sk.quat_rotate(Xb.q, n))
     return toward
 
 
@@ -316,7 +248,7 @@ def shape_bounding_radius(kind, size):
         r = sk.length(size)
     elif kind == SHAPE_CAPSULE:
         r = size[0] + size[1]
-    elif kind == SHAPE_CYLINDER:
+    elif kind == SHAPE_CYLINDER or kind == SHAPE_CONE:
         r = sk.sqrt(size[0] * size[0] + size[1] * size[1])
     return r
 

@@ -25,8 +25,8 @@ import numpy as np
 
 from ..kernels.structs import SHAPE_MESH
 from ..sim.model import Model, State
-from .geometry import (TriMesh, box_mesh, capsule_mesh, cylinder_mesh, ground_mesh, shape_mesh, sphere_mesh,
-                       transform_matrix, vertex_normals)
+from .geometry import (TriMesh, box_mesh, capsule_mesh, cone_mesh, cylinder_mesh, ground_mesh, shape_mesh,
+                       sphere_mesh, transform_matrix, vertex_normals)
 from .mesh import compact_vertices, mesh_shape_arrays, tet_surface_triangles
 
 BACKGROUND = (0.11, 0.12, 0.15)            # the clear color of every frame
@@ -215,7 +215,7 @@ def _solid_types() -> tuple:
     """The USD schemas drawn as tessellated solids (Plane only where usd-core has it)."""
     from pxr import UsdGeom
 
-    return tuple(t for t in (UsdGeom.Sphere, UsdGeom.Cube, UsdGeom.Capsule, UsdGeom.Cylinder,
+    return tuple(t for t in (UsdGeom.Sphere, UsdGeom.Cube, UsdGeom.Capsule, UsdGeom.Cylinder, UsdGeom.Cone,
                              getattr(UsdGeom, "Plane", None)) if t is not None)
 
 
@@ -242,7 +242,7 @@ class UsdDrawables:
     """Drawables of a USD file as :class:`~simkit.render.UsdExporter` writes it (and of
     other simple stages): Points as spheres of half their widths, BasisCurves as line
     segments, Meshes (polygons split into fans) shaded with per-vertex normals, and Sphere,
-    Cube, Capsule, Cylinder and Plane prims (planes as square checkerboards); each under the
+    Cube, Capsule, Cylinder, Cone and Plane prims (planes as square checkerboards); each under the
     time-sampled transforms of its Xform ancestors. Colors come from ``primvars:displayColor``
     when authored, else from the same palette as a live simulation. Other prim types and
     invisible prims are skipped.
@@ -340,9 +340,11 @@ class UsdDrawables:
             return mesh_drawable(key, sphere_mesh(float(UsdGeom.Sphere(prim).GetRadiusAttr().Get())), color)
         if prim.IsA(UsdGeom.Cube):
             return mesh_drawable(key, box_mesh([0.5 * float(UsdGeom.Cube(prim).GetSizeAttr().Get())] * 3), color)
-        if prim.IsA(UsdGeom.Capsule) or prim.IsA(UsdGeom.Cylinder):
-            round_ = UsdGeom.Capsule(prim) if prim.IsA(UsdGeom.Capsule) else UsdGeom.Cylinder(prim)
-            make = capsule_mesh if prim.IsA(UsdGeom.Capsule) else cylinder_mesh
+        round_kinds = ((UsdGeom.Capsule, capsule_mesh), (UsdGeom.Cylinder, cylinder_mesh), (UsdGeom.Cone, cone_mesh))
+        found = [(schema, make) for schema, make in round_kinds if prim.IsA(schema)]
+        if found:
+            schema, make = found[0]
+            round_ = schema(prim)
             mesh = make(float(round_.GetRadiusAttr().Get()), 0.5 * float(round_.GetHeightAttr().Get()))
             turn = _rotation_y_to(str(round_.GetAxisAttr().Get()))
             mesh = TriMesh(np.ascontiguousarray(mesh.positions @ turn.T.astype(np.float32)),

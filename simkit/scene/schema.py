@@ -61,7 +61,8 @@ SOFT_GRID_KEYS = ("name", "pos", "rot", "velocity", "dim_x", "dim_y", "dim_z", "
 SOFT_MESH_KEYS = ("name", "file", "pos", "rot", "scale", "velocity", "density", "k_mu", "k_lambda", "k_damp", "radius")
 SHAPE_KINDS = {"sphere": ("pos", "radius"), "box": ("pos", "rot", "half_extents"),
                "capsule": ("pos", "rot", "radius", "half_height"),
-               "cylinder": ("pos", "rot", "radius", "half_height")}
+               "cylinder": ("pos", "rot", "radius", "half_height"),
+               "cone": ("pos", "rot", "radius", "half_height")}
 SHAPE_COMMON = ("name", "kind", "ke", "kd", "kf", "mu", "time_constant", "damping_ratio")
 BODY_KEYS = ("name", "pos", "rot", "velocity", "angular_velocity", "armature", "shapes")
 JOINT_AXIS_KEYS = ("axis", "limit_lower", "limit_upper", "limit_ke", "limit_kd", "target", "target_vel", "target_ke",

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_SPHERE
+from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_SPHERE
 from . import geometry as G
 from . import validate as V
 from .builder_joints import IDENTITY_XFORM, JointBuilder, transform_multiply
@@ -335,6 +335,27 @@ class RigidBuilder(JointBuilder):
                                np.array([V.positive(radius, "add_shape_cylinder: radius"),
                                          V.positive(half_height, "add_shape_cylinder: half_height"), 0.0]),
                                body, density, (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_cylinder",
+                               contact)
+
+    def add_shape_cone(self, pos: Sequence[float], rot: Sequence[float], radius: float, half_height: float,
+                       body: int = -1, density: float = 1000.0, *, ke: float | None = None, kd: float | None = None,
+                       kf: float | None = None, mu: float | None = None, time_constant: float | None = None,
+                       damping_ratio: float | None = None, **contact: Any) -> int:
+        """Add a solid cone collider along its local y axis: its base, of ``radius``, at ``y =
+        -half_height`` and its apex at ``y = +half_height`` (``pos`` is the middle of its axis,
+        not its center of mass, which is at ``y = -half_height / 2``; static unless ``body`` is
+        given, see :meth:`add_shape_sphere`). Its mass is ``density * pi r^2 2h / 3``; its depth
+        in a plane and in a sphere is exact, against the other shapes it is sampled
+        (docs/geometry.md).
+
+        Example::
+
+            b.add_shape_cone((0, 0.2, 0), (0, 0, 0, 1), radius=0.1, half_height=0.2, body=top)
+        """
+        return self._add_shape(SHAPE_CONE, V.vec3(pos, "add_shape_cone: pos"), V.quat(rot, "add_shape_cone: rot"),
+                               np.array([V.positive(radius, "add_shape_cone: radius"),
+                                         V.positive(half_height, "add_shape_cone: half_height"), 0.0]),
+                               body, density, (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_cone",
                                contact)
 
     # -- joints -------------------------------------------------------------------------

@@ -38,6 +38,8 @@ def _add(b, body, kind, size):
         b.add_shape_capsule((0.0, 0.0, 0.0), I, size[0], size[1], body=body)
     elif kind == "cylinder":
         b.add_shape_cylinder((0.0, 0.0, 0.0), I, size[0], size[1], body=body)
+    elif kind == "cone":
+        b.add_shape_cone((0.0, 0.0, 0.0), I, size[0], size[1], body=body)
     else:
         raise ValueError(kind)
 
