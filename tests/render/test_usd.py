@@ -566,3 +566,20 @@ def test_a_cylinder_is_a_usd_cylinder_along_y_at_its_body_pose(tmp_path):
     top = np.array((0.5, 1.0, 0.0)) + sk.sim.geometry.quat_rotate(q, [0.0, 0.1, 0.0])
     np.testing.assert_allclose(world_point(stage, str(prim.GetPath()), (0, 0.1, 0), Usd.TimeCode(0.0)), top,
                                atol=1e-6)
+
+
+def test_a_cone_is_a_usd_cone_along_y_with_its_apex_at_plus_half_height(tmp_path):
+    b = sk.sim.ModelBuilder()
+    b.add_shape_cone((0.5, 1.0, 0.0), CAPSULE_ROT, radius=0.2, half_height=0.3)      # static
+    b.add_particle((0.0, 2.0, 0.0), (0.0, 0.0, 0.0), mass=0.1)
+    model = b.finalize()
+    path = tmp_path / "cone.usda"
+    with UsdExporter(path, model, fps=FPS) as usd:
+        usd.write(model.state(), 0.0)
+    stage = Usd.Stage.Open(str(path))
+    prim = next(p for p in stage.Traverse() if p.GetTypeName() == "Cone")
+    cone = UsdGeom.Cone(prim)
+    assert cone.GetAxisAttr().Get() == UsdGeom.Tokens.y
+    assert cone.GetRadiusAttr().Get() == pytest.approx(0.2) and cone.GetHeightAttr().Get() == pytest.approx(0.6)
+    apex = np.array((0.5, 1.0, 0.0)) + sk.sim.geometry.quat_rotate(np.array(CAPSULE_ROT), [0.0, 0.3, 0.0])
+    np.testing.assert_allclose(world_point(stage, str(prim.GetPath()), (0, 0.3, 0)), apex, atol=1e-6)

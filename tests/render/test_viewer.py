@@ -654,3 +654,16 @@ def test_a_cylinder_is_drawn_where_it_is_live_and_from_its_usd_file(tmp_path):
     want = live[drawn[0].key.replace("/World/Bodies/", "").replace("/geom", "")]
     assert want.positions.shape == cylinder_mesh(0.2, 0.1).positions.shape
     np.testing.assert_allclose(drawn[0].world_positions(), want.world_positions(), atol=2e-5)
+
+
+def test_cone_is_a_closed_outward_surface_with_its_apex_up():
+    from simkit.render.geometry import cone_mesh
+    r, half = 0.2, 0.3
+    mesh = cone_mesh(r, half, segments=128)
+    assert mesh.positions[:, 1].max() == pytest.approx(half) and mesh.positions[:, 1].min() == pytest.approx(-half)
+    np.testing.assert_allclose(np.linalg.norm(mesh.normals, axis=1), 1.0, atol=1e-6)
+    centers = mesh.positions[mesh.triangles].mean(axis=1) - (0.0, -half / 2.0, 0.0)     # from its center of mass
+    assert (np.einsum("ij,ij->i", face_normals(mesh), centers) > 0.0).all()
+    assert enclosed_volume(mesh) == pytest.approx(math.pi * r * r * 2.0 * half / 3.0, rel=1e-3)
+    from simkit.kernels.structs import SHAPE_CONE
+    assert shape_mesh(SHAPE_CONE, (r, half, 0.0)).positions.shape == cone_mesh(r, half).positions.shape
