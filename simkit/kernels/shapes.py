@@ -6,7 +6,8 @@ Shape conventions (``Shapes``): a sphere of radius ``params[0]``; a box of half 
 ``params``; a capsule of radius ``params[0]`` around the segment from ``-params[1]`` to
 ``params[1]`` on its local y axis; a cylinder of radius ``params[0]`` whose flat faces are at
 ``y = -params[1]`` and ``y = params[1]``; a cone of base radius ``params[0]`` at ``y =
--params[1]`` and apex at ``y = params[1]`` (docs/geometry.md).
+-params[1]`` and apex at ``y = params[1]``; an ellipsoid of semi-axes ``params``
+(docs/geometry.md).
 
 Example::
 
@@ -21,7 +22,8 @@ from ..core import array as A
 from ..core import types as T
 from .revolved_shapes import (CONE_PLANE_POINTS, CONE_POINTS, CYLINDER_PLANE_POINTS, CYLINDER_POINTS, cone_distance,
                               cone_point, cylinder_distance, cylinder_point)
-from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_MESH, SHAPE_SPHERE
+from .ellipsoid import ellipsoid_distance, ellipsoid_point
+from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_MESH, SHAPE_SPHERE
 
 
 @sk.func
@@ -62,6 +64,8 @@ def shape_distance(kind, p, size):
         dist, n = cylinder_distance(p, size[0], size[1])
     elif kind == SHAPE_CONE:
         dist, n = cone_distance(p, size[0], size[1])
+    elif kind == SHAPE_ELLIPSOID:
+        dist, n = ellipsoid_distance(p, size)
     else:
         d = p
         if kind == SHAPE_CAPSULE:
@@ -100,7 +104,8 @@ def shape_transform(shapes, body_q, s):
 # A cylinder has 6 rim points and an axis point, a cone 3 rim points and its apex (see
 # :mod:`simkit.kernels.revolved_shapes`): its rim points are the deepest of each rim in the
 # direction of ``toward`` (:func:`plane_toward`, :func:`pair_toward`), so its depth in a
-# plane is exact.
+# plane is exact. An ellipsoid has one point, its support point along ``toward``
+# (:mod:`simkit.kernels.ellipsoid`): the deepest in a plane too.
 MAX_SHAPE_POINTS = 20
 MAX_PLANE_POINTS = 8
 BOX_CORNER_ROUNDING = 0.1
@@ -187,6 +192,8 @@ def shape_point(kind, size, k, toward):
         p, radius = cylinder_point(size, k, toward)
     elif kind == SHAPE_CONE:
         p, radius = cone_point(size, k, toward)
+    elif kind == SHAPE_ELLIPSOID:
+        p, radius = ellipsoid_point(size, toward)
     return p, radius
 
 
@@ -200,12 +207,12 @@ def plane_toward(X, n):
 @sk.func
 def pair_toward(kind_a, size_a, Xa, Xa_inv, kind_b, size_b, Xb, Xb_inv):
     """``toward`` of :func:`shape_point` for shape ``a`` (world pose ``Xa``) against shape ``b``,
-    in ``a``'s frame: ``b``'s center, or for a cylinder :func:`cylinder_toward`, for a cone the
-    direction into ``b`` from its center (minus ``b``'s outward normal there)."""
+    in ``a``'s frame: ``b``'s center, or for a cylinder :func:`cylinder_toward`, for a cone or
+    an ellipsoid the direction into ``b`` from its center (minus ``b``'s outward normal there)."""
     toward = sk.transform_point(Xa_inv, Xb.p)
     if kind_a == SHAPE_CYLINDER:
         toward = cylinder_toward(size_a, Xa, kind_b, size_b, Xb, Xb_inv)
-    elif kind_a == SHAPE_CONE:
+    elif kind_a == SHAPE_CONE or kind_a == SHAPE_ELLIPSOID:
         d, n = shape_distance(kind_b, sk.transform_point(Xb_inv, Xa.p), size_b)
         toward = -sk.quat_rotate_inv(Xa.q, sk.quat_rotate(Xb.q, n))
     return toward
@@ -246,6 +253,8 @@ def shape_bounding_radius(kind, size):
     r = size[0]
     if kind == SHAPE_BOX:
         r = sk.length(size)
+    elif kind == SHAPE_ELLIPSOID:
+        r = sk.max(sk.max(size[0], size[1]), size[2])
     elif kind == SHAPE_CAPSULE:
         r = size[0] + size[1]
     elif kind == SHAPE_CYLINDER or kind == SHAPE_CONE:

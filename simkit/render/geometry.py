@@ -1,5 +1,5 @@
 """Triangle meshes for drawing (pure numpy, no OpenGL): tessellated spheres, boxes, capsules,
-cylinders, cones and a checkered ground, per-vertex normals, and 4 x 4 transforms from ``(p, q)`` poses.
+cylinders, cones, ellipsoids and a checkered ground, per-vertex normals, and 4 x 4 transforms from ``(p, q)`` poses.
 
 Every mesh is a :class:`TriMesh` in its own frame: float32 positions and unit normals
 (N x 3) and uint32 triangles (K x 3) wound counter-clockwise seen from outside, so that the
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_SPHERE
+from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_SPHERE
 from ..sim.geometry import quat_to_matrix
 
 AXES = {"x": 0, "y": 1, "z": 2}
@@ -208,6 +208,21 @@ def cone_mesh(radius: float, half_height: float, segments: int = 32) -> TriMesh:
     return _mesh(positions, normals, triangles)
 
 
+def ellipsoid_mesh(semi_axes: ArrayLike, rings: int = 16, segments: int = 32) -> TriMesh:
+    """An ellipsoid of ``semi_axes`` along local x, y, z: the unit sphere's mesh scaled, its
+    normals turned by the inverse scale (the normal of a scaled surface).
+
+    Example::
+
+        egg = ellipsoid_mesh((0.1, 0.15, 0.1))
+    """
+    e = np.asarray(semi_axes, dtype=np.float64).reshape(3)
+    unit = sphere_mesh(1.0, rings, segments)
+    normals = unit.normals.astype(np.float64) / e
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+    return _mesh(unit.positions.astype(np.float64) * e, normals, unit.triangles)
+
+
 def box_mesh(half_extents: ArrayLike) -> TriMesh:
     """An axis-aligned box centered at the origin: 6 faces of 4 vertices each (flat normals),
     12 triangles.
@@ -240,7 +255,7 @@ def box_mesh(half_extents: ArrayLike) -> TriMesh:
 def shape_mesh(kind: int, params: ArrayLike) -> TriMesh | None:
     """The mesh of a simulation shape in its own frame from its ``model.shapes`` kind and
     params (sphere: radius; box: half extents; capsule, cylinder and cone: radius, half
-    height along y);
+    height along y; ellipsoid: semi-axes);
     None for a kind that has no mesh.
 
     Example::
@@ -258,6 +273,8 @@ def shape_mesh(kind: int, params: ArrayLike) -> TriMesh | None:
         return cylinder_mesh(p[0], p[1])
     if kind == SHAPE_CONE:
         return cone_mesh(p[0], p[1])
+    if kind == SHAPE_ELLIPSOID:
+        return ellipsoid_mesh(p)
     return None
 
 

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_SPHERE
+from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_SPHERE
 from . import geometry as G
 from . import validate as V
 from .builder_joints import IDENTITY_XFORM, JointBuilder, transform_multiply
@@ -357,6 +357,26 @@ class RigidBuilder(JointBuilder):
                                          V.positive(half_height, "add_shape_cone: half_height"), 0.0]),
                                body, density, (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_cone",
                                contact)
+
+    def add_shape_ellipsoid(self, pos: Sequence[float], rot: Sequence[float], semi_axes: Sequence[float],
+                            body: int = -1, density: float = 1000.0, *, ke: float | None = None,
+                            kd: float | None = None, kf: float | None = None, mu: float | None = None,
+                            time_constant: float | None = None, damping_ratio: float | None = None,
+                            **contact: Any) -> int:
+        """Add a solid ellipsoid collider with ``semi_axes`` along its local x, y, z (static unless
+        ``body`` is given; see :meth:`add_shape_sphere`). Its mass is ``density * 4/3 pi a b c``;
+        its depth in a plane, a box face and a sphere is exact (docs/geometry.md).
+
+        Example::
+
+            b.add_shape_ellipsoid((0, 0.2, 0), (0, 0, 0, 1), (0.2, 0.1, 0.15), body=egg)
+        """
+        e = V.vec3(semi_axes, "add_shape_ellipsoid: semi_axes")
+        if np.any(e <= 0.0):
+            raise ValueError(f"add_shape_ellipsoid: semi_axes must be > 0, got {semi_axes!r}")
+        return self._add_shape(SHAPE_ELLIPSOID, V.vec3(pos, "add_shape_ellipsoid: pos"),
+                               V.quat(rot, "add_shape_ellipsoid: rot"), e, body, density,
+                               (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_ellipsoid", contact)
 
     # -- joints -------------------------------------------------------------------------
     # -- worlds ---------------------------------------------------------------------------

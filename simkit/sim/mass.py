@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_SPHERE
+from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_SPHERE
 from .geometry import quat_to_matrix
 
 
@@ -58,6 +58,10 @@ def shape_mass(kind: int, params, density: float) -> tuple[float, np.ndarray]:
         m = density * math.pi * r * r * 2.0 * h / 3.0
         transverse = m * (0.15 * r * r + 0.15 * h * h)
         return m, np.diag([transverse, 0.3 * m * r * r, transverse])
+    if kind == SHAPE_ELLIPSOID:
+        a, b, c = p
+        m = density * 4.0 / 3.0 * math.pi * a * b * c
+        return m, np.diag([b * b + c * c, a * a + c * c, a * a + b * b]) * (m / 5.0)
     raise ValueError(f"shape_mass: unknown shape kind {kind}")
 
 

@@ -40,6 +40,8 @@ def _add(b, body, kind, size):
         b.add_shape_cylinder((0.0, 0.0, 0.0), I, size[0], size[1], body=body)
     elif kind == "cone":
         b.add_shape_cone((0.0, 0.0, 0.0), I, size[0], size[1], body=body)
+    elif kind == "ellipsoid":
+        b.add_shape_ellipsoid((0.0, 0.0, 0.0), I, size, body=body)
     else:
         raise ValueError(kind)
 
@@ -99,7 +101,7 @@ def simkit_deepest(shapes, poses):
 def _mjcf_geom(kind, size, p, q) -> str:
     if kind in ("capsule", "cylinder"):
         q = quat_multiply(q, Y_TO_Z)
-    sizes = {"sphere": size[:1], "box": size, "capsule": size[:2], "cylinder": size[:2]}[kind]
+    sizes = {"sphere": size[:1], "box": size, "capsule": size[:2], "cylinder": size[:2], "ellipsoid": size}[kind]
     return (f'<body pos="{_numbers(p)}" quat="{_numbers([q[3], q[0], q[1], q[2]])}"><freejoint/>'
             f'<geom type="{kind}" size="{_numbers(sizes)}"/></body>')
 

@@ -373,6 +373,8 @@ def _bounding_radius(g: Geom) -> float | None:
         return float(math.hypot(g.size[0], g.size[1]))
     if g.kind == "box":
         return float(np.linalg.norm(g.size[:3]))
+    if g.kind == "ellipsoid":
+        return float(np.max(g.size[:3]))
     return None                   # not a simkit collider
 
 
@@ -444,6 +446,8 @@ def _add_collider(builder, g: Geom, X: np.ndarray, body: int, record: ImportReco
     elif g.kind == "cylinder":
         builder.add_shape_cylinder(pos, G.quat_multiply(rot, _Y_TO_Z), g.size[0], g.size[1],
                                    body=body, density=0.0, **material)
+    elif g.kind == "ellipsoid":
+        builder.add_shape_ellipsoid(pos, rot, g.size[:3], body=body, density=0.0, **material)
     elif g.kind == "mesh" and g.mesh is not None:
         from .meshes import collider_mesh
         try:
