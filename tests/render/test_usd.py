@@ -583,3 +583,18 @@ def test_a_cone_is_a_usd_cone_along_y_with_its_apex_at_plus_half_height(tmp_path
     assert cone.GetRadiusAttr().Get() == pytest.approx(0.2) and cone.GetHeightAttr().Get() == pytest.approx(0.6)
     apex = np.array((0.5, 1.0, 0.0)) + sk.sim.geometry.quat_rotate(np.array(CAPSULE_ROT), [0.0, 0.3, 0.0])
     np.testing.assert_allclose(world_point(stage, str(prim.GetPath()), (0, 0.3, 0)), apex, atol=1e-6)
+
+
+def test_an_ellipsoid_is_a_unit_usd_sphere_scaled_to_its_semi_axes(tmp_path):
+    b = sk.sim.ModelBuilder()
+    b.add_shape_ellipsoid((0.5, 1.0, 0.0), BOX_ROT, (0.1, 0.2, 0.3))       # static
+    b.add_particle((0.0, 2.0, 0.0), (0.0, 0.0, 0.0), mass=0.1)
+    model = b.finalize()
+    path = tmp_path / "ellipsoid.usda"
+    with UsdExporter(path, model, fps=FPS) as usd:
+        usd.write(model.state(), 0.0)
+    stage = Usd.Stage.Open(str(path))
+    prim = stage.GetPrimAtPath("/World/Shapes/shape_0/geom")
+    assert prim.GetTypeName() == "Sphere" and UsdGeom.Sphere(prim).GetRadiusAttr().Get() == pytest.approx(1.0)
+    tip = np.array((0.5, 1.0, 0.0)) + sk.sim.geometry.quat_rotate(np.array(BOX_ROT), [0.0, 0.0, 0.3])
+    np.testing.assert_allclose(world_point(stage, str(prim.GetPath()), (0, 0, 1)), tip, atol=1e-6)

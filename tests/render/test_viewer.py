@@ -667,3 +667,16 @@ def test_cone_is_a_closed_outward_surface_with_its_apex_up():
     assert enclosed_volume(mesh) == pytest.approx(math.pi * r * r * 2.0 * half / 3.0, rel=1e-3)
     from simkit.kernels.structs import SHAPE_CONE
     assert shape_mesh(SHAPE_CONE, (r, half, 0.0)).positions.shape == cone_mesh(r, half).positions.shape
+
+
+def test_ellipsoid_is_a_scaled_sphere_with_the_surfaces_normals():
+    from simkit.kernels.structs import SHAPE_ELLIPSOID
+    from simkit.render.geometry import ellipsoid_mesh
+    e = np.array([0.1, 0.2, 0.05])
+    mesh = ellipsoid_mesh(e, rings=32, segments=64)
+    x = mesh.positions.astype(np.float64)
+    np.testing.assert_allclose(np.sum((x / e) ** 2, axis=1), 1.0, atol=1e-5)
+    gradient = x / e ** 2
+    np.testing.assert_allclose(mesh.normals, gradient / np.linalg.norm(gradient, axis=1, keepdims=True), atol=1e-5)
+    assert enclosed_volume(mesh) == pytest.approx(4.0 / 3.0 * math.pi * e.prod(), rel=0.01)
+    assert shape_mesh(SHAPE_ELLIPSOID, e).positions.shape == ellipsoid_mesh(e).positions.shape
