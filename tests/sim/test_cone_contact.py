@@ -24,8 +24,10 @@ DOWN = np.array([0.0, -1.0, 0.0])
 IDENTITY = (0.0, 0.0, 0.0, 1.0)
 HALF_ANGLE = math.atan2(R, 2.0 * H)
 # lying on its side: the slant's outward normal (at HALF_ANGLE above the x axis) turned to -y
-ON_ITS_SIDE = (0.0, 0.0, math.sin(-(math.pi / 2 + HALF_ANGLE) / 2), math.cos(-(math.pi / 2 + HALF_ANGLE) / 2))
-SIDE_HEIGHT = 2.0 * H * R / math.hypot(R, 2.0 * H) - H * R / math.hypot(R, 2.0 * H)   # its axis's middle above the slant
+TURN = -(math.pi / 2 + HALF_ANGLE)
+ON_ITS_SIDE = (0.0, 0.0, math.sin(TURN / 2), math.cos(TURN / 2))
+# the height of its axis's middle above the slant
+SIDE_HEIGHT = 2.0 * H * R / math.hypot(R, 2.0 * H) - H * R / math.hypot(R, 2.0 * H)
 
 
 def rotate(q, v) -> np.ndarray:
@@ -127,8 +129,9 @@ def test_a_cone_bodys_mass_matches_the_same_solid_as_a_fine_triangle_mesh():
     np.testing.assert_allclose(inertia[0], inertia[1], rtol=1e-3, atol=1e-9)
 
 
-@pytest.mark.parametrize("kwargs,match", [(dict(radius=-0.1, half_height=0.1), r"add_shape_cone: radius"),
-                                          (dict(radius=0.1, half_height=0.0), r"add_shape_cone: half_height must be > 0")])
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(radius=-0.1, half_height=0.1), r"add_shape_cone: radius"),
+    (dict(radius=0.1, half_height=0.0), r"add_shape_cone: half_height must be > 0")])
 def test_add_shape_cone_refuses_bad_sizes_naming_the_argument(kwargs, match):
     with pytest.raises(ValueError, match=match):
         sk.sim.ModelBuilder().add_shape_cone((0.0, 0.0, 0.0), IDENTITY, **kwargs)
@@ -170,8 +173,10 @@ def weighted_cone_rows(dist: sk.array(dtype=sk.float64), normal: sk.array(dtype=
 
 
 POSED = {"ground": ([CONE], [((0.1, 0.1, -0.2), (0.3, 0.1, -0.15, 0.94))]),
-         "sphere": ([CONE, ("sphere", (0.05, 0.0, 0.0))], [((0, 0, 0), (0.1, 0.3, 0.05, 0.95)), ((0.06, 0.05, 0.03), IDENTITY)]),
-         "box": ([CONE, ("box", (0.3, 0.1, 0.3))], [((0.05, 0.24, 0.02), (0.25, 0.05, 0.1, 0.96)), ((0, 0, 0), IDENTITY)])}
+         "sphere": ([CONE, ("sphere", (0.05, 0.0, 0.0))],
+                    [((0, 0, 0), (0.1, 0.3, 0.05, 0.95)), ((0.06, 0.05, 0.03), IDENTITY)]),
+         "box": ([CONE, ("box", (0.3, 0.1, 0.3))],
+                 [((0.05, 0.24, 0.02), (0.25, 0.05, 0.1, 0.96)), ((0, 0, 0), IDENTITY)])}
 
 
 @pytest.mark.parametrize("pair", list(POSED))

@@ -40,7 +40,8 @@ ON_ITS_SIDE = about((1.0, 0.0, 0.0), np.pi / 2)
 
 
 @pytest.mark.parametrize("q", [np.array([0.0, 0.0, 0.0, 1.0]), about((1.0, 0.0, 1.0), 0.4), ON_ITS_SIDE,
-                               about((0.0, 0.0, 1.0), 2.0)], ids=["flat", "on-its-rim", "on-its-side", "rim-upside-down"])
+                               about((0.0, 0.0, 1.0), 2.0)],
+                         ids=["flat", "on-its-rim", "on-its-side", "rim-upside-down"])
 def test_a_cylinder_in_the_ground_is_as_deep_as_its_lowest_rim_point(q):
     y = lowest_extent(q) - 0.01
     dist, n, point = simkit_deepest([CYLINDER], [((0.3, y, -0.2), q)])
@@ -155,7 +156,8 @@ def capsule_end_poses(rng):
     q = random_quat(rng)
     a = rotate(q, np.array([0.0, 1.0, 0.0]))
     end = np.array([rng.uniform(-0.05, 0.05), H + 0.05 - rng.uniform(0.001, 0.03), rng.uniform(-0.05, 0.05)])
-    return [CYLINDER, ("capsule", (0.05, 0.1, 0.0))], [((0.0, 0.0, 0.0), (0, 0, 0, 1)), (end + 0.1 * a * np.sign(a[1]), q)]
+    return [CYLINDER, ("capsule", (0.05, 0.1, 0.0))], [((0.0, 0.0, 0.0), (0, 0, 0, 1)),
+                                                       (end + 0.1 * a * np.sign(a[1]), q)]
 
 
 # (poses, depth tolerance, normal tolerance). MuJoCo's plane and sphere pairs are analytic

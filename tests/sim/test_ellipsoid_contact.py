@@ -172,7 +172,8 @@ def weighted_ellipsoid_rows(dist: sk.array(dtype=sk.float64), normal: sk.array(d
 POSED = {"ground": ([ELLIPSOID], [((0.1, 0.08, -0.2), (0.3, 0.1, -0.15, 0.94))]),
          "sphere": ([ELLIPSOID, ("sphere", (0.05, 0.0, 0.0))],
                     [((0, 0, 0), (0.1, 0.3, 0.05, 0.95)), ((0.07, 0.09, 0.03), IDENTITY)]),
-         "box": ([ELLIPSOID, ("box", (0.3, 0.1, 0.3))], [((0.05, 0.24, 0.02), (0.25, 0.05, 0.1, 0.96)), ((0, 0, 0), IDENTITY)])}
+         "box": ([ELLIPSOID, ("box", (0.3, 0.1, 0.3))],
+                 [((0.05, 0.24, 0.02), (0.25, 0.05, 0.1, 0.96)), ((0, 0, 0), IDENTITY)])}
 
 
 @pytest.mark.parametrize("pair", list(POSED))

@@ -36,7 +36,8 @@ def test_a_cylinder_bodys_inertia_matches_mujocos_for_the_same_geom():
     q = sk.sim.geometry.quat_multiply(np.array(tilt), np.array([math.sin(math.pi / 4), 0.0, 0.0,
                                                                  math.cos(math.pi / 4)]))
     m = mujoco.MjModel.from_xml_string(f"""<mujoco><worldbody><body><freejoint/>
-        <geom type="cylinder" size="{r} {h}" pos="0.1 0 0" quat="{q[3]:.17g} {q[0]:.17g} {q[1]:.17g} {q[2]:.17g}" density="{rho}"/>
+        <geom type="cylinder" size="{r} {h}" pos="0.1 0 0" density="{rho}"
+              quat="{q[3]:.17g} {q[0]:.17g} {q[1]:.17g} {q[2]:.17g}"/>
         <geom type="sphere" size="0.03" pos="-0.05 0.02 0" density="{rho}"/></body></worldbody></mujoco>""")
     assert model.bodies.mass.numpy()[0] == pytest.approx(m.body_mass[1], rel=1e-12)
     np.testing.assert_allclose(model.bodies.com.numpy()[0], m.body_ipos[1], atol=1e-14)
