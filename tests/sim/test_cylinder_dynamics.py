@@ -203,3 +203,23 @@ def test_a_cylinder_rolling_down_an_incline_in_featherstones_constraint_contact_
     assert ours[0] == pytest.approx(d.qpos[0], rel=1e-5)
     assert ours[2] == pytest.approx(d.qpos[2], abs=1e-7)
     assert ours[0] == pytest.approx(0.5 * 2.0 / 3.0 * G * math.sin(THETA) * (steps * DT) ** 2, rel=5e-3)
+
+
+def test_a_cylinder_lying_on_a_mesh_floor_far_from_its_center_rests_as_at_its_center():
+    # a static 4 m x 4 m slab as a triangle mesh, its top at y = 0.1; 1.5 m from its center the
+    # direction to the mesh's center would miss the lowest rim points (0.5 mm deeper)
+    from simkit.render.geometry import box_mesh
+    slab = box_mesh((2.0, 0.05, 2.0))
+    vertices, index = np.unique(slab.positions.astype(np.float64), axis=0, return_inverse=True)
+    sinks = []
+    for x in (0.0, 1.5):
+        b = sk.sim.ModelBuilder(ground=False)
+        b.add_shape_mesh(-1, vertices, index.reshape(-1)[slab.triangles.astype(np.int64)],
+                         xform=sk.transform((0.0, 0.05, 0.0), UPRIGHT), density=0.0)
+        body = b.add_body(sk.transform((x, 0.1 + R, 0.0), UPRIGHT))
+        b.add_shape_cylinder((0.0, 0.0, 0.0), ON_ITS_SIDE, R, H, body=body, mu=1.0)
+        end = run(b.finalize(dtype=sk.float64), "semi-implicit", 1.0)
+        sinks.append(0.1 + R - end.body_q.numpy()[0, 1])
+        assert np.abs(end.body_qd.numpy()[0]).max() < 1e-3
+    assert 0.0 < sinks[0] < 2e-3                   # 0.86 mm measured
+    assert sinks[1] == pytest.approx(sinks[0], abs=1e-9)
