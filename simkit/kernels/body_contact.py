@@ -3,8 +3,9 @@ other (static shapes included), with Coulomb friction that sticks (docs/contact.
 
 Contact points (see :mod:`simkit.kernels.shapes`): a sphere is its center, a box its 8
 corners and 12 edge midpoints (slightly rounded), a capsule its segment ends plus,
-against another shape, the point of its segment nearest to that shape's center; each
-point has a radius. A point touches a surface when it comes within its radius of it, at
+against another shape, the point of its segment nearest to that shape's center, a
+cylinder 6 points of its rims (the deepest of each and two more) and a point of its
+axis; each point has a radius. A point touches a surface when it comes within its radius of it, at
 depth ``d = distance - radius < 0``.
 
 - Ground: one thread per (shape, point) of every body shape, for the points that matter
@@ -72,8 +73,9 @@ from ..core.launch import launch
 from .bodies import point_inverse_mass, point_velocity, wrench_at
 from .contact import sticking_penalty_force
 from .contact_params import ground_collides
-from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, collision_pairs, shape_bounding_radius, shape_distance,
-                     shape_plane_point_count, shape_point, shape_point_count, shape_transform)
+from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, collision_pairs, pair_toward, plane_toward,
+                     shape_bounding_radius, shape_distance, shape_plane_point_count, shape_point, shape_point_count,
+                     shape_transform)
 from .structs import model_structs
 
 AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
@@ -98,9 +100,9 @@ def ground_contact(body_q: AnyArray, body_qd: AnyArray, bodies: Any, shapes: Any
         return
     X = sk.transform_multiply(body_q[b], shapes.xform[s])
     size = shapes.params[s]
-    p_local, radius = shape_point(kind, size, k, size * 0.0)
-    p = sk.transform_point(X, p_local)
     n = contact.ground_normal
+    p_local, radius = shape_point(kind, size, k, plane_toward(X, n))
+    p = sk.transform_point(X, p_local)
     depth = sk.dot(n, p) - radius
     if depth < 0.0:
         slot = s * MAX_PLANE_POINTS + k
@@ -176,7 +178,7 @@ def pair_wrenches(a: int, b: int, body_q: AnyArray, body_qd: AnyArray, bodies: A
     Xb = shape_transform(shapes, body_q, b)
     Xb_inv = sk.transform_inverse(Xb)
     Xa_inv = sk.transform_inverse(Xa)
-    toward = sk.transform_point(Xa_inv, Xb.p)
+    toward = pair_toward(kind_a, size_a, Xa, Xa_inv, kind_b, size_b, Xb, Xb_inv)
     body_a = shapes.body[a]
     body_b = shapes.body[b]
     ke = 0.5 * (shapes.ke[a] + shapes.ke[b])

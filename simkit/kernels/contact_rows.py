@@ -25,8 +25,8 @@ from typing import Any
 import simkit as sk
 from .body_contact import apart
 from .contact_params import ground_collides, masks_collide, pair_params
-from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, shape_bounding_radius, shape_distance,
-                     shape_plane_point_count, shape_point, shape_point_count, shape_transform)
+from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, pair_toward, plane_toward, shape_bounding_radius,
+                     shape_distance, shape_plane_point_count, shape_point, shape_point_count, shape_transform)
 from .structs import SHAPE_BOX, SHAPE_CAPSULE, model_structs
 
 AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
@@ -62,7 +62,8 @@ def ground_rows(body_q: AnyArray, shapes: Any, contact: Any, slot_body: ints, sl
     margin = shapes.margin[s] + contact.ground_margin[0]
     X = sk.transform_multiply(body_q[b], shapes.xform[s])
     size = shapes.params[s]
-    p_local, radius = shape_point(kind, size, k, size * 0.0)
+    n = contact.ground_normal
+    p_local, radius = shape_point(kind, size, k, plane_toward(X, n))
     if kind == SHAPE_BOX:
         # against a plane the box's true corner (the penalty kernels round it): the contact
         # point, and so the lever arm of its force, is where MuJoCo puts it
@@ -70,7 +71,6 @@ def ground_rows(body_q: AnyArray, shapes: Any, contact: Any, slot_body: ints, sl
             p_local[axis] = p_local[axis] + sk.sign(p_local[axis]) * radius
         radius = radius * 0.0
     p = sk.transform_point(X, p_local)
-    n = contact.ground_normal
     dist = sk.dot(n, p) - radius
     if dist < margin:
         slot_active[slot] = 1
@@ -117,7 +117,8 @@ def pair_rows(pairs: sk.array(dtype=sk.int32, ndim=2), body_q: AnyArray, shapes:
     Xa = shape_transform(shapes, body_q, a)
     Xb = shape_transform(shapes, body_q, b)
     Xb_inv = sk.transform_inverse(Xb)
-    toward = sk.transform_point(sk.transform_inverse(Xa), Xb.p)
+    toward = pair_toward(kind_a, shapes.params[a], Xa, sk.transform_inverse(Xa), shapes.kind[b], shapes.params[b],
+                         Xb, Xb_inv)
     p_local, radius = shape_point(kind_a, shapes.params[a], k, toward)
     p = sk.transform_point(Xa, p_local)
     d, n_local = shape_distance(shapes.kind[b], sk.transform_point(Xb_inv, p), shapes.params[b])

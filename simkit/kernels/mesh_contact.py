@@ -44,7 +44,7 @@ from .bodies import point_inverse_mass, point_velocity, wrench_at
 from .contact import scaled_penalty_force
 from .meshes import mesh_contact_rows, mesh_distance, mesh_struct, reach, source_point, surface_distance
 from .shapes import particle_shape_rows, shape_transform
-from .structs import model_structs
+from .structs import SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, model_structs
 
 # Per-mass gains: the points of a body touching through meshes share them once more than this
 # many touch it (a mesh box flat on the ground touches with 4 corners, like the primitive box).
@@ -102,7 +102,13 @@ def row_probe(rows: ints2d, i: int, body_q: AnyArray, shapes: Any, meshes: Any, 
     Xb = Xa
     if b >= 0:
         Xb = shape_transform(shapes, body_q, b)
-    p_local, radius = source_point(shapes, meshes, a, k, sk.transform_point(sk.transform_inverse(Xa), Xb.p))
+    toward = sk.transform_point(sk.transform_inverse(Xa), Xb.p)
+    kind_a = shapes.kind[a]
+    if b >= 0 and (kind_a == SHAPE_CYLINDER or kind_a == SHAPE_CONE or kind_a == SHAPE_ELLIPSOID):
+        # the direction into the mesh from the shape's center (as shapes.pair_toward)
+        d0, n0 = surface_distance(shapes, meshes, b, sk.transform_point(sk.transform_inverse(Xb), Xa.p))
+        toward = sk.quat_rotate_inv(Xa.q, sk.quat_rotate(Xb.q, n0)) * (-sk.abs(d0))
+    p_local, radius = source_point(shapes, meshes, a, k, toward)
     p = sk.transform_point(Xa, p_local)
     depth = type(up[0])(1.0)
     n = up

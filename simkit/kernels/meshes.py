@@ -42,8 +42,9 @@ from ..core.array import ArrayType
 from ..core.struct import struct
 from .contact_params import shapes_touching_ground
 from ..core.bvh import build_bvh
-from .shapes import _pair_list, shape_distance, shape_point
-from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, model_structs
+from .revolved_shapes import CONE_POINTS, CYLINDER_POINTS
+from .shapes import _pair_list, shape_bounding_radius, shape_distance, shape_point
+from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_MESH, model_structs
 
 # Two triangles whose squared distances to a point differ by less than this fraction are
 # equally close (the same edge or vertex reached through either, up to rounding), by float type.
@@ -282,14 +283,11 @@ def surface_distance(shapes: Any, meshes: Any, s: int, p: Any):
 def reach(shapes: Any, meshes: Any, s: int):
     """Radius of a sphere about shape ``s``'s origin containing it."""
     kind = shapes.kind[s]
-    size = shapes.params[s]
-    r = size[0]
+    r = shapes.params[s][0]
     if kind == SHAPE_MESH:
         r = meshes.radius[meshes.shape_mesh[s]]
-    elif kind == SHAPE_BOX:
-        r = sk.length(size)
-    elif kind == SHAPE_CAPSULE:
-        r = size[0] + size[1]
+    else:
+        r = shape_bounding_radius(kind, shapes.params[s])
     return r
 
 
@@ -348,7 +346,8 @@ def mesh_contact_rows(model) -> A.Array:
 
         def points(s):
             return int(vstart[shape_mesh[s] + 1] - vstart[shape_mesh[s]]) if mesh[s] else int(
-                {SHAPE_BOX: 20, SHAPE_CAPSULE: 3}.get(int(kind[s]), 1))
+                {SHAPE_BOX: 20, SHAPE_CAPSULE: 3, SHAPE_CYLINDER: CYLINDER_POINTS,
+                 SHAPE_CONE: CONE_POINTS}.get(int(kind[s]), 1))
 
         found = []
         if model.ground:

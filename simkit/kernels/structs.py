@@ -20,7 +20,7 @@ from ..core.struct import struct
 
 # Shape kinds (``Shapes.kind``). A mesh's triangles live in ``Model.meshes`` (see
 # simkit.kernels.meshes); its ``params`` hold its scale.
-SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH = 0, 1, 2, 3
+SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_CYLINDER, SHAPE_CONE, SHAPE_ELLIPSOID = range(7)
 
 # Joint kinds (``Joints.kind``).
 JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_BALL, JOINT_FIXED, JOINT_FREE, JOINT_UNIVERSAL = 0, 1, 2, 3, 4, 5
@@ -131,10 +131,11 @@ def model_structs(real) -> SimpleNamespace:
 
     @struct
     class Shapes:
-        """Collision shapes: ``kind`` (SHAPE_SPHERE/BOX/CAPSULE/MESH), the ``body`` they are attached
-        to (-1: static), ``xform`` in the body's frame (in the world for static shapes) and
-        ``params`` (sphere: radius, box: half extents, capsule: radius and half height along
-        local y, mesh: its scale; the triangles are in ``Model.meshes``). ``ke``, ``kd``, ``kf``, ``mu``, ``time_constant``, ``damping_ratio`` are the
+        """Collision shapes: ``kind`` (SHAPE_SPHERE/BOX/CAPSULE/MESH/CYLINDER/CONE/ELLIPSOID), the ``body`` they
+        are attached to (-1: static), ``xform`` in the body's frame (in the world for static shapes)
+        and ``params`` (sphere: radius, box: half extents, capsule, cylinder and cone: radius and
+        half height along local y (a cone's base at -y, its apex at +y), ellipsoid: semi-axes, mesh:
+        its scale; the triangles are in ``Model.meshes``). ``ke``, ``kd``, ``kf``, ``mu``, ``time_constant``, ``damping_ratio`` are the
         penalty contact material of the shape in body contacts (as in ``Contact``; a pair
         averages its two shapes); particle contacts use ``Contact``.
 

@@ -38,8 +38,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import simkit as sk
-from .shapes import (shape_bounding_radius, shape_distance, shape_plane_point_count, shape_point, shape_point_count,
-                     shape_transform)
+from .shapes import (pair_toward, plane_toward, shape_bounding_radius, shape_distance, shape_plane_point_count,
+                     shape_point, shape_point_count, shape_transform)
 from .structs import model_structs
 from .xpbd_bodies import load_body, perpendicular, point_matrix, rotation_vector, solve_in_plane, split_of
 
@@ -109,7 +109,10 @@ def probe(Xa: Any, Xb: Any, shapes: Any, sa: int, sb: int, up: Any, k: int):
     ``sb`` (``Xb``), or against the ground (normal ``up``) where ``sb`` is -1: signed
     distance, the contact points on each (world) and the normal of the surface there
     (towards ``sa``)."""
-    toward = sk.transform_point(sk.transform_inverse(Xa), Xb.p)
+    toward = plane_toward(Xa, up)
+    if sb >= 0:
+        toward = pair_toward(shapes.kind[sa], shapes.params[sa], Xa, sk.transform_inverse(Xa), shapes.kind[sb],
+                             shapes.params[sb], Xb, sk.transform_inverse(Xb))
     local, radius = shape_point(shapes.kind[sa], shapes.params[sa], k, toward)
     x = sk.transform_point(Xa, local)
     dist = sk.dot(up, x)

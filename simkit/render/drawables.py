@@ -25,8 +25,8 @@ import numpy as np
 
 from ..kernels.structs import SHAPE_MESH
 from ..sim.model import Model, State
-from .geometry import (TriMesh, box_mesh, capsule_mesh, ground_mesh, shape_mesh, sphere_mesh, transform_matrix,
-                       vertex_normals)
+from .geometry import (TriMesh, box_mesh, capsule_mesh, cone_mesh, cylinder_mesh, ground_mesh, shape_mesh,
+                       sphere_mesh, transform_matrix, vertex_normals)
 from .mesh import compact_vertices, mesh_shape_arrays, tet_surface_triangles
 
 BACKGROUND = (0.11, 0.12, 0.15)            # the clear color of every frame
@@ -215,8 +215,8 @@ def _solid_types() -> tuple:
     """The USD schemas drawn as tessellated solids (Plane only where usd-core has it)."""
     from pxr import UsdGeom
 
-    return tuple(t for t in (UsdGeom.Sphere, UsdGeom.Cube, UsdGeom.Capsule, getattr(UsdGeom, "Plane", None))
-                 if t is not None)
+    return tuple(t for t in (UsdGeom.Sphere, UsdGeom.Cube, UsdGeom.Capsule, UsdGeom.Cylinder, UsdGeom.Cone,
+                             getattr(UsdGeom, "Plane", None)) if t is not None)
 
 
 def _rotation_y_to(axis: str) -> np.ndarray:
@@ -242,7 +242,7 @@ class UsdDrawables:
     """Drawables of a USD file as :class:`~simkit.render.UsdExporter` writes it (and of
     other simple stages): Points as spheres of half their widths, BasisCurves as line
     segments, Meshes (polygons split into fans) shaded with per-vertex normals, and Sphere,
-    Cube, Capsule and Plane prims (planes as square checkerboards); each under the
+    Cube, Capsule, Cylinder, Cone and Plane prims (planes as square checkerboards); each under the
     time-sampled transforms of its Xform ancestors. Colors come from ``primvars:displayColor``
     when authored, else from the same palette as a live simulation. Other prim types and
     invisible prims are skipped.
@@ -340,10 +340,13 @@ class UsdDrawables:
             return mesh_drawable(key, sphere_mesh(float(UsdGeom.Sphere(prim).GetRadiusAttr().Get())), color)
         if prim.IsA(UsdGeom.Cube):
             return mesh_drawable(key, box_mesh([0.5 * float(UsdGeom.Cube(prim).GetSizeAttr().Get())] * 3), color)
-        if prim.IsA(UsdGeom.Capsule):
-            capsule = UsdGeom.Capsule(prim)
-            mesh = capsule_mesh(float(capsule.GetRadiusAttr().Get()), 0.5 * float(capsule.GetHeightAttr().Get()))
-            turn = _rotation_y_to(str(capsule.GetAxisAttr().Get()))
+        round_kinds = ((UsdGeom.Capsule, capsule_mesh), (UsdGeom.Cylinder, cylinder_mesh), (UsdGeom.Cone, cone_mesh))
+        found = [(schema, make) for schema, make in round_kinds if prim.IsA(schema)]
+        if found:
+            schema, make = found[0]
+            round_ = schema(prim)
+            mesh = make(float(round_.GetRadiusAttr().Get()), 0.5 * float(round_.GetHeightAttr().Get()))
+            turn = _rotation_y_to(str(round_.GetAxisAttr().Get()))
             mesh = TriMesh(np.ascontiguousarray(mesh.positions @ turn.T.astype(np.float32)),
                            np.ascontiguousarray(mesh.normals @ turn.T.astype(np.float32)), mesh.triangles)
             return mesh_drawable(key, mesh, color)

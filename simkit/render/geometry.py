@@ -1,5 +1,5 @@
-"""Triangle meshes for drawing (pure numpy, no OpenGL): tessellated spheres, boxes, capsules
-and a checkered ground, per-vertex normals, and 4 x 4 transforms from ``(p, q)`` poses.
+"""Triangle meshes for drawing (pure numpy, no OpenGL): tessellated spheres, boxes, capsules,
+cylinders, cones, ellipsoids and a checkered ground, per-vertex normals, and 4 x 4 transforms from ``(p, q)`` poses.
 
 Every mesh is a :class:`TriMesh` in its own frame: float32 positions and unit normals
 (N x 3) and uint32 triangles (K x 3) wound counter-clockwise seen from outside, so that the
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
+from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_SPHERE
 from ..sim.geometry import quat_to_matrix
 
 AXES = {"x": 0, "y": 1, "z": 2}
@@ -139,6 +139,90 @@ def capsule_mesh(radius: float, half_height: float, rings: int = 16, segments: i
     return _lat_long(float(radius), top + bottom, segments)
 
 
+def cylinder_mesh(radius: float, half_height: float, segments: int = 32) -> TriMesh:
+    """A solid cylinder along local y between ``-half_height`` and ``+half_height``: its side
+    (smooth normals) and two flat caps (flat normals), ``segments`` around.
+
+    Example::
+
+        wheel = cylinder_mesh(0.3, 0.05)
+    """
+    if segments < 3:
+        raise ValueError(f"cylinder_mesh: needs segments >= 3, got {segments}")
+    r, h = float(radius), float(half_height)
+    angle = 2.0 * math.pi * np.arange(segments) / segments
+    ring = np.stack([np.cos(angle), np.zeros(segments), -np.sin(angle)], axis=1)   # counter-clockwise about +y
+    positions, normals, triangles = [], [], []
+    # the side: vertex 2i at the bottom, 2i + 1 at the top of segment i
+    for i in range(segments):
+        positions.extend([ring[i] * r - (0.0, h, 0.0), ring[i] * r + (0.0, h, 0.0)])
+        normals.extend([ring[i], ring[i]])
+    for i in range(segments):
+        j = (i + 1) % segments
+        triangles.extend([(2 * i, 2 * j, 2 * j + 1), (2 * i, 2 * j + 1, 2 * i + 1)])
+    for sign in (1.0, -1.0):
+        center = len(positions)
+        positions.append((0.0, sign * h, 0.0))
+        normals.append((0.0, sign, 0.0))
+        for i in range(segments):
+            positions.append(ring[i] * r + (0.0, sign * h, 0.0))
+            normals.append((0.0, sign, 0.0))
+        for i in range(segments):
+            a, b = center + 1 + i, center + 1 + (i + 1) % segments
+            triangles.append((center, a, b) if sign > 0 else (center, b, a))
+    return _mesh(positions, normals, triangles)
+
+
+def cone_mesh(radius: float, half_height: float, segments: int = 32) -> TriMesh:
+    """A solid cone along local y: its base of ``radius`` at ``-half_height`` (a flat cap), its
+    apex at ``+half_height``; the side has the slant's normals (one apex vertex per segment,
+    with the normal of the middle of that segment).
+
+    Example::
+
+        spike = cone_mesh(0.05, 0.2)
+    """
+    if segments < 3:
+        raise ValueError(f"cone_mesh: needs segments >= 3, got {segments}")
+    r, h = float(radius), float(half_height)
+    slope = np.array([2.0 * h, r]) / math.hypot(2.0 * h, r)        # the outward normal in (radial, y)
+    angle = 2.0 * math.pi * np.arange(segments) / segments
+    ring = np.stack([np.cos(angle), np.zeros(segments), -np.sin(angle)], axis=1)   # counter-clockwise about +y
+    positions, normals, triangles = [], [], []
+    for i in range(segments):
+        mid = 2.0 * math.pi * (i + 0.5) / segments
+        positions.extend([ring[i] * r - (0.0, h, 0.0), (0.0, h, 0.0)])
+        normals.extend([ring[i] * slope[0] + (0.0, slope[1], 0.0),
+                        (math.cos(mid) * slope[0], slope[1], -math.sin(mid) * slope[0])])
+    for i in range(segments):
+        j = (i + 1) % segments
+        triangles.append((2 * i, 2 * j, 2 * i + 1))
+    center = len(positions)
+    positions.append((0.0, -h, 0.0))
+    normals.append((0.0, -1.0, 0.0))
+    for i in range(segments):
+        positions.append(ring[i] * r - (0.0, h, 0.0))
+        normals.append((0.0, -1.0, 0.0))
+    for i in range(segments):
+        triangles.append((center, center + 1 + (i + 1) % segments, center + 1 + i))
+    return _mesh(positions, normals, triangles)
+
+
+def ellipsoid_mesh(semi_axes: ArrayLike, rings: int = 16, segments: int = 32) -> TriMesh:
+    """An ellipsoid of ``semi_axes`` along local x, y, z: the unit sphere's mesh scaled, its
+    normals turned by the inverse scale (the normal of a scaled surface).
+
+    Example::
+
+        egg = ellipsoid_mesh((0.1, 0.15, 0.1))
+    """
+    e = np.asarray(semi_axes, dtype=np.float64).reshape(3)
+    unit = sphere_mesh(1.0, rings, segments)
+    normals = unit.normals.astype(np.float64) / e
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+    return _mesh(unit.positions.astype(np.float64) * e, normals, unit.triangles)
+
+
 def box_mesh(half_extents: ArrayLike) -> TriMesh:
     """An axis-aligned box centered at the origin: 6 faces of 4 vertices each (flat normals),
     12 triangles.
@@ -170,7 +254,8 @@ def box_mesh(half_extents: ArrayLike) -> TriMesh:
 
 def shape_mesh(kind: int, params: ArrayLike) -> TriMesh | None:
     """The mesh of a simulation shape in its own frame from its ``model.shapes`` kind and
-    params (sphere: radius; box: half extents; capsule: radius, half height along y);
+    params (sphere: radius; box: half extents; capsule, cylinder and cone: radius, half
+    height along y; ellipsoid: semi-axes);
     None for a kind that has no mesh.
 
     Example::
@@ -184,6 +269,12 @@ def shape_mesh(kind: int, params: ArrayLike) -> TriMesh | None:
         return box_mesh(p)
     if kind == SHAPE_CAPSULE:
         return capsule_mesh(p[0], p[1])
+    if kind == SHAPE_CYLINDER:
+        return cylinder_mesh(p[0], p[1])
+    if kind == SHAPE_CONE:
+        return cone_mesh(p[0], p[1])
+    if kind == SHAPE_ELLIPSOID:
+        return ellipsoid_mesh(p)
     return None
 
 

@@ -9,7 +9,9 @@ Layout of the stage (every prim under the default prim ``/World``)::
         SoftBodies              Mesh: the boundary triangles of every tetrahedral mesh
         Ground                  Plane through the origin, normal to the model's up axis
         Shapes/shape_<i>        Xform with the static shape's transform, holding ``geom``,
-                                a Sphere, a Cube (scaled to the half extents) or a Capsule
+                                a Sphere, a Cube (scaled to the half extents), a Capsule,
+                                a Cylinder, a Cone, or a Sphere (scaled to the semi-axes
+                                of an ellipsoid)
         Bodies/body_<b>         Xform with the body's time-sampled transform, holding the
             shape_<i>           shapes attached to it (their transform in the body frame)
 
@@ -36,7 +38,8 @@ from typing import Any
 import numpy as np
 from pxr import Gf, Usd, UsdGeom, Vt
 
-from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
+from ..kernels.structs import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_MESH,
+                               SHAPE_SPHERE)
 from ..sim.model import Model, State
 from .mesh import compact_vertices, mesh_shape_arrays, tet_surface_triangles
 
@@ -103,7 +106,7 @@ class _PointSet:
 def _define_shape(stage: Usd.Stage, path: str, kind: int, xform: np.ndarray, params: np.ndarray,
                   mesh: tuple | None = None) -> None:
     """An Xform at ``path`` with the transform ``xform`` (p, q) and the shape under it as
-    ``path/geom``; capsules lie along their local y axis like the simulation's; a mesh shape
+    ``path/geom``; capsules, cylinders and cones lie along their local y axis like the simulation's; a mesh shape
     is a UsdGeom.Mesh of ``mesh`` (vertices, triangles)."""
     frame = UsdGeom.Xform.Define(stage, path)
     frame.AddTranslateOp(UsdGeom.XformOp.PrecisionFloat).Set(Gf.Vec3f(*map(float, xform[:3])))
@@ -126,6 +129,27 @@ def _define_shape(stage: Usd.Stage, path: str, kind: int, xform: np.ndarray, par
         capsule.GetHeightAttr().Set(2.0 * h)
         capsule.GetAxisAttr().Set(UsdGeom.Tokens.y)
         capsule.GetExtentAttr().Set(_extent([-r, -h - r, -r], [r, h + r, r]))
+    elif kind == SHAPE_CYLINDER:
+        r, h = float(params[0]), float(params[1])
+        cylinder = UsdGeom.Cylinder.Define(stage, geom)
+        cylinder.GetRadiusAttr().Set(r)
+        cylinder.GetHeightAttr().Set(2.0 * h)
+        cylinder.GetAxisAttr().Set(UsdGeom.Tokens.y)
+        cylinder.GetExtentAttr().Set(_extent([-r, -h, -r], [r, h, r]))
+    elif kind == SHAPE_ELLIPSOID:
+        # a unit sphere scaled to the semi-axes, as a box is a scaled cube
+        sphere = UsdGeom.Sphere.Define(stage, geom)
+        sphere.GetRadiusAttr().Set(1.0)
+        sphere.GetExtentAttr().Set(_extent([-1.0] * 3, [1.0] * 3))
+        sphere.AddScaleOp().Set(Gf.Vec3f(*map(float, params)))
+    elif kind == SHAPE_CONE:
+        # USD's cone, like simkit's, has its base at -height/2 and its apex at +height/2
+        r, h = float(params[0]), float(params[1])
+        cone = UsdGeom.Cone.Define(stage, geom)
+        cone.GetRadiusAttr().Set(r)
+        cone.GetHeightAttr().Set(2.0 * h)
+        cone.GetAxisAttr().Set(UsdGeom.Tokens.y)
+        cone.GetExtentAttr().Set(_extent([-r, -h, -r], [r, h, r]))
     elif kind == SHAPE_MESH and mesh is not None:
         vertices, triangles = mesh
         prim = UsdGeom.Mesh.Define(stage, geom)

@@ -455,6 +455,14 @@ def _add_shape(b: ModelBuilder, e: dict, body: int, config: SceneConfig) -> None
             b.add_shape_sphere(e["pos"], e["radius"], body=body, density=density, **material)
         elif e["kind"] == "box":
             b.add_shape_box(e["pos"], e["rot"], e["half_extents"], body=body, density=density, **material)
+        elif e["kind"] == "cylinder":
+            b.add_shape_cylinder(e["pos"], e["rot"], e["radius"], e["half_height"], body=body, density=density,
+                                 **material)
+        elif e["kind"] == "ellipsoid":
+            b.add_shape_ellipsoid(e["pos"], e["rot"], e["semi_axes"], body=body, density=density, **material)
+        elif e["kind"] == "cone":
+            b.add_shape_cone(e["pos"], e["rot"], e["radius"], e["half_height"], body=body, density=density,
+                             **material)
         else:
             b.add_shape_capsule(e["pos"], e["rot"], e["radius"], e["half_height"], body=body, density=density,
                                 **material)

@@ -60,7 +60,9 @@ SOFT_GRID_KEYS = ("name", "pos", "rot", "velocity", "dim_x", "dim_y", "dim_z", "
                   "density", "k_mu", "k_lambda", "k_damp", "fix_left", "fix_right", "fix_top", "fix_bottom", "radius")
 SOFT_MESH_KEYS = ("name", "file", "pos", "rot", "scale", "velocity", "density", "k_mu", "k_lambda", "k_damp", "radius")
 SHAPE_KINDS = {"sphere": ("pos", "radius"), "box": ("pos", "rot", "half_extents"),
-               "capsule": ("pos", "rot", "radius", "half_height")}
+               "capsule": ("pos", "rot", "radius", "half_height"),
+               "cylinder": ("pos", "rot", "radius", "half_height"),
+               "cone": ("pos", "rot", "radius", "half_height"), "ellipsoid": ("pos", "rot", "semi_axes")}
 SHAPE_COMMON = ("name", "kind", "ke", "kd", "kf", "mu", "time_constant", "damping_ratio")
 BODY_KEYS = ("name", "pos", "rot", "velocity", "angular_velocity", "armature", "shapes")
 JOINT_AXIS_KEYS = ("axis", "limit_lower", "limit_upper", "limit_ke", "limit_kd", "target", "target_vel", "target_ke",
@@ -411,7 +413,8 @@ def _springs(t: Table, config: SceneConfig, folder: Path) -> dict:
 
 
 def _shape(entry: Any, path: str, file: str, static: bool) -> dict:
-    allowed = SHAPE_COMMON + ("pos", "rot", "radius", "half_extents", "half_height") + (() if static else ("density",))
+    allowed = SHAPE_COMMON + ("pos", "rot", "radius", "half_extents", "half_height", "semi_axes") + (
+        () if static else ("density",))
     t = Table(entry, path, file, allowed)
     kind = t.choice("kind", tuple(SHAPE_KINDS))
     takes = SHAPE_KINDS[kind]
@@ -428,6 +431,11 @@ def _shape(entry: Any, path: str, file: str, static: bool) -> dict:
         if min(h) <= 0.0:
             raise t.error("half_extents", f"expected an array of 3 numbers > 0, got {describe(list(h))}")
         out["half_extents"] = h
+    if "semi_axes" in takes:
+        e = t.vector("semi_axes", 3)
+        if min(e) <= 0.0:
+            raise t.error("semi_axes", f"expected an array of 3 numbers > 0, got {describe(list(e))}")
+        out["semi_axes"] = e
     if "half_height" in takes:
         out["half_height"] = _nonneg(t, "half_height")
     for k in MATERIAL_KEYS + ("mu",):

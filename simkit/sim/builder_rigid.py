@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
+from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_SPHERE
 from . import geometry as G
 from . import validate as V
 from .builder_joints import IDENTITY_XFORM, JointBuilder, transform_multiply
@@ -313,6 +313,70 @@ class RigidBuilder(JointBuilder):
                                          V.nonneg(half_height, "add_shape_capsule: half_height"), 0.0]),
                                body, density, (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_capsule",
                                contact)
+
+    def add_shape_cylinder(self, pos: Sequence[float], rot: Sequence[float], radius: float, half_height: float,
+                           body: int = -1, density: float = 1000.0, *, ke: float | None = None,
+                           kd: float | None = None, kf: float | None = None, mu: float | None = None,
+                           time_constant: float | None = None, damping_ratio: float | None = None,
+                           **contact: Any) -> int:
+        """Add a solid cylinder collider of ``radius`` whose axis is its local y axis, with flat
+        faces ``half_height`` above and below its center (static unless ``body`` is given;
+        see :meth:`add_shape_sphere`). Its mass is ``density * pi r^2 2h``; its depth in a
+        plane and in a sphere is exact, against the other shapes it is sampled
+        (docs/geometry.md).
+
+        Example::
+
+            wheel = b.add_body(sk.transform((0, 0.3, 0), (0, 0, 0, 1)))
+            b.add_shape_cylinder((0, 0, 0), (0.7071068, 0, 0, 0.7071068), radius=0.3, half_height=0.05, body=wheel)
+        """
+        return self._add_shape(SHAPE_CYLINDER, V.vec3(pos, "add_shape_cylinder: pos"),
+                               V.quat(rot, "add_shape_cylinder: rot"),
+                               np.array([V.positive(radius, "add_shape_cylinder: radius"),
+                                         V.positive(half_height, "add_shape_cylinder: half_height"), 0.0]),
+                               body, density, (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_cylinder",
+                               contact)
+
+    def add_shape_cone(self, pos: Sequence[float], rot: Sequence[float], radius: float, half_height: float,
+                       body: int = -1, density: float = 1000.0, *, ke: float | None = None, kd: float | None = None,
+                       kf: float | None = None, mu: float | None = None, time_constant: float | None = None,
+                       damping_ratio: float | None = None, **contact: Any) -> int:
+        """Add a solid cone collider along its local y axis: its base, of ``radius``, at ``y =
+        -half_height`` and its apex at ``y = +half_height`` (``pos`` is the middle of its axis,
+        not its center of mass, which is at ``y = -half_height / 2``; static unless ``body`` is
+        given, see :meth:`add_shape_sphere`). Its mass is ``density * pi r^2 2h / 3``; its depth
+        in a plane and in a sphere is exact, against the other shapes it is sampled
+        (docs/geometry.md).
+
+        Example::
+
+            b.add_shape_cone((0, 0.2, 0), (0, 0, 0, 1), radius=0.1, half_height=0.2, body=top)
+        """
+        return self._add_shape(SHAPE_CONE, V.vec3(pos, "add_shape_cone: pos"), V.quat(rot, "add_shape_cone: rot"),
+                               np.array([V.positive(radius, "add_shape_cone: radius"),
+                                         V.positive(half_height, "add_shape_cone: half_height"), 0.0]),
+                               body, density, (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_cone",
+                               contact)
+
+    def add_shape_ellipsoid(self, pos: Sequence[float], rot: Sequence[float], semi_axes: Sequence[float],
+                            body: int = -1, density: float = 1000.0, *, ke: float | None = None,
+                            kd: float | None = None, kf: float | None = None, mu: float | None = None,
+                            time_constant: float | None = None, damping_ratio: float | None = None,
+                            **contact: Any) -> int:
+        """Add a solid ellipsoid collider with ``semi_axes`` along its local x, y, z (static unless
+        ``body`` is given; see :meth:`add_shape_sphere`). Its mass is ``density * 4/3 pi a b c``;
+        its depth in a plane, a box face and a sphere is exact (docs/geometry.md).
+
+        Example::
+
+            b.add_shape_ellipsoid((0, 0.2, 0), (0, 0, 0, 1), (0.2, 0.1, 0.15), body=egg)
+        """
+        e = V.vec3(semi_axes, "add_shape_ellipsoid: semi_axes")
+        if np.any(e <= 0.0):
+            raise ValueError(f"add_shape_ellipsoid: semi_axes must be > 0, got {semi_axes!r}")
+        return self._add_shape(SHAPE_ELLIPSOID, V.vec3(pos, "add_shape_ellipsoid: pos"),
+                               V.quat(rot, "add_shape_ellipsoid: rot"), e, body, density,
+                               (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_ellipsoid", contact)
 
     # -- joints -------------------------------------------------------------------------
     # -- worlds ---------------------------------------------------------------------------

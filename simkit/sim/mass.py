@@ -15,13 +15,19 @@ import math
 
 import numpy as np
 
-from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
+from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_SPHERE
 from .geometry import quat_to_matrix
 
 
 def shape_mass(kind: int, params, density: float) -> tuple[float, np.ndarray]:
-    """Mass and inertia tensor (about the shape's own center, in its local frame) of a solid
-    shape of uniform ``density``; ``params`` as in ``Shapes.params``."""
+    """Mass and inertia tensor (about the shape's center of mass, :func:`shape_center_of_mass`,
+    in its local frame) of a solid shape of uniform ``density``; ``params`` as in
+    ``Shapes.params``.
+
+    Example::
+
+        m, inertia = shape_mass(SHAPE_CYLINDER, (0.1, 0.05, 0.0), 1000.0)    # 3.14 kg
+    """
     p = np.asarray(params, dtype=np.float64)
     if kind == SHAPE_SPHERE:
         r = p[0]
@@ -40,7 +46,37 @@ def shape_mass(kind: int, params, density: float) -> tuple[float, np.ndarray]:
         axial = 0.5 * m_cyl * r * r + 0.4 * m_sph * r * r
         transverse = m_cyl * (r * r / 4.0 + h * h / 3.0) + m_sph * (0.4 * r * r + h * h + 0.75 * h * r)
         return m_cyl + m_sph, np.diag([transverse, axial, transverse])
+    if kind == SHAPE_CYLINDER:
+        # height 2h along y: axial m r^2 / 2, transverse m (3 r^2 + (2h)^2) / 12
+        r, h = p[0], p[1]
+        m = density * math.pi * r * r * 2.0 * h
+        transverse = m * (r * r / 4.0 + h * h / 3.0)
+        return m, np.diag([transverse, 0.5 * m * r * r, transverse])
+    if kind == SHAPE_CONE:
+        # height H = 2h: axial 3/10 m r^2, transverse about the center of mass 3/20 m r^2 + 3/80 m H^2
+        r, h = p[0], p[1]
+        m = density * math.pi * r * r * 2.0 * h / 3.0
+        transverse = m * (0.15 * r * r + 0.15 * h * h)
+        return m, np.diag([transverse, 0.3 * m * r * r, transverse])
+    if kind == SHAPE_ELLIPSOID:
+        a, b, c = p
+        m = density * 4.0 / 3.0 * math.pi * a * b * c
+        return m, np.diag([b * b + c * c, a * a + c * c, a * a + b * b]) * (m / 5.0)
     raise ValueError(f"shape_mass: unknown shape kind {kind}")
+
+
+def shape_center_of_mass(kind: int, params) -> np.ndarray:
+    """The center of mass of a solid shape in its local frame: its origin, but for a cone, a
+    quarter of its height above its base (``y = -h/2``).
+
+    Example::
+
+        shape_center_of_mass(SHAPE_CONE, (0.1, 0.2, 0.0))       # [0, -0.1, 0]
+    """
+    c = np.zeros(3)
+    if kind == SHAPE_CONE:
+        c[1] = -0.5 * float(params[1])
+    return c
 
 
 def body_mass_properties(shapes) -> tuple[float, np.ndarray, np.ndarray]:
@@ -52,7 +88,8 @@ def body_mass_properties(shapes) -> tuple[float, np.ndarray, np.ndarray]:
             continue
         m, inertia = shape_mass(kind, params, density)
         R = quat_to_matrix(np.asarray(xform[3:], dtype=np.float64))
-        parts.append((m, np.asarray(xform[:3], dtype=np.float64), R @ inertia @ R.T))
+        center = np.asarray(xform[:3], dtype=np.float64) + R @ shape_center_of_mass(kind, params)
+        parts.append((m, center, R @ inertia @ R.T))
     return combine_mass_properties(parts)
 
 

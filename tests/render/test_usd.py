@@ -546,3 +546,55 @@ def test_mesh_shapes_are_written_as_usd_meshes(tmp_path):
         np.testing.assert_allclose(np.array(mesh.GetPointsAttr().Get()), v * scale, atol=1e-7)
         assert list(mesh.GetFaceVertexCountsAttr().Get()) == [3] * 4
         assert list(mesh.GetFaceVertexIndicesAttr().Get()) == f.reshape(-1).tolist()
+
+
+def test_a_cylinder_is_a_usd_cylinder_along_y_at_its_body_pose(tmp_path):
+    b = sk.sim.ModelBuilder()
+    body = b.add_body(sk.transform((0.5, 1.0, 0.0), (0.0, 0.0, np.sin(0.2), np.cos(0.2))))
+    b.add_shape_cylinder((0.0, 0.0, 0.0), CAPSULE_ROT, radius=0.2, half_height=0.1, body=body)
+    model = b.finalize()
+    path = tmp_path / "cylinder.usda"
+    with UsdExporter(path, model, fps=FPS) as usd:
+        usd.write(model.state(), 0.0)
+    stage = Usd.Stage.Open(str(path))
+    prim = next(p for p in stage.Traverse() if p.GetTypeName() == "Cylinder")
+    cylinder = UsdGeom.Cylinder(prim)
+    assert cylinder.GetAxisAttr().Get() == UsdGeom.Tokens.y
+    assert cylinder.GetRadiusAttr().Get() == pytest.approx(0.2)
+    assert cylinder.GetHeightAttr().Get() == pytest.approx(0.2)
+    q = sk.sim.geometry.quat_multiply(np.array([0.0, 0.0, np.sin(0.2), np.cos(0.2)]), np.array(CAPSULE_ROT))
+    top = np.array((0.5, 1.0, 0.0)) + sk.sim.geometry.quat_rotate(q, [0.0, 0.1, 0.0])
+    np.testing.assert_allclose(world_point(stage, str(prim.GetPath()), (0, 0.1, 0), Usd.TimeCode(0.0)), top,
+                               atol=1e-6)
+
+
+def test_a_cone_is_a_usd_cone_along_y_with_its_apex_at_plus_half_height(tmp_path):
+    b = sk.sim.ModelBuilder()
+    b.add_shape_cone((0.5, 1.0, 0.0), CAPSULE_ROT, radius=0.2, half_height=0.3)      # static
+    b.add_particle((0.0, 2.0, 0.0), (0.0, 0.0, 0.0), mass=0.1)
+    model = b.finalize()
+    path = tmp_path / "cone.usda"
+    with UsdExporter(path, model, fps=FPS) as usd:
+        usd.write(model.state(), 0.0)
+    stage = Usd.Stage.Open(str(path))
+    prim = next(p for p in stage.Traverse() if p.GetTypeName() == "Cone")
+    cone = UsdGeom.Cone(prim)
+    assert cone.GetAxisAttr().Get() == UsdGeom.Tokens.y
+    assert cone.GetRadiusAttr().Get() == pytest.approx(0.2) and cone.GetHeightAttr().Get() == pytest.approx(0.6)
+    apex = np.array((0.5, 1.0, 0.0)) + sk.sim.geometry.quat_rotate(np.array(CAPSULE_ROT), [0.0, 0.3, 0.0])
+    np.testing.assert_allclose(world_point(stage, str(prim.GetPath()), (0, 0.3, 0)), apex, atol=1e-6)
+
+
+def test_an_ellipsoid_is_a_unit_usd_sphere_scaled_to_its_semi_axes(tmp_path):
+    b = sk.sim.ModelBuilder()
+    b.add_shape_ellipsoid((0.5, 1.0, 0.0), BOX_ROT, (0.1, 0.2, 0.3))       # static
+    b.add_particle((0.0, 2.0, 0.0), (0.0, 0.0, 0.0), mass=0.1)
+    model = b.finalize()
+    path = tmp_path / "ellipsoid.usda"
+    with UsdExporter(path, model, fps=FPS) as usd:
+        usd.write(model.state(), 0.0)
+    stage = Usd.Stage.Open(str(path))
+    prim = stage.GetPrimAtPath("/World/Shapes/shape_0/geom")
+    assert prim.GetTypeName() == "Sphere" and UsdGeom.Sphere(prim).GetRadiusAttr().Get() == pytest.approx(1.0)
+    tip = np.array((0.5, 1.0, 0.0)) + sk.sim.geometry.quat_rotate(np.array(BOX_ROT), [0.0, 0.0, 0.3])
+    np.testing.assert_allclose(world_point(stage, str(prim.GetPath()), (0, 0, 1)), tip, atol=1e-6)

@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from simkit.kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
+from simkit.kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_SPHERE
 from simkit.render import Camera, UsdExporter, render_frame, write_png
 from simkit.render.camera import look_at_matrix
 from simkit.render.drawables import BACKGROUND, BODY_COLORS, ModelDrawables, UsdDrawables, scene_bounds
-from simkit.render.geometry import (box_mesh, capsule_mesh, ground_mesh, shape_mesh, sphere_mesh, transform_matrix,
-                                    vertex_normals)
+from simkit.render.geometry import (box_mesh, capsule_mesh, cylinder_mesh, ground_mesh, shape_mesh, sphere_mesh,
+                                    transform_matrix, vertex_normals)
 from simkit.render.image import read_png
 from simkit.render.viewer import Playback, play_live, play_usd
 
@@ -192,6 +192,21 @@ def test_capsule_is_a_closed_outward_surface_along_y():
     assert shape_mesh(SHAPE_CAPSULE, (r, half, 0.0)).positions.shape == mesh.positions.shape
     assert shape_mesh(SHAPE_SPHERE, (r, 0.0, 0.0)).positions.shape == sphere_mesh(r).positions.shape
     assert shape_mesh(99, (1.0, 1.0, 1.0)) is None
+
+
+def test_cylinder_is_a_closed_outward_surface_along_y_with_flat_caps():
+    r, half = 0.2, 0.1
+    mesh = cylinder_mesh(r, half, segments=64)
+    np.testing.assert_allclose(np.abs(mesh.positions[:, 1]), half, atol=1e-7)
+    assert np.linalg.norm(mesh.positions[:, [0, 2]], axis=1).max() == pytest.approx(r, rel=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(mesh.normals, axis=1), 1.0, atol=1e-6)
+    faces = face_normals(mesh)
+    centers = mesh.positions[mesh.triangles].mean(axis=1)
+    assert (np.einsum("ij,ij->i", faces, centers) > 0.0).all()          # every triangle faces outward
+    assert enclosed_volume(mesh) == pytest.approx(math.pi * r * r * 2.0 * half, rel=0.01)
+    assert shape_mesh(SHAPE_CYLINDER, (r, half, 0.0)).positions.shape == cylinder_mesh(r, half).positions.shape
+    with pytest.raises(ValueError, match="segments >= 3"):
+        cylinder_mesh(r, half, segments=2)
 
 
 @pytest.mark.parametrize("up_axis", ["x", "y", "z"])
@@ -622,3 +637,46 @@ def test_play_usd_loops_and_restarts(display, tmp_path, artifacts):
     assert visited == [0, 1, 2, 3, 0] and after_reset == 0
     write_png(artifacts / "viewer_usd_window.png", image)
     assert foreground(image).mean() > 0.05
+
+
+def test_a_cylinder_is_drawn_where_it_is_live_and_from_its_usd_file(tmp_path):
+    b = sk.sim.ModelBuilder()
+    body = b.add_body(sk.transform((0.0, 0.5, 0.0), (0.0, 0.0, math.sin(0.3), math.cos(0.3))))
+    b.add_shape_cylinder((0.1, 0.0, 0.0), (math.sin(0.4), 0.0, 0.0, math.cos(0.4)), 0.2, 0.1, body=body)
+    model = b.finalize()
+    state = model.state()
+    path = tmp_path / "cylinder.usda"
+    with UsdExporter(path, model, fps=100.0) as usd:
+        usd.write(state, 0.0)
+    live = {d.key: d for d in ModelDrawables(model).frame(state)}
+    drawn = [d for d in UsdDrawables(path).frame(0) if "shape" in d.key]
+    assert len(drawn) == 1
+    want = live[drawn[0].key.replace("/World/Bodies/", "").replace("/geom", "")]
+    assert want.positions.shape == cylinder_mesh(0.2, 0.1).positions.shape
+    np.testing.assert_allclose(drawn[0].world_positions(), want.world_positions(), atol=2e-5)
+
+
+def test_cone_is_a_closed_outward_surface_with_its_apex_up():
+    from simkit.render.geometry import cone_mesh
+    r, half = 0.2, 0.3
+    mesh = cone_mesh(r, half, segments=128)
+    assert mesh.positions[:, 1].max() == pytest.approx(half) and mesh.positions[:, 1].min() == pytest.approx(-half)
+    np.testing.assert_allclose(np.linalg.norm(mesh.normals, axis=1), 1.0, atol=1e-6)
+    centers = mesh.positions[mesh.triangles].mean(axis=1) - (0.0, -half / 2.0, 0.0)     # from its center of mass
+    assert (np.einsum("ij,ij->i", face_normals(mesh), centers) > 0.0).all()
+    assert enclosed_volume(mesh) == pytest.approx(math.pi * r * r * 2.0 * half / 3.0, rel=1e-3)
+    from simkit.kernels.structs import SHAPE_CONE
+    assert shape_mesh(SHAPE_CONE, (r, half, 0.0)).positions.shape == cone_mesh(r, half).positions.shape
+
+
+def test_ellipsoid_is_a_scaled_sphere_with_the_surfaces_normals():
+    from simkit.kernels.structs import SHAPE_ELLIPSOID
+    from simkit.render.geometry import ellipsoid_mesh
+    e = np.array([0.1, 0.2, 0.05])
+    mesh = ellipsoid_mesh(e, rings=32, segments=64)
+    x = mesh.positions.astype(np.float64)
+    np.testing.assert_allclose(np.sum((x / e) ** 2, axis=1), 1.0, atol=1e-5)
+    gradient = x / e ** 2
+    np.testing.assert_allclose(mesh.normals, gradient / np.linalg.norm(gradient, axis=1, keepdims=True), atol=1e-5)
+    assert enclosed_volume(mesh) == pytest.approx(4.0 / 3.0 * math.pi * e.prod(), rel=0.01)
+    assert shape_mesh(SHAPE_ELLIPSOID, e).positions.shape == ellipsoid_mesh(e).positions.shape

@@ -248,3 +248,59 @@ def test_a_contact_time_constant_of_zero_is_a_config_error(edit_scene):
     path = edit_scene("ball_bounce", "ke = 4.0e3\n", "time_constant = 0.0\n")
     with pytest.raises(SceneError, match="contact.time_constant: expected a number > 0"):
         load_scene(path)
+
+
+CYLINDER_SCENE = """
+[sim]
+dt = 1.0e-3
+substeps = 10
+frames = 30
+
+[[bodies]]
+name = "can"
+pos = [0.0, 0.2, 0.0]
+shapes = [{ kind = "cylinder", radius = 0.1, half_height = 0.05, density = 500.0 }]
+
+[[shapes]]
+kind = "cylinder"
+pos = [1.0, 0.3, 0.0]
+radius = 0.2
+half_height = 0.3
+
+[[shapes]]
+kind = "ellipsoid"
+pos = [-1.0, 0.3, 0.0]
+semi_axes = [0.2, 0.3, 0.1]
+
+[[shapes]]
+kind = "cone"
+pos = [0.0, 0.2, 1.0]
+radius = 0.2
+half_height = 0.2
+"""
+
+
+def test_a_cylinder_scene_drops_its_can_onto_the_ground_and_keeps_its_post(tmp_path):
+    from simkit.kernels.structs import SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID
+    path = tmp_path / "cylinder.toml"
+    path.write_text(CYLINDER_SCENE)
+    scene = load_scene(path)
+    kind = scene.model.shapes.kind.numpy()
+    assert sorted(kind.tolist()) == sorted([SHAPE_CYLINDER, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_CONE])
+    np.testing.assert_allclose(scene.model.shapes.params.numpy()[kind == SHAPE_ELLIPSOID][0], [0.2, 0.3, 0.1])
+    y = run_scene(scene).final_state.body_q.numpy()[0, 1]
+    assert y == pytest.approx(0.05, abs=3e-3)          # landed on its face, not through the ground
+
+
+def test_a_flat_ellipsoid_in_a_scene_is_an_error_naming_its_key(tmp_path):
+    path = tmp_path / "flat.toml"
+    path.write_text(CYLINDER_SCENE.replace("semi_axes = [0.2, 0.3, 0.1]", "semi_axes = [0.2, 0.0, 0.1]"))
+    with pytest.raises(SceneError, match=r"flat.toml: shapes\[1\].semi_axes: expected an array of 3 numbers > 0"):
+        load_scene(path)
+
+
+def test_a_cylinder_of_zero_height_in_a_scene_is_an_error_naming_its_key(tmp_path):
+    path = tmp_path / "flat.toml"
+    path.write_text(CYLINDER_SCENE.replace("half_height = 0.3", "half_height = 0.0"))
+    with pytest.raises(SceneError, match=r"flat.toml: shapes\[0\].*half_height must be > 0"):
+        load_scene(path)

@@ -51,7 +51,11 @@ def test_friction_does_not_act_without_normal_force():
     (lambda b: b.add_shape_box((0.0, 0.2, 0.0), (0.0, 0.0, 0.0, 1.0), (0.3, 0.2, 0.3)), 0.4),
     # a capsule lying along x: its local y axis rotated onto world x, top at 0.3 + 0.1
     (lambda b: b.add_shape_capsule((0.0, 0.3, 0.0), (0.0, 0.0, np.sin(np.pi / 4), np.cos(np.pi / 4)), 0.1, 0.5), 0.4),
-])
+    (lambda b: b.add_shape_cylinder((0.0, 0.2, 0.0), (0.0, 0.0, 0.0, 1.0), 0.3, 0.2), 0.4),
+    # a cone standing on its apex: its base, on top, at 0.2 + 0.2
+    (lambda b: b.add_shape_cone((0.0, 0.2, 0.0), (1.0, 0.0, 0.0, 0.0), 0.3, 0.2), 0.4),
+    (lambda b: b.add_shape_ellipsoid((0.0, 0.2, 0.0), (0.0, 0.0, 0.0, 1.0), (0.3, 0.2, 0.4)), 0.4),
+], ids=["sphere", "box", "capsule", "cylinder", "cone", "ellipsoid"])
 def test_a_particle_dropped_on_a_static_shape_rests_on_its_top(shape, top):
     _model, s = drop((0.0, 1.0, 0.0), shapes=[shape], ground=False, mu=1.0, seconds=1.5)
     assert s.particle_q.numpy()[0, 1] == pytest.approx(top + 0.05 - 0.1 * G / 1e4, abs=2e-4)

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from simkit.kernels.structs import SHAPE_MESH
+from simkit.kernels.structs import SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_MESH
 from simkit.kernels.shapes import collision_pairs
+from simkit.sim.builder_joints import transform_multiply
 from simkit.sim.importers import RobotFileError, RobotFileWarning
 
 from import_helpers import compare_with_mujoco, load
@@ -341,14 +342,55 @@ def test_actuator_forcerange_becomes_the_joints_effort_limit(tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore:.*a plane is not imported")
-def test_unsupported_geom_warns_and_keeps_its_mass(tmp_path):
+@pytest.mark.filterwarnings("ignore:.*geom is not supported")
+def test_unsupported_geom_warns_naming_it_and_the_file(tmp_path):
     path = write(tmp_path, """<mujoco><worldbody><geom type="plane" size="1 1 1"/><body name="a"><joint/>
-        <geom name="can" type="cylinder" size="0.1 0.2"/></body></worldbody></mujoco>""")
-    with pytest.warns(RobotFileWarning, match=r"<geom name='can'> in .*model.xml: simkit has no cylinder shape"):
+        <geom name="ball" type="sphere" size="0.1"/><geom name="land" type="hfield" size="1 1 0.1 0.1"/></body>
+        </worldbody></mujoco>""")
+    with pytest.warns(RobotFileWarning, match=r"<geom name='land'> in .*model.xml: simkit has no hfield shape"):
         b = sk.sim.ModelBuilder(up_axis="z")
         a = b.add_mjcf(path)
     model = b.finalize(dtype=sk.float64)
-    assert model.bodies.mass.numpy()[b.imports[a].bodies["a"]] == pytest.approx(1000.0 * math.pi * 0.01 * 0.4)
+    assert b.shape_count == 1
+    assert model.bodies.mass.numpy()[b.imports[a].bodies["a"]] == pytest.approx(1000.0 * 4.0 / 3.0 * math.pi * 1e-3)
+
+
+CYLINDERS = """<mujoco><worldbody>
+  <geom name="post" type="cylinder" size="0.05 0.3" pos="1 0 0.3" euler="10 20 0"/>
+  <body name="a" pos="0 0 1" euler="0 30 45"><freejoint/>
+    <geom name="can" type="cylinder" size="0.1 0.2" pos="0.1 0 0"/>
+    <geom name="rod" type="cylinder" fromto="0 0 0 0.2 0.1 -0.3" size="0.04"/>
+    <geom name="egg" type="ellipsoid" size="0.05 0.07 0.09" pos="0 0.1 0" euler="20 0 40"/>
+  </body></worldbody></mujoco>"""
+
+
+def test_mjcf_cylinders_and_ellipsoids_become_colliders_where_mujoco_puts_them(tmp_path):
+    path = write(tmp_path, CYLINDERS)
+    b, a, rec, model, caught = load(path)
+    assert not [w for w in caught if "cylinder" in w]
+    m = mujoco.MjModel.from_xml_path(path)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    assert sorted(b.shape_kind) == [SHAPE_CYLINDER] * 3 + [SHAPE_ELLIPSOID]
+    state = model.state()
+    body_q = state.body_q.numpy()
+    for s in range(4):
+        # the geom of the same size (the importer adds the worldbody's geoms last)
+        g = int(np.argmin(np.abs(m.geom_size[:, :2] - b.shape_params[s][:2]).sum(axis=1)))
+        n = 3 if b.shape_kind[s] == SHAPE_ELLIPSOID else 2
+        np.testing.assert_allclose(b.shape_params[s][:n], m.geom_size[g][:n], atol=1e-12)
+        X = np.asarray(b.shape_xform[s], dtype=np.float64)
+        if b.shape_body[s] >= 0:
+            X = transform_multiply(body_q[b.shape_body[s]], X)
+        np.testing.assert_allclose(X[:3], d.geom_xpos[g], atol=1e-9)
+        if b.shape_kind[s] == SHAPE_ELLIPSOID:
+            # the same axes as MuJoCo's
+            np.testing.assert_allclose(sk.sim.geometry.quat_to_matrix(X[3:]), d.geom_xmat[g].reshape(3, 3), atol=1e-9)
+            continue
+        # simkit's axis (local y) is MuJoCo's (local z), either way up (a cylinder is symmetric)
+        axis = sk.sim.geometry.quat_rotate(X[3:], np.array([0.0, 1.0, 0.0]))
+        assert abs(axis @ d.geom_xmat[g].reshape(3, 3)[:, 2]) == pytest.approx(1.0, abs=1e-12)
+    assert model.bodies.mass.numpy()[rec.bodies["a"]] == pytest.approx(m.body_mass[1], rel=1e-12)
 
 
 def test_missing_file_is_a_clear_error(tmp_path):

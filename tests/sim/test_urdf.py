@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
+from simkit.kernels.structs import SHAPE_CYLINDER
 from simkit.sim.importers import RobotFileError, RobotFileWarning
 
 from import_helpers import compare_with_mujoco, load
@@ -119,9 +120,16 @@ def test_collision_geometries_become_massless_colliders():
     assert model.bodies.mass.numpy()[upper] == pytest.approx(1.0)
 
 
-def test_cylinder_collision_warns_naming_element_and_file():
-    with pytest.warns(RobotFileWarning, match=r"<cylinder> of <collision> in .*arm7.urdf: simkit has no cylinder"):
-        sk.sim.ModelBuilder(up_axis="z").add_urdf(ARM7)
+def test_a_cylinder_collision_becomes_a_cylinder_collider_along_the_links_z_axis():
+    b, _, rec, model, caught = load(ARM7, "urdf")
+    assert not [w for w in caught if "cylinder" in w]
+    cylinders = [i for i in range(b.shape_count) if b.shape_kind[i] == SHAPE_CYLINDER]
+    assert cylinders
+    s = cylinders[0]
+    np.testing.assert_allclose(b.shape_params[s], [0.1, 0.05, 0.0])      # radius 0.1, length 0.1
+    assert b.shape_density[s] == 0.0
+    axis = sk.sim.geometry.quat_rotate(b.shape_xform[s][3:], np.array([0.0, 1.0, 0.0]))
+    np.testing.assert_allclose(np.abs(axis), [0.0, 0.0, 1.0], atol=1e-12)
 
 
 def test_planar_joint_is_two_sliders_and_a_hinge(tmp_path):

@@ -33,8 +33,8 @@ class ImporterMixin:
         """Add the robot of the URDF file ``path`` as a new articulation and return its index.
 
         Links become bodies (mass, center of mass and inertia from their ``<inertial>``),
-        ``<collision>`` boxes, spheres, capsules and meshes (their convex hulls) become
-        colliders (cylinders are warned about: not colliders), joints become simkit joints (revolute,
+        ``<collision>`` boxes, spheres, capsules, cylinders and meshes (their convex hulls)
+        become colliders, joints become simkit joints (revolute,
         continuous, prismatic, fixed, floating; planar as two sliders and a hinge) with their
         axes, limits, ``dynamics damping`` (as the drive's ``target_kd``) and ``dynamics
         friction`` (as the joint's dry ``friction``). The root link is

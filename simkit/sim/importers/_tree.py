@@ -372,8 +372,12 @@ def _bounding_radius(g: Geom) -> float | None:
         return float(g.size[0])
     if g.kind == "capsule":
         return float(g.size[0] + g.size[1])
+    if g.kind == "cylinder":
+        return float(math.hypot(g.size[0], g.size[1]))
     if g.kind == "box":
         return float(np.linalg.norm(g.size[:3]))
+    if g.kind == "ellipsoid":
+        return float(np.max(g.size[:3]))
     return None                   # not a simkit collider
 
 
@@ -421,7 +425,8 @@ def _record_joint(record: ImportRecord, j: Joint, index: int) -> None:
     record.joint_frictionloss[j.name] = j.frictionloss
 
 
-_CAPSULE_Y_TO_Z = quat_axis_angle([1.0, 0.0, 0.0], 0.5 * math.pi)   # simkit capsules lie along y
+# the files' capsules and cylinders lie along their z axis, simkit's along y
+_Y_TO_Z = quat_axis_angle([1.0, 0.0, 0.0], 0.5 * math.pi)
 
 
 def _add_collider(builder, g: Geom, X: np.ndarray, body: int, record: ImportRecord) -> None:
@@ -439,8 +444,13 @@ def _add_collider(builder, g: Geom, X: np.ndarray, body: int, record: ImportReco
     elif g.kind == "box":
         builder.add_shape_box(pos, rot, g.size[:3], body=body, density=0.0, **material)
     elif g.kind == "capsule":
-        builder.add_shape_capsule(pos, G.quat_multiply(rot, _CAPSULE_Y_TO_Z), g.size[0], g.size[1],
+        builder.add_shape_capsule(pos, G.quat_multiply(rot, _Y_TO_Z), g.size[0], g.size[1],
                                   body=body, density=0.0, **material)
+    elif g.kind == "cylinder":
+        builder.add_shape_cylinder(pos, G.quat_multiply(rot, _Y_TO_Z), g.size[0], g.size[1],
+                                   body=body, density=0.0, **material)
+    elif g.kind == "ellipsoid":
+        builder.add_shape_ellipsoid(pos, rot, g.size[:3], body=body, density=0.0, **material)
     elif g.kind == "mesh" and g.mesh is not None:
         from .meshes import collider_mesh
         try:
