@@ -470,6 +470,22 @@ def solve(dof_start: ints, dof_count: ints, entry_start: ints, M: AnyArray, b: A
     substitution(L, b, y, x, dof_count[a], entry_start[a], dof_start[a])
 
 
+@sk.kernel(enable_backward=False)   # outside Tapes: under one the three steps are recorded apart
+def implicit_solve(dof_start: ints, dof_count: ints, entry_start: ints, M: AnyArray, implicit: AnyArray,
+                   qdd0: AnyArray, z: AnyArray, L: AnyArray, y: AnyArray, x: AnyArray, qdd: AnyArray):
+    # qdd = qdd0 - M^-1 (D qdd0) per articulation: implicit_times, solve and difference in one
+    # launch, the same operations in the same order (the same bits)
+    a = sk.tid()
+    n = dof_count[a]
+    d0 = dof_start[a]
+    for k in range(n):
+        z[d0 + k] = implicit[d0 + k] * qdd0[d0 + k]
+    cholesky(M, L, n, entry_start[a])
+    substitution(L, z, y, x, n, entry_start[a], d0)
+    for k in range(n):
+        qdd[d0 + k] = qdd0[d0 + k] - x[d0 + k]
+
+
 @sk.kernel
 def substitute(dof_start: ints, dof_count: ints, entry_start: ints, L: AnyArray, b: AnyArray, y: AnyArray, x: AnyArray):
     a = sk.tid()
@@ -554,7 +570,7 @@ def _param_types(real) -> dict:
                                 "joint_dof_target", "joint_dof_target_vel",
                                 "joint_dof_act", "m_out", "m_body", "m_joint", "rhs_out", "diag_out", "diag", "M_out",
                                 "M0_out", "M", "b", "L", "y", "x", "b_grad", "M_grad", "src", "dst", "qdd", "q_out",
-                                "qd_out", "implicit_out", "implicit", "a", "out"],
+                                "qd_out", "implicit_out", "implicit", "a", "out", "qdd0", "z"],
                                reals))
     return types
 

@@ -355,6 +355,13 @@ class Featherstone(Replayed):
         qdd0 = solve.qdd(model, state_in, state_out, topo, S_dof, L0, M0, a0, dt, params,
                          contacts=model.contacts_enabled)
         z, qdd = buffer("implicit_qdd", nd, real), buffer("constrained_qdd", nd, real)
+        if not active_tapes():
+            # one launch for the three below (the same bits)
+            launch(k.implicit_solve, model.articulation_count,
+                   inputs=[topo["dof_start"], topo["dof_count"], topo["entry_start"], M, implicit, qdd0],
+                   outputs=[z, buffer("implicit_L", topo["entry_count"], real), buffer("implicit_y", nd, real),
+                            buffer("implicit_x", nd, real), qdd])
+            return qdd
         launch(k.implicit_times, nd, inputs=[implicit, qdd0], outputs=[z])
         y = _solve(model, topo, k, M, z, lambda name, n, dtype: buffer("implicit_" + name, n, dtype))[0]
         launch(k.difference, nd, inputs=[qdd0, y], outputs=[qdd])
