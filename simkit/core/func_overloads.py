@@ -31,6 +31,7 @@ import numpy as np
 from . import builtins as B
 from . import types as T
 from .array import Array, ArrayType, GenericArrayType
+from .modules import generic_accepts, is_generic
 
 EXACT, LITERAL, ANY = 2, 1, 0  # how well one argument matches one annotation
 _KINDS = {"i": ("i", "u"), "f": ("f",), "b": ("b",)}  # the scalar kinds a literal of each kind can take
@@ -75,8 +76,8 @@ def describe(fn) -> str:
 def _kernel_match(want, t) -> int | None:
     if want is None:
         return ANY
-    if isinstance(want, GenericArrayType):
-        return LITERAL if want.accepts(t) else None
+    if is_generic(want):
+        return LITERAL if generic_accepts(want, t) else None
     if t is want or (isinstance(want, ArrayType) and t == want):
         return EXACT
     if isinstance(t, B.Weak) and isinstance(want, T.ScalarType):
@@ -91,8 +92,10 @@ def _python_match(want, v) -> int | None:
         return ANY
     if isinstance(v, Array):
         if isinstance(want, GenericArrayType):
-            return LITERAL if want.accepts(v.type) else None
-        return EXACT if isinstance(want, ArrayType) and want == v.type else None
+            return LITERAL if want.accepts(v.type()) else None
+        return EXACT if isinstance(want, ArrayType) and want == v.type() else None
+    if T.is_generic_value(want):
+        return LITERAL if generic_accepts(want, type(v)) else None
     if not isinstance(want, T.ScalarType):
         return EXACT if type(v) is want else None
     if isinstance(v, np.generic):

@@ -40,7 +40,8 @@ from .config import config
 from .errors import CompileError
 from .calls import firm_float
 from .exprs import Retype, type_str
-from .modules import Module, float_of, instantiate, is_generic, load_module, overload_types  # noqa: F401 (API)
+from .modules import (Module, float_of, generic_accepts, instantiate, is_generic, load_module,  # noqa: F401 (API)
+                      overload_types)
 
 log = logging.getLogger("simkit")
 
@@ -83,6 +84,11 @@ def eval_annotation(text: str, owner) -> object:
         return eval(text, env)
     except Exception as e:  # noqa: BLE001 - reported as a type error of the annotation
         raise TypeError(f"cannot evaluate annotation {text!r} of {owner.__qualname__}: {e}") from None
+
+
+def _ann_name(want) -> str:
+    """A generic annotation as its user wrote it: ``array(dtype=Any, ndim=1)``, ``vector(Any, float32)``."""
+    return repr(want) if isinstance(want, GenericArrayType) else T.type_name(want)
 
 
 def value_type(v, peer_float=None):
@@ -189,8 +195,8 @@ class Kernel:
         for name, want, t in zip(self.arg_names, self.arg_types.values(), types):
             if t is None or is_generic(t) or not hasattr(t, "_sk_kind"):
                 raise TypeError(f"{self.name}: overload needs a concrete simkit type for '{name}', got {t!r}")
-            if isinstance(want, GenericArrayType) and not want.accepts(t):
-                raise TypeError(f"{self.name}: parameter '{name}' is {want!r}, got {T.type_name(t)}")
+            if is_generic(want) and not generic_accepts(want, t):
+                raise TypeError(f"{self.name}: parameter '{name}' is {_ann_name(want)}, got {T.type_name(t)}")
             if want is not None and not is_generic(want) and t != want:
                 raise TypeError(f"{self.name}: parameter '{name}' is {T.type_name(want)}, got {T.type_name(t)}")
         key = tuple(types)
@@ -234,9 +240,10 @@ class Kernel:
             if t is None:
                 raise TypeError(f"{self.name}(): argument '{name}' is generic (Any) and got a "
                                 f"{type(v).__name__}, which has no simkit type")
-            if isinstance(want, GenericArrayType) and not want.accepts(t):
-                raise TypeError(f"{self.name}(): argument '{name}' expects {want!r}, got {type(v).__name__}"
-                                + (f" {T.type_name(t)}" if not isinstance(t, ArrayType) else f" with ndim={t.ndim}"))
+            if not generic_accepts(want, t):
+                got = type(v).__name__ + (f" with ndim={t.ndim}" if isinstance(t, ArrayType) else
+                                          "" if type(v).__name__ == T.type_name(t) else f" {T.type_name(t)}")
+                raise TypeError(f"{self.name}(): argument '{name}' expects {_ann_name(want)}, got {got}")
             types.append(t)
         return self.overload(types)
 
@@ -481,9 +488,10 @@ class Function:
             t = getattr(a, "type", None)
             if t is None:
                 builder.error(f"{self.name}(): argument '{pname}' must be a value", node)
-            if isinstance(want, GenericArrayType):
-                if not want.accepts(t):
-                    builder.error(f"{self.name}(): argument '{pname}' expects {want!r}, got {type_str(t)}", node)
+            if want is not None and is_generic(want):
+                if not generic_accepts(want, t):
+                    builder.error(f"{self.name}(): argument '{pname}' expects {_ann_name(want)}, got {type_str(t)}",
+                                  node)
                 types.append(t)
                 continue
             if want is not None:

@@ -38,8 +38,18 @@ log = logging.getLogger("simkit")
 
 
 def is_generic(t) -> bool:
-    """Whether a parameter annotation is generic (``typing.Any``, ``sk.array(dtype=Any)``)."""
-    return t is None or isinstance(t, GenericArrayType)
+    """Whether a parameter annotation is generic (``typing.Any``, ``sk.array(dtype=Any)``,
+    ``sk.vector(Any, float)``, ``sk.matrix((Any, Any), float)``)."""
+    return t is None or isinstance(t, GenericArrayType) or T.is_generic_value(t)
+
+
+def generic_accepts(want, t) -> bool:
+    """Whether concrete type ``t`` instantiates generic annotation ``want`` (``typing.Any``: any type)."""
+    if want is None:
+        return True
+    if isinstance(want, GenericArrayType):
+        return want.accepts(t)
+    return T.fits_generic_value(want, t)
 
 
 def float_of(t):

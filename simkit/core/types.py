@@ -434,25 +434,65 @@ def _check_scalar(dtype: Any, what: str) -> ScalarType:
     return s
 
 
-def vector(length: int, dtype: Any = float32) -> type:
-    """The vector type of ``length`` components of ``dtype``; ``sk.vector(3, sk.float64) is sk.vec3d``."""
+def _dim(n: Any, what: str) -> int:
+    """One dimension of a vector or matrix type: a non-negative int, ``typing.Any`` meaning 0 (any)."""
+    if n is Any:
+        return 0
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
+        raise ValueError(f"{what} must be a non-negative int or typing.Any, got {n!r}")
+    return int(n)
+
+
+def vector(length: Any, dtype: Any = float32) -> type:
+    """The vector type of ``length`` components of ``dtype``; ``sk.vector(3, sk.float64) is sk.vec3d``.
+
+    ``length=typing.Any`` is Warp's generic length and the same type as ``length=0``: as a
+    parameter annotation it takes a vector of any length of ``dtype`` (each length an overload);
+    as a value, ``sk.vector(0, float)()`` is the empty vector.
+
+    Example::
+
+        sk.vector(length=5, dtype=sk.float64)     # vec5d
+        sk.vector(typing.Any, float)              # a parameter taking vec2, vec3, vec6, ... of float32
+    """
     s = _check_scalar(dtype, "vector")
-    if not isinstance(length, (int, np.integer)) or isinstance(length, bool) or length < 1:
-        raise ValueError(f"vector length must be a positive int, got {length!r}")
-    length = int(length)
-    return _make(Vector, f"vec{length}{_CT_SUFFIX[s.__name__] if s is not float32 else ''}", (length,), s, f"sk::vec_t<{length}, {s._sk_ctype}>")
+    n = _dim(length, "vector length")
+    suffix = _CT_SUFFIX[s.__name__] if s is not float32 else ""
+    name = f"vec{n}{suffix}" if n else f"vector(Any, {s.__name__})"
+    return _make(Vector, name, (n,), s, f"sk::vec_t<{n}, {s._sk_ctype}>")
 
 
-def matrix(shape: tuple[int, int], dtype: Any = float32) -> type:
-    """The matrix type of ``shape`` (rows, cols); ``sk.matrix((3, 3), float) is sk.mat33``."""
+def matrix(shape: tuple[Any, Any], dtype: Any = float32) -> type:
+    """The matrix type of ``shape`` (rows, cols); ``sk.matrix((3, 3), float) is sk.mat33``.
+
+    A dimension given as ``typing.Any`` (or 0, the same) is generic, as in Warp: as a parameter
+    annotation ``sk.matrix((Any, Any), float)`` takes a float32 matrix of any shape.
+
+    Example::
+
+        sk.matrix(shape=(2, 3), dtype=float)      # mat23
+        sk.matrix((typing.Any, 3), float)         # a parameter taking mat13, mat23, mat33, ...
+    """
     s = _check_scalar(dtype, "matrix")
-    try:
-        r, c = (int(x) for x in shape)
-    except (TypeError, ValueError):
-        raise ValueError(f"matrix shape must be (rows, cols), got {shape!r}") from None
-    if r < 1 or c < 1:
-        raise ValueError(f"matrix shape must be positive, got {shape!r}")
-    return _make(Matrix, f"mat{r}{c}{_CT_SUFFIX[s.__name__] if s is not float32 else ''}", (r, c), s, f"sk::mat_t<{r}, {c}, {s._sk_ctype}>")
+    if not isinstance(shape, (tuple, list)) or len(shape) != 2:
+        raise ValueError(f"matrix shape must be (rows, cols), got {shape!r}")
+    r, c = (_dim(x, "matrix shape entries") for x in shape)
+    suffix = _CT_SUFFIX[s.__name__] if s is not float32 else ""
+    name = f"mat{r}{c}{suffix}" if r and c else f"matrix(({r or 'Any'}, {c or 'Any'}), {s.__name__})"
+    return _make(Matrix, name, (r, c), s, f"sk::mat_t<{r}, {c}, {s._sk_ctype}>")
+
+
+def is_generic_value(t: Any) -> bool:
+    """Whether ``t`` is a vector or matrix type with a generic (``Any``, i.e. 0) dimension."""
+    return getattr(t, "_sk_kind", None) in ("vec", "mat") and isinstance(t, type) and 0 in t._sk_shape
+
+
+def fits_generic_value(want: type, t: Any) -> bool:
+    """Whether concrete type ``t`` instantiates the generic vector or matrix annotation ``want``:
+    the same kind and component type, and the same size in every dimension ``want`` fixes."""
+    return (getattr(t, "_sk_kind", None) == want._sk_kind and t._sk_scalar is want._sk_scalar
+            and not is_generic_value(t)
+            and all(w == 0 or w == n for w, n in zip(want._sk_shape, t._sk_shape)))
 
 
 def quat_of(dtype: Any = float32) -> type:
