@@ -127,8 +127,11 @@ def _peer_float(values) -> T.ScalarType | None:
 class Kernel:
     """A compiled-on-demand kernel; launch it with ``sk.launch``.
 
-    ``sk.Kernel(func, key=...)`` builds one from a plain Python function at run time (the
-    decorator ``@sk.kernel`` does the same); ``key`` names it (default: the function's name).
+    ``sk.Kernel(func, key=..., options=...)`` builds one from a plain Python function at run
+    time, as Warp's ``wp.Kernel`` does (the decorator ``@sk.kernel`` does the same); ``key``
+    names it (default: the function's name, which ``.key`` then reads). Of Warp's ``options``,
+    ``{"enable_backward": False}`` is honoured; the others (``max_unroll``, ``fast_math``, ...)
+    tune Warp's own code generator and are kept in ``.options`` and ignored.
     A kernel with ``typing.Any`` parameters is generic: each launch instantiates (and caches)
     an overload for its arguments' types, see :func:`overload`.
 
@@ -139,19 +142,28 @@ class Kernel:
 
         k = sk.Kernel(scale, key="scale_any")
         sk.launch(k, 3, inputs=[sk.zeros(3, dtype=sk.float64), 2.0])   # float64 overload, s: float64
+        primal_only = sk.Kernel(func=scale, key="scale_fwd", options={"enable_backward": False})
     """
 
     _sk_kernel = True
 
-    def __init__(self, func: Callable, key: str | None = None, module: str | None = None, *,
-                 enable_backward: bool = True, arg_types: dict | None = None):
+    def __init__(self, func: Callable, key: str | None = None, module: str | None = None,
+                 options: dict | None = None, *, enable_backward: bool = True, arg_types: dict | None = None):
         if not callable(func) or not hasattr(func, "__code__"):
             raise TypeError(f"sk.Kernel expects a Python function, got {type(func).__name__}")
         if key is not None and (not isinstance(key, str) or not key):
             raise TypeError(f"sk.Kernel(key=...) takes a non-empty string, got {key!r}")
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(f"sk.Kernel(options=...) takes a dict such as {{'enable_backward': False}}, "
+                            f"got {type(options).__name__}")
+        self.options = dict(options or {})
+        enable_backward = self.options.get("enable_backward", enable_backward)
+        if not isinstance(enable_backward, (bool, np.bool_)):
+            raise TypeError(f"sk.Kernel: enable_backward must be True or False, got {enable_backward!r}")
         self.func = func
-        self.key = key
-        self.name = key or func.__name__
+        self._custom_key = key  # a given key is part of the C name: two kernels of one function may coexist
+        self.key = key or func.__name__
+        self.name = self.key
         self.enable_backward = bool(enable_backward)
         self.arg_types = arg_types if arg_types is not None else _annotations(func, "kernel", require=True)
         self.arg_names = list(self.arg_types)
@@ -177,7 +189,7 @@ class Kernel:
 
     @property
     def cname(self) -> str:
-        ident = f"{self.module.name}.{self.func.__qualname__}" + (f":{self.key}" if self.key else "")
+        ident = f"{self.module.name}.{self.func.__qualname__}" + (f":{self._custom_key}" if self._custom_key else "")
         h = hashlib.sha256(ident.encode()).hexdigest()[:6]
         return f"{re.sub(r'[^0-9A-Za-z_]', '_', self.name)}_{h}_{self._index}"
 
@@ -211,7 +223,7 @@ class Kernel:
                 self.module.instantiate(real)  # its siblings first, in definition order: one batch, stable names
                 inst = self._instances.get(key)
         if inst is None:
-            inst = self._instances[key] = Kernel(self.func, self.key, target.name,
+            inst = self._instances[key] = Kernel(self.func, self._custom_key, target.name, self.options,
                                                  enable_backward=self.enable_backward,
                                                  arg_types=dict(zip(self.arg_names, types)))
         return inst
