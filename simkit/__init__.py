@@ -42,6 +42,9 @@ from . import autograd  # noqa: E402  (sk.autograd.jacobian, ...)
 from . import cuda  # noqa: E402  (sk.cuda.ptx, ...)
 
 globals().update({k: v for k, v in _STUBS.items() if k not in globals()})
+from .core.lang import CONSTANTS as _CONSTANTS  # noqa: E402
+globals().update(_CONSTANTS)  # sk.pi, sk.e, sk.inf, sk.nan, sk.tau, sk.PI, ... (Warp's constants)
+globals()["bool"] = bool_  # sk.bool, Warp's name of the kernel scalar (Python's bool is unchanged elsewhere)
 __version__ = "0.1.0"
 from . import sim  # noqa: E402  (sk.sim.ModelBuilder, ...; imports the kernel language above it)
 from . import render  # noqa: E402  (sk.render.UsdExporter, ...)

@@ -763,6 +763,6 @@ def signatures(name: str) -> list[str]:
             for b in TABLE.get(name, ())]
 
 
-# The spatial-algebra and mesh query builtins are table entries like the others, kept in files
-# of their own.
-from . import mesh_builtins, spatial_builtins  # noqa: E402,F401
+# The spatial-algebra, mesh query and further Warp math builtins are table entries like the
+# others, kept in files of their own.
+from . import mesh_builtins, spatial_builtins, warp_math_builtins  # noqa: E402,F401

@@ -579,6 +579,11 @@ WARP_NAMED_TYPES.update({f"vec{n}h": vector(n, float16) for n in (2, 3, 4)})
 WARP_NAMED_TYPES.update({f"mat{n}{n}h": matrix((n, n), float16) for n in (2, 3, 4)})
 WARP_NAMED_TYPES.update(quath=quat_of(float16), transformh=transform_of(float16),
                         spatial_vectorh=vector(6, float16), spatial_matrixh=matrix((6, 6), float16))
+# Warp's float32 spellings with the suffix: vec3f is vec3, mat33f is mat33, quatf is quat, ...
+WARP_NAMED_TYPES.update({f"vec{n}f": vector(n, float32) for n in (2, 3, 4)})
+WARP_NAMED_TYPES.update({f"mat{n}{n}f": matrix((n, n), float32) for n in (2, 3, 4)})
+WARP_NAMED_TYPES.update(quatf=quat_of(float32), transformf=transform_of(float32),
+                        spatial_vectorf=vector(6, float32), spatial_matrixf=matrix((6, 6), float32))
 mat22, mat33, mat44 = (matrix((n, n)) for n in (2, 3, 4))
 mat22d, mat33d, mat44d = (matrix((n, n), float64) for n in (2, 3, 4))
 quat, quatd = quat_of(float32), quat_of(float64)

@@ -75,7 +75,7 @@ namespace m {
 SK_UNARY(sin) SK_UNARY(cos) SK_UNARY(tan) SK_UNARY(asin) SK_UNARY(acos) SK_UNARY(atan)
 SK_UNARY(sqrt) SK_UNARY(exp) SK_UNARY(log) SK_UNARY(floor) SK_UNARY(ceil) SK_UNARY(round)
 SK_UNARY(fabs) SK_UNARY(sinh) SK_UNARY(cosh) SK_UNARY(tanh) SK_UNARY(log2) SK_UNARY(log10)
-SK_UNARY(trunc)
+SK_UNARY(trunc) SK_UNARY(erf) SK_UNARY(erfc) SK_UNARY(cbrt) SK_UNARY(rint)
 #undef SK_UNARY
 SK_FUNC float atan2(float y, float x) { return ::atan2f(y, x); }
 SK_FUNC double atan2(double y, double x) { return ::atan2(y, x); }
