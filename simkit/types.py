@@ -229,31 +229,33 @@ def type_repr(t: Any) -> str:
         return f"vector(length={n or 'Any'}, dtype={t._sk_scalar.__name__})"
     if kind == "mat":
         r, c = t._sk_shape
-        if r == c and r in (2, 3, 4):
+        if r in (2, 3, 4) and c in (2, 3, 4):
             return f"mat{r}{c}{_warp_suffix(t._sk_scalar)}"
         return f"matrix(shape=({r or 'Any'}, {c or 'Any'}), dtype={t._sk_scalar.__name__})"
     raise TypeError(f"sk.types.type_repr: {t!r} is not a simkit type")
 
 
 def type_ctype(dtype: Any) -> Any:
-    """The ctypes type of a scalar type's storage (``ctypes.c_float`` for float32), as Warp's
-    ``type_ctype``; of a vector, matrix, quat or transform, its component type's.
+    """The ctypes type of a value type's storage, as Warp's ``type_ctype``: ``ctypes.c_float`` for
+    float32, a ctypes array of the components for a vector, matrix, quat or transform.
 
     Example::
 
         sk.types.type_ctype(sk.float64)     # ctypes.c_double
+        sk.types.type_ctype(sk.vec3d)       # ctypes.c_double * 3
     """
-    return _value_type(dtype, "type_ctype")._sk_scalar.c_type
+    return _T.ctypes_of(_value_type(dtype, "type_ctype"))
 
 
 def type_is_scalar(t: Any) -> bool:
-    """Whether ``t`` is a scalar type (``int``, ``float`` and ``bool`` count).
+    """Whether ``t`` is a numeric scalar type (``int`` and ``float`` count; ``bool`` does not, as in Warp).
 
     Example::
 
         sk.types.type_is_scalar(sk.float16)    # True
     """
-    return isinstance(_T.resolve(t), _T.ScalarType)
+    s = _T.resolve(t)
+    return isinstance(s, _T.ScalarType) and s is not _T.bool_
 
 
 def type_is_composite(t: Any) -> bool:
@@ -267,13 +269,13 @@ def type_is_composite(t: Any) -> bool:
 
 
 def type_is_value(t: Any) -> bool:
-    """Whether ``t`` is a scalar or composite type (what a kernel local can hold).
+    """Whether ``t`` is a scalar, bool or composite type (what a kernel local can hold).
 
     Example::
 
         sk.types.type_is_value(sk.vec3)    # True
     """
-    return type_is_scalar(t) or type_is_composite(t)
+    return isinstance(_T.resolve(t), _T.ScalarType) or type_is_composite(t)
 
 
 def type_is_array(t: Any) -> bool:
@@ -297,13 +299,13 @@ def type_is_struct(t: Any) -> bool:
 
 
 def is_scalar(x: Any) -> bool:
-    """Whether ``x`` is a scalar value (a Python or numpy number or bool), as Warp's ``is_scalar``.
+    """Whether ``x`` is a Python int or float, as Warp's ``is_scalar`` (a bool or numpy number is not).
 
     Example::
 
         sk.types.is_scalar(1.5)    # True
     """
-    return isinstance(x, (int, float, bool, np.number, np.bool_))
+    return is_int(x) or is_float(x)
 
 
 def is_composite(x: Any) -> bool:
@@ -317,13 +319,13 @@ def is_composite(x: Any) -> bool:
 
 
 def is_value(x: Any) -> bool:
-    """Whether ``x`` is a scalar or composite value.
+    """Whether ``x`` is a Python int, float or bool, or a composite value.
 
     Example::
 
         sk.types.is_value(sk.mat22())    # True
     """
-    return is_scalar(x) or is_composite(x)
+    return is_scalar(x) or type(x) is bool or is_composite(x)
 
 
 def is_vector(x: Any) -> bool:
@@ -387,20 +389,20 @@ def is_struct(x: Any) -> bool:
 
 
 def is_int(x: Any) -> bool:
-    """Whether ``x`` is an integer value (Python or numpy; a bool is not), as Warp's ``is_int``.
+    """Whether ``x`` is a Python int, as Warp's ``is_int`` (a bool or numpy integer is not).
 
     Example::
 
         sk.types.is_int(3)    # True
     """
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+    return type(x) is int
 
 
 def is_float(x: Any) -> bool:
-    """Whether ``x`` is a floating-point value (Python or numpy).
+    """Whether ``x`` is a Python float, as Warp's ``is_float`` (a numpy float is not).
 
     Example::
 
         sk.types.is_float(2.0)    # True
     """
-    return isinstance(x, (float, np.floating))
+    return type(x) is float
