@@ -89,6 +89,9 @@ class Module:
         self.parent: Module | None = None  # for a float module: the module its generic kernels are defined in
         self.instantiated = False  # for a float module: the parent's declared overloads have been made
         self._made: dict = {}  # float type -> (how many generic kernels then, {name: overload})
+        # Warp's module options, read by ported code; simkit's options are per kernel
+        # (sk.Kernel(options=...), @sk.kernel(enable_backward=False)), so these are the defaults.
+        self.options = {"enable_backward": True}
 
     @classmethod
     def of(cls, name: str) -> "Module":

@@ -136,3 +136,7 @@ def test_run_time_and_no_backward_kernels_compile_to_ptx():
         fwd, bwd = sk.cuda.entry_points(k)
         ptx = sk.cuda.ptx(k)
         assert f".entry {fwd}(" in ptx and f".entry {bwd}(" in ptx
+
+
+def test_a_kernels_module_has_warps_default_options():
+    assert sk.Kernel(func=_double, key="double_module_opts").module.options == {"enable_backward": True}
