@@ -18,7 +18,9 @@ import generic_value_kernels as S  # tests/core is on sys.path (pytest prepends 
 @pytest.fixture(scope="module")
 def warp_kernels(tmp_path_factory):
     """(warp, the kernel text imported as Warp)."""
-    return import_as_warp(S, tmp_path_factory.mktemp("warp_generic_values"))
+    wp, twin = import_as_warp(S, tmp_path_factory.mktemp("warp_generic_values"))
+    wp.set_device("cpu")  # Warp's arrays and launches on its CPU device, also where a GPU is
+    return wp, twin
 
 
 def _reduce(M, kernel_module, n, shape):
@@ -30,6 +32,7 @@ def _reduce(M, kernel_module, n, shape):
 
 
 @pytest.mark.parametrize("n, shape", [(2, (4, 4)), (5, (2, 3)), (9, (1, 6))])
+@pytest.mark.cpu_only("Warp runs on its own CPU device here")
 def test_any_length_and_any_shape_parameters_take_every_size_like_warp(warp_kernels, n, shape):
     wp, W = warp_kernels
     got = _reduce(sk, S, n, shape)
@@ -49,6 +52,7 @@ def _reduce_arrays_with_grads(M, kernel_module):
     return [out.numpy()] + [tape.gradients[x].numpy() for x in xs]
 
 
+@pytest.mark.cpu_only("Warp runs on its own CPU device here")
 def test_generic_function_gradients_match_warp(warp_kernels):
     wp, W = warp_kernels
     for got, want in zip(_reduce_arrays_with_grads(sk, S), _reduce_arrays_with_grads(wp, W)):

@@ -21,7 +21,9 @@ N = 12
 @pytest.fixture(scope="module")
 def warp_kernels(tmp_path_factory):
     """(warp, the kernel text imported as Warp)."""
-    return import_as_warp(S, tmp_path_factory.mktemp("warp_math"))
+    wp, twin = import_as_warp(S, tmp_path_factory.mktemp("warp_math"))
+    wp.set_device("cpu")  # Warp's arrays and launches on its CPU device, also where a GPU is
+    return wp, twin
 
 
 def _unit_quats(rng, n):
@@ -49,6 +51,7 @@ def _both(warp_kernels, name, ins, outs):
     return got, want
 
 
+@pytest.mark.cpu_only("Warp runs on its own CPU device here")
 def test_scalar_functions_and_constants_match_warp(warp_kernels):
     x = np.random.default_rng(1).uniform(-3.0, 3.0, N)
     x[:4] = [-2.5, -0.5, 0.5, 2.5]  # rint's halfway cases go to even
@@ -60,7 +63,7 @@ def test_scalar_functions_and_constants_match_warp(warp_kernels):
     assert got[0][:4, 6].tolist() == [-2.0, -0.0, 0.0, 2.0]
 
 
-def test_frac_has_the_gradient_one_where_warps_is_zero(warp_kernels):
+def test_frac_has_the_gradient_one_where_warps_is_zero():
     @sk.kernel
     def fractional(x: sk.array(dtype=sk.float64), out: sk.array(dtype=sk.float64)):
         i = sk.tid()
@@ -75,6 +78,7 @@ def test_frac_has_the_gradient_one_where_warps_is_zero(warp_kernels):
     assert x.grad.numpy().tolist() == [1.0] * 4
 
 
+@pytest.mark.cpu_only("Warp runs on its own CPU device here")
 def test_classification_matches_warp(warp_kernels):
     wp, W = warp_kernels
     x = np.array([0.0, -1.5, np.inf, -np.inf, np.nan, 3.0e38, 1.0e-45, -0.0] + [1.0] * (N - 8), np.float32)
@@ -87,6 +91,7 @@ def test_classification_matches_warp(warp_kernels):
     np.testing.assert_array_equal(outs[0][:, :3], np.stack([np.isnan(x), np.isinf(x), np.isfinite(x)], 1))
 
 
+@pytest.mark.cpu_only("Warp runs on its own CPU device here")
 def test_norms_match_warp_on_both_sides_of_delta(warp_kernels):
     rng = np.random.default_rng(2)
     v = rng.normal(size=(N, 3)) * rng.uniform(0.2, 3.0, (N, 1))
@@ -98,6 +103,7 @@ def test_norms_match_warp_on_both_sides_of_delta(warp_kernels):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.cpu_only("Warp runs on its own CPU device here")
 def test_rotations_and_identities_match_warp(warp_kernels):
     rng = np.random.default_rng(3)
     q = _unit_quats(rng, N)
