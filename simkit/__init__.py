@@ -31,7 +31,7 @@ from .core.mesh import Mesh, MeshQueryPoint, MeshQueryRay
 from .core.threads import get_threads, set_threads
 from .autograd.tape import Tape
 from .core.types import (float32, float64, int32, int64, uint32, bool_, int8, uint8, int16, uint16, uint64, float16,
-                         matrix, vector, quat_of, transform_of, WARP_NAMED_TYPES,
+                         matrix, vector, quat_of, transform_of, WARP_NAMED_TYPES, Int, Float, Scalar,
                          vec2, vec3, vec4, vec2d, vec3d, vec4d, vec2i, vec3i, vec4i, mat22, mat33, mat44,
                          mat22d, mat33d, mat44d, quat, quatd, transform, transformd, spatial_vector, spatial_vectord,
                          spatial_matrix, spatial_matrixd, dtype_from_numpy, dtype_to_numpy)

@@ -222,14 +222,15 @@ def type_repr(t: Any) -> str:
         return t.__name__
     if kind in ("quat", "transform"):
         return ("quat" if kind == "quat" else "transform") + _warp_suffix(t._sk_scalar)
+    generic_components = isinstance(getattr(t, "_sk_scalar", None), _T.ScalarCategory)
     if kind == "vec":
         n, = t._sk_shape
-        if n in (2, 3, 4):
+        if n in (2, 3, 4) and not generic_components:
             return f"vec{n}{_warp_suffix(t._sk_scalar)}"
         return f"vector(length={n or 'Any'}, dtype={t._sk_scalar.__name__})"
     if kind == "mat":
         r, c = t._sk_shape
-        if r in (2, 3, 4) and c in (2, 3, 4):
+        if r in (2, 3, 4) and c in (2, 3, 4) and not generic_components:
             return f"mat{r}{c}{_warp_suffix(t._sk_scalar)}"
         return f"matrix(shape=({r or 'Any'}, {c or 'Any'}), dtype={t._sk_scalar.__name__})"
     raise TypeError(f"sk.types.type_repr: {t!r} is not a simkit type")

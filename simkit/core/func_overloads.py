@@ -76,6 +76,8 @@ def describe(fn) -> str:
 def _kernel_match(want, t) -> int | None:
     if want is None:
         return ANY
+    if isinstance(want, T.ScalarCategory) and isinstance(t, B.Weak):
+        return LITERAL if any(k in want.kinds for k in _KINDS[t.kind]) else None
     if is_generic(want):
         return LITERAL if generic_accepts(want, t) else None
     if t is want or (isinstance(want, ArrayType) and t == want):
@@ -94,6 +96,10 @@ def _python_match(want, v) -> int | None:
         if isinstance(want, GenericArrayType):
             return LITERAL if want.accepts(v.type()) else None
         return EXACT if isinstance(want, ArrayType) and want == v.type() else None
+    if isinstance(want, T.ScalarCategory):
+        kind = v.dtype.kind if isinstance(v, np.generic) else "b" if isinstance(v, bool) else \
+            "i" if isinstance(v, int) else "f" if isinstance(v, float) else None
+        return LITERAL if kind is not None and any(k in want.kinds for k in _KINDS.get(kind, kind)) else None
     if T.is_generic_value(want):
         return LITERAL if generic_accepts(want, type(v)) else None
     if not isinstance(want, T.ScalarType):

@@ -500,6 +500,8 @@ class Function:
             t = getattr(a, "type", None)
             if t is None:
                 builder.error(f"{self.name}(): argument '{pname}' must be a value", node)
+            if isinstance(want, T.ScalarCategory) and isinstance(t, B.Weak):  # a literal for x: sk.Float
+                t = peer if peer is not None and t.default().is_float else t.default()
             if want is not None and is_generic(want):
                 if not generic_accepts(want, t):
                     builder.error(f"{self.name}(): argument '{pname}' expects {_ann_name(want)}, got {type_str(t)}",

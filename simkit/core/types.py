@@ -80,6 +80,42 @@ uint64 = ScalarType("uint64", np.uint64, "uint64_t", "u", ctypes.c_uint64)
 float16 = ScalarType("float16", np.float16, "sk::half", "f", ctypes.c_uint16)
 
 SCALARS = (float32, float64, int32, int64, uint32, bool_, int8, uint8, int16, uint16, uint64, float16)
+
+
+class ScalarCategory:
+    """A generic component type, Warp's ``wp.Int``, ``wp.Float`` and ``wp.Scalar`` (and
+    ``typing.Any`` as a vector's or matrix's ``dtype``): as an annotation it takes every scalar
+    type of its kind, one overload each, alone (``x: sk.Float``) or as the components of a vector
+    or matrix (``sk.types.vector(3, sk.Float)``).
+
+    Example::
+
+        @sk.func
+        def total(v: sk.types.vector(3, sk.Float)):
+            return v[0] + v[1] + v[2]          # one overload for vec3, another for vec3d
+    """
+
+    _sk_kind = "scalar_category"
+    _sk_shape: tuple[int, ...] = ()
+    _sk_ctype = ""  # never compiled: each overload has a concrete type
+
+    def __init__(self, name: str, kinds: str):
+        self.__name__ = name
+        self.kinds = kinds  # the ScalarType kinds it takes: 'f', 'i', 'u', 'b'
+        self._sk_scalar = self
+
+    def accepts(self, t: Any) -> bool:
+        """Whether the concrete scalar type ``t`` is of this category."""
+        return isinstance(t, ScalarType) and t.kind in self.kinds
+
+    def __repr__(self) -> str:
+        return f"sk.{self.__name__}" if self.__name__ != "Any" else "Any"
+
+
+Int = ScalarCategory("Int", "iu")
+Float = ScalarCategory("Float", "f")
+Scalar = ScalarCategory("Scalar", "iuf")
+ANY_SCALAR = ScalarCategory("Any", "iufb")
 _SCALAR_BY_NP = {s.np_dtype: s for s in SCALARS}
 
 
@@ -434,6 +470,19 @@ def _check_scalar(dtype: Any, what: str) -> ScalarType:
     return s
 
 
+def _component_type(dtype: Any, what: str) -> Any:
+    """A vector's or matrix's component type: a scalar type, or a generic one (``Any``, ``sk.Float``, ...)."""
+    if dtype is Any:
+        return ANY_SCALAR
+    if isinstance(dtype, ScalarCategory):
+        return dtype
+    return _check_scalar(dtype, what)
+
+
+def _suffix(s: Any) -> str:
+    return "" if s is float32 else _CT_SUFFIX[s.__name__]
+
+
 def _dim(n: Any, what: str) -> int:
     """One dimension of a vector or matrix type: a non-negative int, ``typing.Any`` meaning 0 (any)."""
     if n is Any:
@@ -455,10 +504,10 @@ def vector(length: Any, dtype: Any = float32) -> type:
         sk.vector(length=5, dtype=sk.float64)     # vec5d
         sk.vector(typing.Any, float)              # a parameter taking vec2, vec3, vec6, ... of float32
     """
-    s = _check_scalar(dtype, "vector")
+    s = _component_type(dtype, "vector")
     n = _dim(length, "vector length")
-    suffix = _CT_SUFFIX[s.__name__] if s is not float32 else ""
-    name = f"vec{n}{suffix}" if n else f"vector(Any, {s.__name__})"
+    generic = n == 0 or isinstance(s, ScalarCategory)
+    name = f"vector({n or 'Any'}, {s.__name__})" if generic else f"vec{n}{_suffix(s)}"
     return _make(Vector, name, (n,), s, f"sk::vec_t<{n}, {s._sk_ctype}>")
 
 
@@ -473,25 +522,34 @@ def matrix(shape: tuple[Any, Any], dtype: Any = float32) -> type:
         sk.matrix(shape=(2, 3), dtype=float)      # mat23
         sk.matrix((typing.Any, 3), float)         # a parameter taking mat13, mat23, mat33, ...
     """
-    s = _check_scalar(dtype, "matrix")
+    s = _component_type(dtype, "matrix")
     if not isinstance(shape, (tuple, list)) or len(shape) != 2:
         raise ValueError(f"matrix shape must be (rows, cols), got {shape!r}")
     r, c = (_dim(x, "matrix shape entries") for x in shape)
-    suffix = _CT_SUFFIX[s.__name__] if s is not float32 else ""
-    name = f"mat{r}{c}{suffix}" if r and c else f"matrix(({r or 'Any'}, {c or 'Any'}), {s.__name__})"
+    generic = not (r and c) or isinstance(s, ScalarCategory)
+    name = f"matrix(({r or 'Any'}, {c or 'Any'}), {s.__name__})" if generic else f"mat{r}{c}{_suffix(s)}"
     return _make(Matrix, name, (r, c), s, f"sk::mat_t<{r}, {c}, {s._sk_ctype}>")
 
 
 def is_generic_value(t: Any) -> bool:
-    """Whether ``t`` is a vector or matrix type with a generic (``Any``, i.e. 0) dimension."""
-    return getattr(t, "_sk_kind", None) in ("vec", "mat") and isinstance(t, type) and 0 in t._sk_shape
+    """Whether ``t`` is a generic scalar (``sk.Float``, ...) or a vector or matrix type with a generic
+    dimension (``Any``, i.e. 0) or component type."""
+    if isinstance(t, ScalarCategory):
+        return True
+    return (getattr(t, "_sk_kind", None) in ("vec", "mat") and isinstance(t, type)
+            and (0 in t._sk_shape or isinstance(t._sk_scalar, ScalarCategory)))
 
 
-def fits_generic_value(want: type, t: Any) -> bool:
-    """Whether concrete type ``t`` instantiates the generic vector or matrix annotation ``want``:
-    the same kind and component type, and the same size in every dimension ``want`` fixes."""
-    return (getattr(t, "_sk_kind", None) == want._sk_kind and t._sk_scalar is want._sk_scalar
-            and not is_generic_value(t)
+def fits_generic_value(want: Any, t: Any) -> bool:
+    """Whether concrete type ``t`` instantiates the generic annotation ``want``: a scalar of its
+    category; or a vector (matrix) of the same kind whose component type ``want``'s is or takes,
+    of the same size in every dimension ``want`` fixes."""
+    if isinstance(want, ScalarCategory):
+        return want.accepts(t)
+    if getattr(t, "_sk_kind", None) != want._sk_kind or is_generic_value(t):
+        return False
+    ws = want._sk_scalar
+    return ((ws.accepts(t._sk_scalar) if isinstance(ws, ScalarCategory) else t._sk_scalar is ws)
             and all(w == 0 or w == n for w, n in zip(want._sk_shape, t._sk_shape)))
 
 

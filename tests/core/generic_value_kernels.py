@@ -40,3 +40,27 @@ def reduce_arrays(v3: M.array(dtype=M.vec3d), v6: M.array(dtype=M.spatial_vector
                   out: M.array(dtype=M.float64)):
     i = M.tid()
     out[i] = weighted_sum(v3[i]) + weighted_sum(v6[i]) + frobenius_sq(m[i])
+
+
+@M.func
+def component_sum(v: M.types.vector(3, M.Float)):
+    return v[0] + v[1] + v[2]
+
+
+@M.func
+def int_trace(m: M.types.matrix((2, 2), M.Int)):
+    return m[0, 0] + m[1, 1]
+
+
+@M.func
+def twice(x: M.Scalar):
+    return x + x
+
+
+@M.kernel
+def generic_components(v: M.array(dtype=M.vec3d), h: M.array(dtype=M.vec3h),
+                       m: M.array(dtype=M.types.matrix((2, 2), M.int32)), out: M.array(dtype=M.float64),
+                       out_int: M.array(dtype=M.int32)):
+    i = M.tid()
+    out[i] = component_sum(v[i]) + M.float64(component_sum(h[i])) + twice(v[i][0])
+    out_int[i] = int_trace(m[i]) + twice(m[i][0, 1])

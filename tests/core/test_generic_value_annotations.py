@@ -105,4 +105,51 @@ def test_a_bad_shape_is_a_clear_error():
     with pytest.raises(ValueError, match=r"matrix shape must be \(rows, cols\)"):
         sk.types.matrix((Any,), float)
     with pytest.raises(TypeError, match="components must be a scalar type"):
-        sk.types.vector(Any, Any)
+        sk.types.vector(3, "float32")
+
+
+def _components(M, kernel_module):
+    rng = np.random.default_rng(9)
+    v = M.array(rng.normal(size=(4, 3)), dtype=M.vec3d, requires_grad=True)
+    h = M.array(rng.normal(size=(4, 3)).astype(np.float16), dtype=M.vec3h)
+    m = M.array(rng.integers(-5, 5, size=(4, 2, 2)).astype(np.int32), dtype=M.types.matrix((2, 2), M.int32))
+    out, out_int = M.zeros(4, dtype=M.float64, requires_grad=True), M.zeros(4, dtype=M.int32)
+    tape = M.Tape()
+    with tape:
+        M.launch(kernel_module.generic_components, 4, inputs=[v, h, m], outputs=[out, out_int])
+    tape.backward(grads={out: M.array(np.arange(1.0, 5.0), dtype=M.float64)})
+    return out.numpy(), out_int.numpy(), tape.gradients[v].numpy()
+
+
+@pytest.mark.cpu_only("Warp runs on its own CPU device here")
+def test_generic_component_types_int_float_scalar_match_warp(warp_kernels):
+    wp, W = warp_kernels
+    for got, want in zip(_components(sk, S), _components(wp, W)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_a_generic_component_type_refuses_another_kind():
+    @sk.kernel
+    def floats_only(v: sk.types.vector(3, sk.Float), out: sk.array(dtype=float)):
+        out[0] = float(v[0])
+
+    with pytest.raises(TypeError, match=r"expects vector\(3, Float\), got vec3i"):
+        sk.launch(floats_only, 1, inputs=[sk.vec3i(1, 2, 3), sk.zeros(1)])
+
+
+def test_any_components_and_any_length_take_every_vector():
+    @sk.kernel
+    def count(v: sk.types.vector(length=Any, dtype=Any), out: sk.array(dtype=int)):
+        out[0] = len(v)
+
+    out = sk.zeros(1, dtype=int)
+    for v, n in ((sk.vec3i(1, 2, 3), 3), (sk.vector(5, sk.float64)(), 5), (sk.vec2h(), 2)):
+        sk.launch(count, 1, inputs=[v, out])
+        assert out.numpy()[0] == n
+    assert sk.types.type_repr(sk.types.vector(3, sk.Float)) == "vector(length=3, dtype=Float)"
+
+
+def test_a_literal_passed_for_a_generic_scalar_takes_its_default_type():
+    assert S.twice(1.5) == 3.0 and S.twice(2) == 4
+    with pytest.raises(TypeError, match="no definition|twice"):
+        S.twice("x")
