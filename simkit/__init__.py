@@ -45,6 +45,9 @@ globals().update({k: v for k, v in _STUBS.items() if k not in globals()})
 from .core.lang import CONSTANTS as _CONSTANTS  # noqa: E402
 globals().update(_CONSTANTS)  # sk.pi, sk.e, sk.inf, sk.nan, sk.tau, sk.PI, ... (Warp's constants)
 globals()["bool"] = bool_  # sk.bool, Warp's name of the kernel scalar (Python's bool is unchanged elsewhere)
+from .core.types import bfloat16  # noqa: E402  (None without the ml_dtypes package)
+if bfloat16 is None:
+    del bfloat16  # sk.bfloat16 then raises AttributeError, which __getattr__ below explains
 __version__ = "0.1.0"
 from . import sim  # noqa: E402  (sk.sim.ModelBuilder, ...; imports the kernel language above it)
 from . import render  # noqa: E402  (sk.render.UsdExporter, ...)
@@ -59,4 +62,7 @@ def __getattr__(name: str):
         import importlib
 
         return getattr(importlib.import_module(_SCENE_API[name]), name)
+    if name == "bfloat16":
+        raise AttributeError("sk.bfloat16 needs the ml_dtypes package (numpy has no bfloat16 dtype): "
+                             "pip install ml_dtypes")
     raise AttributeError(f"module 'simkit' has no attribute {name!r}")

@@ -36,7 +36,7 @@ __all__ = ["vector", "matrix", "quaternion", "transformation", "dtype_from_numpy
 
 # The scalar types by kind, as Warp lists them (bool is a scalar type, neither int nor float).
 int_types = (_T.int8, _T.uint8, _T.int16, _T.uint16, _T.int32, _T.uint32, _T.int64, _T.uint64)
-float_types = (_T.float16, _T.float32, _T.float64)
+float_types = _T.SMALL_FLOATS + (_T.float32, _T.float64)
 scalar_types = int_types + float_types + (_T.bool_,)
 
 

@@ -433,6 +433,7 @@ template <typename V> SK_FUNC bool inner_eq_(const V& a, const V& b) {
 SK_FUNC void print_scalar_(float x) { printf("%g", double(x)); }
 SK_FUNC void print_scalar_(double x) { printf("%g", x); }
 SK_FUNC void print_scalar_(half x) { printf("%g", double(float(x))); }
+SK_FUNC void print_scalar_(bfloat16 x) { printf("%g", double(float(x))); }
 SK_FUNC void print_scalar_(int32_t x) { printf("%d", int(x)); }
 SK_FUNC void print_scalar_(int64_t x) { printf("%lld", (long long)x); }
 SK_FUNC void print_scalar_(uint32_t x) { printf("%u", (unsigned)x); }

@@ -81,6 +81,22 @@ float16 = ScalarType("float16", np.float16, "sk::half", "f", ctypes.c_uint16)
 
 SCALARS = (float32, float64, int32, int64, uint32, bool_, int8, uint8, int16, uint16, uint64, float16)
 
+# bfloat16 (Warp's wp.bfloat16): float32's range with 8 significant bits, stored in 16 bits and
+# computed in float32 like float16 (each operation rounds back), on the CPU and the GPU. Its
+# numpy dtype is ml_dtypes.bfloat16 (numpy has none); without the ml_dtypes package installed
+# simkit has no bfloat16 and sk.bfloat16 says so.
+try:
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # pragma: no cover - ml_dtypes comes with jax and with warp-lang
+    _ml_dtypes = None
+if _ml_dtypes is not None:
+    bfloat16 = ScalarType("bfloat16", _ml_dtypes.bfloat16, "sk::bfloat16", "f", ctypes.c_uint16)
+    SCALARS = SCALARS + (bfloat16,)
+else:
+    bfloat16 = None
+# The 16-bit floats, passed to launches and struct fields as their bit patterns (ctypes has no such type).
+SMALL_FLOATS = tuple(t for t in (float16, bfloat16) if t is not None)
+
 
 class ScalarCategory:
     """A generic component type, Warp's ``wp.Int``, ``wp.Float`` and ``wp.Scalar`` (and
@@ -451,7 +467,8 @@ class Transform(Composite):
 
 # Warp's suffixes: vec3d, vec3i, vec3b (int8), vec3ub, vec3s (int16), vec3us, vec3l, vec3ul, vec3h (float16).
 _CT_SUFFIX = {"float32": "f", "float64": "d", "int32": "i", "int64": "l", "uint32": "ui", "bool": "bool", "int8": "b",
-              "uint8": "ub", "int16": "s", "uint16": "us", "uint64": "ul", "float16": "h"}
+              "uint8": "ub", "int16": "s", "uint16": "us", "uint64": "ul", "float16": "h",
+              "bfloat16": "bf"}
 _cache: dict[tuple, type] = {}
 
 
