@@ -341,6 +341,11 @@ class Composite:
             return type(self)._wrap(self._v / o)
         return NotImplemented
 
+    def __rtruediv__(self, o):
+        if _is_number(o):  # s / v: component by component, as in kernels and Warp
+            return type(self)._wrap(o / self._v)
+        return NotImplemented
+
 
 def _is_number(o) -> bool:
     return isinstance(o, (int, float, np.number, np.bool_)) or (isinstance(o, np.ndarray) and o.ndim == 0)

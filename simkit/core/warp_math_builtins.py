@@ -1,7 +1,7 @@
 """Builtins of the table (:mod:`simkit.core.builtins`) that Warp code reaches and simkit had
 lacked: the error function, angle conversions, vector norms, the inverse of ``quat_rpy``,
-floating-point classification, and the identity quaternion and transform and the transform
-accessors under Warp's names.
+floating-point classification, the identity quaternion and transform and the transform
+accessors under Warp's names, and a scalar divided by a vector, matrix or quaternion.
 
 Example::
 
@@ -98,3 +98,25 @@ _("transform_get_translation", "t: transform(F)", "vec(3,F)", "return t.p;", "ad
   tan="return tan_t.p;", doc="The translation t.p.")
 _("transform_get_rotation", "t: transform(F)", "quat(F)", "return t.q;", "adj_t.q += adj_ret;",
   tan="return tan_t.q;", doc="The rotation t.q.")
+
+# ---------------------------------------------------------------------------
+# A scalar over a composite (Warp's s / v): component by component
+# ---------------------------------------------------------------------------
+_("div", "s: F, v: vec(N,F)", "vec(N,F)",
+  "vec_t<N, F> r; SK_UNROLL for (int i = 0; i < N; ++i) r[i] = s / v[i]; return r;",
+  "SK_UNROLL for (int i = 0; i < N; ++i) { adj_s += adj_ret[i] / v[i]; adj_v[i] -= adj_ret[i] * s / (v[i] * v[i]); }",
+  tan="vec_t<N, F> r; SK_UNROLL for (int i = 0; i < N; ++i) r[i] = tan_s / v[i] - s * tan_v[i] / (v[i] * v[i]);"
+  " return r;", doc="s / v: each component of v divides s.")
+_("div", "s: F, a: mat(R,C,F)", "mat(R,C,F)",
+  "mat_t<R, C, F> r; SK_UNROLL for (int i = 0; i < R; ++i) SK_UNROLL for (int j = 0; j < C; ++j)"
+  " r[i][j] = s / a[i][j]; return r;",
+  "SK_UNROLL for (int i = 0; i < R; ++i) SK_UNROLL for (int j = 0; j < C; ++j)"
+  " { adj_s += adj_ret[i][j] / a[i][j]; adj_a[i][j] -= adj_ret[i][j] * s / (a[i][j] * a[i][j]); }",
+  tan="mat_t<R, C, F> r; SK_UNROLL for (int i = 0; i < R; ++i) SK_UNROLL for (int j = 0; j < C; ++j)"
+  " r[i][j] = tan_s / a[i][j] - s * tan_a[i][j] / (a[i][j] * a[i][j]); return r;",
+  doc="s / a: each entry of a divides s.")
+_("div", "s: F, q: quat(F)", "quat(F)",
+  "quat_t<F> r; SK_UNROLL for (int i = 0; i < 4; ++i) r[i] = s / q[i]; return r;",
+  "SK_UNROLL for (int i = 0; i < 4; ++i) { adj_s += adj_ret[i] / q[i]; adj_q[i] -= adj_ret[i] * s / (q[i] * q[i]); }",
+  tan="quat_t<F> r; SK_UNROLL for (int i = 0; i < 4; ++i) r[i] = tan_s / q[i] - s * tan_q[i] / (q[i] * q[i]);"
+  " return r;", doc="s / q: each component of q divides s (not the inverse rotation).")

@@ -298,6 +298,7 @@ def _float_signatures(F) -> list:
     sigs += [(s, F) for s in WARP_MATH]  # warp_math_builtins.py
     sigs += [(s, V3) for s in NORMS] + [(s, V3, F) for s in ("norm_huber", "norm_pseudo_huber")]
     sigs += [("quat_to_rpy", Q), ("transform_get_translation", T), ("transform_get_rotation", T)]
+    sigs += [("/", F, V3), ("/", F, M23), ("/", F, Q)]
     return sigs
 
 
@@ -1488,6 +1489,9 @@ def _adjoint_cases() -> dict:
         "quat_to_rpy": (("quat_to_rpy", Q), [_quat]),
         "transform_get_translation": (("transform_get_translation", T), [_xform]),
         "transform_get_rotation": (("transform_get_rotation", T), [_xform]),
+        "scalar-over-vec3": (("/", D, V3), [_any(), _nonzero(0.5, 2.0, (3,))]),
+        "scalar-over-mat23": (("/", D, M23), [_any(), _nonzero(0.5, 2.0, (2, 3))]),
+        "scalar-over-quat": (("/", D, Q), [_any(), _nonzero(0.5, 2.0, (4,))]),
     }
     for n in SIZES:
         V, M, v, m = sk.vector(n, D), sk.matrix((n, n), D), _any(shape=(n,)), _any(shape=(n, n))

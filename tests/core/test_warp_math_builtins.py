@@ -115,6 +115,19 @@ def test_rotations_and_identities_match_warp(warp_kernels):
     assert got[3].tolist() == [[0.0, 0.0, 0.0, 1.0]] * N
 
 
+@pytest.mark.cpu_only("Warp runs on its own CPU device here")
+def test_a_scalar_over_a_vector_matrix_or_quat_divides_by_each_component_like_warp(warp_kernels):
+    rng = np.random.default_rng(6)
+    away = [rng.uniform(0.5, 2.0, (N,) + s) * rng.choice([-1.0, 1.0], (N,) + s) for s in ((3,), (2, 2), (4,))]
+    got, want = _both(warp_kernels, "scalar_over",
+                      [(rng.normal(size=N), "float64"), (away[0], "vec3d"), (away[1], "mat22d"), (away[2], "quatd")],
+                      [(N, "vec3d"), (N, "mat22d"), (N, "quatd")])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    np.testing.assert_allclose(got[1], 2.0 / away[1], rtol=1e-12)
+    assert 2.0 / sk.vec2(4.0, 0.5) == sk.vec2(0.5, 4.0)  # in Python too
+
+
 def test_quat_to_rpy_inverts_quat_rpy():
     @sk.kernel
     def round_trip(a: sk.array(dtype=sk.vec3d), out: sk.array(dtype=sk.vec3d)):

@@ -55,3 +55,13 @@ def rotations(q: M.array(dtype=M.quat), t: M.array(dtype=M.transformd), rpy: M.a
     r[i] = M.transform_get_rotation(t[i])
     ident[i] = M.quat_identity()
     ident_t[i] = M.transform_identity()
+
+
+@M.kernel
+def scalar_over(s: M.array(dtype=M.float64), v: M.array(dtype=M.vec3d), m: M.array(dtype=M.mat22d),
+                q: M.array(dtype=M.quatd), ov: M.array(dtype=M.vec3d), om: M.array(dtype=M.mat22d),
+                oq: M.array(dtype=M.quatd)):
+    i = M.tid()
+    ov[i] = s[i] / v[i]
+    om[i] = M.float64(2.0) / m[i]
+    oq[i] = s[i] / q[i]
