@@ -4,6 +4,7 @@ the f-suffixed float32 aliases (``vec3f`` ... ``spatial_matrixf``) and ``sk.type
 on the same types and values."""
 
 import ctypes
+import typing
 
 import numpy as np
 import pytest
@@ -59,7 +60,7 @@ def test_type_repr_of_other_shapes_is_warps(shape, dtype):
 def test_type_repr_of_python_types_arrays_and_generic_sizes():
     assert [sk.types.type_repr(t) for t in (int, float, bool)] == ["int", "float", "bool"]
     assert sk.types.type_repr(sk.array(dtype=float, ndim=2)) == wp.types.type_repr(wp.array(dtype=float, ndim=2))
-    assert sk.types.type_repr(sk.types.vector(length=sk.types.Any, dtype=float)) == "vector(length=Any, dtype=float32)"
+    assert sk.types.type_repr(sk.types.vector(length=typing.Any, dtype=float)) == "vector(length=Any, dtype=float32)"
     with pytest.raises(TypeError, match="type_repr: 3 is not a simkit type"):
         sk.types.type_repr(3)
 
