@@ -77,9 +77,11 @@ _RPY_PARTS = ("F x = q[0], y = q[1], z = q[2], w = q[3];"
               " F rn = F(2) * (w * x + y * z), rd = F(1) - F(2) * (x * x + y * y);"
               " F s = F(2) * (w * y - z * x), yn = F(2) * (w * z + x * y), yd = F(1) - F(2) * (y * y + z * z);"
               " F sc = min_(max_(s, F(-1)), F(1));")
-_RPY_GRADS = (" quat_t<F> g_rn = {{F(2) * w, F(2) * z, F(2) * y, F(2) * x}}, g_rd = {{F(-4) * x, F(-4) * y, F(0), F(0)}};"
+_RPY_GRADS = (" quat_t<F> g_rn = {{F(2) * w, F(2) * z, F(2) * y, F(2) * x}};"
+              " quat_t<F> g_rd = {{F(-4) * x, F(-4) * y, F(0), F(0)}};"
               " quat_t<F> g_s = {{F(-2) * z, F(2) * w, F(-2) * x, F(2) * y}};"
-              " quat_t<F> g_yn = {{F(2) * y, F(2) * x, F(2) * w, F(2) * z}}, g_yd = {{F(0), F(-4) * y, F(-4) * z, F(0)}};"
+              " quat_t<F> g_yn = {{F(2) * y, F(2) * x, F(2) * w, F(2) * z}};"
+              " quat_t<F> g_yd = {{F(0), F(-4) * y, F(-4) * z, F(0)}};"
               " quat_t<F> d_roll = (g_rn * rd - g_rd * rn) * (F(1) / (rn * rn + rd * rd));"
               " quat_t<F> d_pitch = (s > F(-1) && s < F(1)) ? g_s * (F(1) / m::sqrt(F(1) - s * s)) : quat_t<F>{};"
               " quat_t<F> d_yaw = (g_yn * yd - g_yd * yn) * (F(1) / (yn * yn + yd * yd));")

@@ -221,7 +221,8 @@ class Op:
             self.builtin, factory = OPERATORS[spelling]
         else:
             self.builtin = spelling
-            factory = functools.partial({0: _call0, 1: _call1, 2: _call2, 3: _call3, 4: _call4}[len(ins)], getattr(sk, spelling))
+            calls = {0: _call0, 1: _call1, 2: _call2, 3: _call3, 4: _call4}
+            factory = functools.partial(calls[len(ins)], getattr(sk, spelling))
         found = B.resolve(self.builtin, list(ins))
         assert found is not None, f"no overload of {self.builtin} for {[_name(t) for t in ins]}"
         self.overload, _, self.out = found

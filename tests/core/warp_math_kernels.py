@@ -18,7 +18,8 @@ def scalar_functions(x: M.array(dtype=M.float64), out: M.array(dtype=M.float64, 
     out[i, 7] = M.step(x[i])
     out[i, 8] = M.nonzero(x[i])
     # Warp's constants are float32 in a kernel, simkit's take the other operand's type: cast both ways alike
-    out[i, 9] = x[i] * M.float64(M.float32(M.pi + M.e - M.half_pi * M.tau / M.phi + M.ln2 * M.ln10 * M.log2e * M.log10e))
+    c = M.float32(M.pi + M.e - M.half_pi * M.tau / M.phi + M.ln2 * M.ln10 * M.log2e * M.log10e)
+    out[i, 9] = x[i] * M.float64(c)
 
 
 @M.kernel
