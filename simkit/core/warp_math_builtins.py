@@ -122,3 +122,9 @@ _("div", "s: F, q: quat(F)", "quat(F)",
   "SK_UNROLL for (int i = 0; i < 4; ++i) { adj_s += adj_ret[i] / q[i]; adj_q[i] -= adj_ret[i] * s / (q[i] * q[i]); }",
   tan="quat_t<F> r; SK_UNROLL for (int i = 0; i < 4; ++i) r[i] = tan_s / q[i] - s * tan_q[i] / (q[i] * q[i]);"
   " return r;", doc="s / q: each component of q divides s (not the inverse rotation).")
+_("normalize", "q: quat(F)", "quat(F)", "F l = m::sqrt(inner_(q, q)); return l > F(0) ? q * (F(1) / l) : q;",
+  "F l = m::sqrt(inner_(q, q)); if (l > F(0)) { quat_t<F> n = q * (F(1) / l);"
+  " adj_q += (adj_ret - n * inner_(n, adj_ret)) * (F(1) / l); } else { adj_q += adj_ret; }",
+  tan="F l = m::sqrt(inner_(q, q)); if (!(l > F(0))) return tan_q; quat_t<F> n = q * (F(1) / l);"
+  " return (tan_q - n * inner_(n, tan_q)) * (F(1) / l);",
+  doc="q / |q| (a zero quaternion is returned as it is, as normalize does a zero vector).")

@@ -54,7 +54,7 @@ def rotations(q: M.array(dtype=M.quat), t: M.array(dtype=M.transformd), rpy: M.a
     rpy[i] = M.quat_to_rpy(q[i])
     p[i] = M.transform_get_translation(t[i])
     r[i] = M.transform_get_rotation(t[i])
-    ident[i] = M.quat_identity()
+    ident[i] = M.quat_identity() + M.normalize(q[i] * M.float32(3.0)) - q[i]
     ident_t[i] = M.transform_identity()
 
 
