@@ -128,3 +128,5 @@ _("normalize", "q: quat(F)", "quat(F)", "F l = m::sqrt(inner_(q, q)); return l >
   tan="F l = m::sqrt(inner_(q, q)); if (!(l > F(0))) return tan_q; quat_t<F> n = q * (F(1) / l);"
   " return (tan_q - n * inner_(n, tan_q)) * (F(1) / l);",
   doc="q / |q| (a zero quaternion is returned as it is, as normalize does a zero vector).")
+_("dot", "a: quat(F), b: quat(F)", "F", "return inner_(a, b);", "adj_a += b * adj_ret; adj_b += a * adj_ret;",
+  tan="return inner_(tan_a, b) + inner_(a, tan_b);", doc="The 4-d dot product of two quaternions' components.")

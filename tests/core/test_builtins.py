@@ -299,7 +299,7 @@ def _float_signatures(F) -> list:
     sigs += [(s, F) for s in WARP_MATH]  # warp_math_builtins.py
     sigs += [(s, V3) for s in NORMS] + [(s, V3, F) for s in ("norm_huber", "norm_pseudo_huber")]
     sigs += [("quat_to_rpy", Q), ("transform_get_translation", T), ("transform_get_rotation", T)]
-    sigs += [("/", F, V3), ("/", F, M23), ("/", F, Q), ("normalize", Q)]
+    sigs += [("/", F, V3), ("/", F, M23), ("/", F, Q), ("normalize", Q), ("dot", Q, Q)]
     return sigs
 
 
@@ -1494,6 +1494,7 @@ def _adjoint_cases() -> dict:
         "scalar-over-mat23": (("/", D, M23), [_any(), _nonzero(0.5, 2.0, (2, 3))]),
         "scalar-over-quat": (("/", D, Q), [_any(), _nonzero(0.5, 2.0, (4,))]),
         "normalize-quat": (("normalize", Q), [_vec(4)]),
+        "dot-quat": (("dot", Q, Q), [_any(shape=(4,)), _any(shape=(4,))]),
     }
     for n in SIZES:
         V, M, v, m = sk.vector(n, D), sk.matrix((n, n), D), _any(shape=(n,)), _any(shape=(n, n))

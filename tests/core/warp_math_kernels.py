@@ -52,7 +52,7 @@ def rotations(q: M.array(dtype=M.quat), t: M.array(dtype=M.transformd), rpy: M.a
               ident_t: M.array(dtype=M.transform)):
     i = M.tid()
     rpy[i] = M.quat_to_rpy(q[i])
-    p[i] = M.transform_get_translation(t[i])
+    p[i] = M.transform_get_translation(t[i]) * M.float64(M.dot(q[i], q[i] * M.float32(0.5)))
     r[i] = M.transform_get_rotation(t[i])
     ident[i] = M.quat_identity() + M.normalize(q[i] * M.float32(3.0)) - q[i]
     ident_t[i] = M.transform_identity()
