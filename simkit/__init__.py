@@ -31,7 +31,7 @@ from .core.mesh import Mesh, MeshQueryPoint, MeshQueryRay
 from .core.threads import get_threads, set_threads
 from .autograd.tape import Tape
 from .core.types import (float32, float64, int32, int64, uint32, bool_, int8, uint8, int16, uint16, uint64, float16,
-                         matrix, vector, quat_of, transform_of, WARP_NAMED_TYPES,
+                         matrix, vector, quat_of, transform_of, WARP_NAMED_TYPES, Int, Float, Scalar,
                          vec2, vec3, vec4, vec2d, vec3d, vec4d, vec2i, vec3i, vec4i, mat22, mat33, mat44,
                          mat22d, mat33d, mat44d, quat, quatd, transform, transformd, spatial_vector, spatial_vectord,
                          spatial_matrix, spatial_matrixd, dtype_from_numpy, dtype_to_numpy)
@@ -42,6 +42,12 @@ from . import autograd  # noqa: E402  (sk.autograd.jacobian, ...)
 from . import cuda  # noqa: E402  (sk.cuda.ptx, ...)
 
 globals().update({k: v for k, v in _STUBS.items() if k not in globals()})
+from .core.lang import CONSTANTS as _CONSTANTS  # noqa: E402
+globals().update(_CONSTANTS)  # sk.pi, sk.e, sk.inf, sk.nan, sk.tau, sk.PI, ... (Warp's constants)
+globals()["bool"] = bool_  # sk.bool, Warp's name of the kernel scalar (Python's bool is unchanged elsewhere)
+from .core.types import bfloat16  # noqa: E402  (None without the ml_dtypes package)
+if bfloat16 is None:
+    del bfloat16  # sk.bfloat16 then raises AttributeError, which __getattr__ below explains
 __version__ = "0.1.0"
 from . import sim  # noqa: E402  (sk.sim.ModelBuilder, ...; imports the kernel language above it)
 from . import render  # noqa: E402  (sk.render.UsdExporter, ...)
@@ -56,4 +62,7 @@ def __getattr__(name: str):
         import importlib
 
         return getattr(importlib.import_module(_SCENE_API[name]), name)
+    if name == "bfloat16":
+        raise AttributeError("sk.bfloat16 needs the ml_dtypes package (numpy has no bfloat16 dtype): "
+                             "pip install ml_dtypes")
     raise AttributeError(f"module 'simkit' has no attribute {name!r}")

@@ -23,11 +23,21 @@ from typing import Any
 import numpy as np
 
 from .core import types as _T
+from .core.array import Array, ArrayType, GenericArrayType
 from .core.types import dtype_from_numpy, dtype_to_numpy, matrix, vector
 
 __all__ = ["vector", "matrix", "quaternion", "transformation", "dtype_from_numpy", "dtype_to_numpy", "type_size",
            "type_size_in_bytes", "type_length", "type_scalar_type", "type_is_vector", "type_is_matrix",
-           "type_is_quaternion", "type_is_transformation", "type_is_int", "type_is_float", "types_equal"]
+           "type_is_quaternion", "type_is_transformation", "type_is_int", "type_is_float", "types_equal",
+           "type_repr", "type_ctype", "type_is_scalar", "type_is_value", "type_is_composite", "type_is_array",
+           "type_is_struct", "is_scalar", "is_value", "is_composite", "is_vector", "is_matrix", "is_quaternion",
+           "is_transformation", "is_array", "is_struct", "is_int", "is_float", "scalar_types", "int_types",
+           "float_types"]
+
+# The scalar types by kind, as Warp lists them (bool is a scalar type, neither int nor float).
+int_types = (_T.int8, _T.uint8, _T.int16, _T.uint16, _T.int32, _T.uint32, _T.int64, _T.uint64)
+float_types = _T.SMALL_FLOATS + (_T.float32, _T.float64)
+scalar_types = int_types + float_types + (_T.bool_,)
 
 
 def quaternion(dtype: Any = _T.float32) -> type:
@@ -184,3 +194,216 @@ def types_equal(a: Any, b: Any) -> bool:
         sk.types.types_equal(sk.vector(3, float), sk.vec3)    # True
     """
     return _T.resolve(a) is _T.resolve(b)
+
+
+def _warp_suffix(s: _T.ScalarType) -> str:
+    return "f" if s is _T.float32 else _T._CT_SUFFIX[s.__name__]
+
+
+def type_repr(t: Any) -> str:
+    """Warp's short text for a type: ``vec3f``, ``mat22h``, ``quatd``, ``vector(length=5, dtype=float64)``,
+    ``array(ndim=2, dtype=float32)``; Python's ``int``, ``float`` and ``bool`` as themselves.
+
+    Example::
+
+        sk.types.type_repr(sk.vec3)                      # 'vec3f'
+        sk.types.type_repr(sk.vector(6, sk.float32))     # 'vector(length=6, dtype=float32)'
+    """
+    if t in (int, float, bool):
+        return t.__name__
+    kind = getattr(t, "_sk_kind", None)
+    if kind == "scalar":
+        return t.__name__
+    if kind == "array":
+        return f"array(ndim={t.ndim}, dtype={type_repr(t.dtype)})"
+    if kind == "generic" and hasattr(t, "ndim"):
+        return f"array(ndim={t.ndim}, dtype=Any)"
+    if kind == "struct":
+        return t.__name__
+    if kind in ("quat", "transform"):
+        return ("quat" if kind == "quat" else "transform") + _warp_suffix(t._sk_scalar)
+    generic_components = isinstance(getattr(t, "_sk_scalar", None), _T.ScalarCategory)
+    if kind == "vec":
+        n, = t._sk_shape
+        if n in (2, 3, 4) and not generic_components:
+            return f"vec{n}{_warp_suffix(t._sk_scalar)}"
+        return f"vector(length={n or 'Any'}, dtype={t._sk_scalar.__name__})"
+    if kind == "mat":
+        r, c = t._sk_shape
+        if r in (2, 3, 4) and c in (2, 3, 4) and not generic_components:
+            return f"mat{r}{c}{_warp_suffix(t._sk_scalar)}"
+        return f"matrix(shape=({r or 'Any'}, {c or 'Any'}), dtype={t._sk_scalar.__name__})"
+    raise TypeError(f"sk.types.type_repr: {t!r} is not a simkit type")
+
+
+def type_ctype(dtype: Any) -> Any:
+    """The ctypes type of a value type's storage, as Warp's ``type_ctype``: ``ctypes.c_float`` for
+    float32, a ctypes array of the components for a vector, matrix, quat or transform.
+
+    Example::
+
+        sk.types.type_ctype(sk.float64)     # ctypes.c_double
+        sk.types.type_ctype(sk.vec3d)       # ctypes.c_double * 3
+    """
+    return _T.ctypes_of(_value_type(dtype, "type_ctype"))
+
+
+def type_is_scalar(t: Any) -> bool:
+    """Whether ``t`` is a numeric scalar type (``int`` and ``float`` count; ``bool`` does not, as in Warp).
+
+    Example::
+
+        sk.types.type_is_scalar(sk.float16)    # True
+    """
+    s = _T.resolve(t)
+    return isinstance(s, _T.ScalarType) and s is not _T.bool_
+
+
+def type_is_composite(t: Any) -> bool:
+    """Whether ``t`` is a vector, matrix, quaternion or transform type.
+
+    Example::
+
+        sk.types.type_is_composite(sk.quat)    # True
+    """
+    return _kind(t) in ("vec", "mat", "quat", "transform")
+
+
+def type_is_value(t: Any) -> bool:
+    """Whether ``t`` is a scalar, bool or composite type (what a kernel local can hold).
+
+    Example::
+
+        sk.types.type_is_value(sk.vec3)    # True
+    """
+    return isinstance(_T.resolve(t), _T.ScalarType) or type_is_composite(t)
+
+
+def type_is_array(t: Any) -> bool:
+    """Whether ``t`` is an array annotation type (``sk.array(dtype=float)``, generic ones too).
+
+    Example::
+
+        sk.types.type_is_array(sk.array(dtype=float, ndim=2))    # True
+    """
+    return isinstance(t, (ArrayType, GenericArrayType))
+
+
+def type_is_struct(t: Any) -> bool:
+    """Whether ``t`` is an ``@sk.struct`` class.
+
+    Example::
+
+        sk.types.type_is_struct(MyStruct)    # True
+    """
+    return getattr(t, "_sk_kind", None) == "struct" and isinstance(t, type)
+
+
+def is_scalar(x: Any) -> bool:
+    """Whether ``x`` is a Python int or float, as Warp's ``is_scalar`` (a bool or numpy number is not).
+
+    Example::
+
+        sk.types.is_scalar(1.5)    # True
+    """
+    return is_int(x) or is_float(x)
+
+
+def is_composite(x: Any) -> bool:
+    """Whether ``x`` is a vector, matrix, quaternion or transform value.
+
+    Example::
+
+        sk.types.is_composite(sk.vec3())    # True
+    """
+    return isinstance(x, _T.Composite)
+
+
+def is_value(x: Any) -> bool:
+    """Whether ``x`` is a Python int, float or bool, or a composite value.
+
+    Example::
+
+        sk.types.is_value(sk.mat22())    # True
+    """
+    return is_scalar(x) or type(x) is bool or is_composite(x)
+
+
+def is_vector(x: Any) -> bool:
+    """Whether ``x`` is a vector value.
+
+    Example::
+
+        sk.types.is_vector(sk.vec3())    # True
+    """
+    return isinstance(x, _T.Vector)
+
+
+def is_matrix(x: Any) -> bool:
+    """Whether ``x`` is a matrix value.
+
+    Example::
+
+        sk.types.is_matrix(sk.mat33())    # True
+    """
+    return isinstance(x, _T.Matrix)
+
+
+def is_quaternion(x: Any) -> bool:
+    """Whether ``x`` is a quaternion value.
+
+    Example::
+
+        sk.types.is_quaternion(sk.quat())    # True
+    """
+    return isinstance(x, _T.Quat)
+
+
+def is_transformation(x: Any) -> bool:
+    """Whether ``x`` is a transform value.
+
+    Example::
+
+        sk.types.is_transformation(sk.transform())    # True
+    """
+    return isinstance(x, _T.Transform)
+
+
+def is_array(x: Any) -> bool:
+    """Whether ``x`` is a simkit array.
+
+    Example::
+
+        sk.types.is_array(sk.zeros(3))    # True
+    """
+    return isinstance(x, Array)
+
+
+def is_struct(x: Any) -> bool:
+    """Whether ``x`` is an instance of an ``@sk.struct`` class.
+
+    Example::
+
+        sk.types.is_struct(MyStruct())    # True
+    """
+    return type_is_struct(type(x))
+
+
+def is_int(x: Any) -> bool:
+    """Whether ``x`` is a Python int, as Warp's ``is_int`` (a bool or numpy integer is not).
+
+    Example::
+
+        sk.types.is_int(3)    # True
+    """
+    return type(x) is int
+
+
+def is_float(x: Any) -> bool:
+    """Whether ``x`` is a Python float, as Warp's ``is_float`` (a numpy float is not).
+
+    Example::
+
+        sk.types.is_float(2.0)    # True
+    """
+    return type(x) is float

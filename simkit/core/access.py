@@ -241,7 +241,7 @@ class AccessMixin:
         if kind in ("vec", "quat"):
             if len(idx) != 1:
                 self.error(f"{type_str(t)} takes one index", node)
-            self.static_bounds(idx[0], t._sk_shape[0], node)
+            idx = [self.static_bounds(idx[0], t._sk_shape[0], node)]
             out = self.new_var(t._sk_scalar)
             if isinstance(idx[0], ir.Const):
                 self.emit([out], [base, idx[0]], "$o0 = $a0[$a1];", "$adj_a0[$a1] += $adj_o0;", tan=ir.LINEAR)
@@ -253,13 +253,12 @@ class AccessMixin:
         if kind == "mat":
             r, c = t._sk_shape
             if len(idx) == 2:
-                self.static_bounds(idx[0], r, node)
-                self.static_bounds(idx[1], c, node)
+                idx = [self.static_bounds(idx[0], r, node), self.static_bounds(idx[1], c, node)]
                 out = self.new_var(t._sk_scalar)
                 self.emit([out], [base, *idx], "$o0 = $a0[$a1][$a2];", "$adj_a0[$a1][$a2] += $adj_o0;", tan=ir.LINEAR)
                 return out
             if len(idx) == 1:
-                self.static_bounds(idx[0], r, node)
+                idx = [self.static_bounds(idx[0], r, node)]
                 out = self.new_var(T.vector(c, t._sk_scalar))
                 self.emit([out], [base, idx[0]], f"SK_UNROLL for (int k = 0; k < {c}; ++k) $o0[k] = $a0[$a1][k];",
                           f"SK_UNROLL for (int k = 0; k < {c}; ++k) $adj_a0[$a1][k] += $adj_o0[k];", tan=ir.LINEAR)
@@ -273,8 +272,14 @@ class AccessMixin:
             self.emit([], [i], f"if ($a0 < 0 || $a0 >= {n}) {{ sk::report_error(&sk_error, 6, {self.line}); $RETURN; }}")
 
     def static_bounds(self, i, n, node):
-        if isinstance(i, ir.Const) and not 0 <= int(i.value) < n:
-            self.error(f"index {int(i.value)} out of range for length {n}", node)
+        """Index ``i`` of a dimension of length ``n``, checked when constant; a negative constant
+        counts from the end, as in Python and Warp (``v[-1]`` is the last component)."""
+        if isinstance(i, ir.Const):
+            if not -n <= int(i.value) < n:
+                self.error(f"index {int(i.value)} out of range for length {n}", node)
+            if int(i.value) < 0:
+                return ir.Const(int(i.value) + n, i.type)
+        return i
 
     def insert(self, base, idx, value, node):
         """A copy of composite ``base`` with component ``idx`` replaced (differentiable)."""
@@ -282,7 +287,7 @@ class AccessMixin:
         kind = getattr(t, "_sk_kind", "")
         out = self.new_var(t)
         if kind in ("vec", "quat") and len(idx) == 1:
-            self.static_bounds(idx[0], t._sk_shape[0], node)
+            idx = [self.static_bounds(idx[0], t._sk_shape[0], node)]
             value = self.convert(value, t._sk_scalar, node)
             if isinstance(idx[0], ir.Const):
                 self.emit([out], [base, idx[0], value], "$o0 = $a0; $o0[$a1] = $a2;",
@@ -294,8 +299,7 @@ class AccessMixin:
                           "$adj_a0 += $adj_o0; $adj_o0 = {};", tan=ir.LINEAR)
             return out
         if kind == "mat" and len(idx) == 2:
-            self.static_bounds(idx[0], t._sk_shape[0], node)
-            self.static_bounds(idx[1], t._sk_shape[1], node)
+            idx = [self.static_bounds(idx[0], t._sk_shape[0], node), self.static_bounds(idx[1], t._sk_shape[1], node)]
             value = self.convert(value, t._sk_scalar, node)
             self.emit([out], [base, *idx, value], "$o0 = $a0; $o0[$a1][$a2] = $a3;",
                       "$adj_a3 += $adj_o0[$a1][$a2]; $adj_o0[$a1][$a2] = 0; $adj_a0 += $adj_o0; $adj_o0 = {};", tan=ir.LINEAR)

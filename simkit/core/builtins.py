@@ -433,6 +433,7 @@ template <typename V> SK_FUNC bool inner_eq_(const V& a, const V& b) {
 SK_FUNC void print_scalar_(float x) { printf("%g", double(x)); }
 SK_FUNC void print_scalar_(double x) { printf("%g", x); }
 SK_FUNC void print_scalar_(half x) { printf("%g", double(float(x))); }
+SK_FUNC void print_scalar_(bfloat16 x) { printf("%g", double(float(x))); }
 SK_FUNC void print_scalar_(int32_t x) { printf("%d", int(x)); }
 SK_FUNC void print_scalar_(int64_t x) { printf("%lld", (long long)x); }
 SK_FUNC void print_scalar_(uint32_t x) { printf("%u", (unsigned)x); }
@@ -763,6 +764,6 @@ def signatures(name: str) -> list[str]:
             for b in TABLE.get(name, ())]
 
 
-# The spatial-algebra and mesh query builtins are table entries like the others, kept in files
-# of their own.
-from . import mesh_builtins, spatial_builtins  # noqa: E402,F401
+# The spatial-algebra, mesh query and further Warp math builtins are table entries like the
+# others, kept in files of their own.
+from . import mesh_builtins, spatial_builtins, warp_math_builtins  # noqa: E402,F401

@@ -119,14 +119,17 @@ def require(device: Any, param: str = "device") -> str:
     return dev
 
 
-def get_device() -> str:
-    """The default device: where arrays are allocated when no device is given.
+def get_device(device: Any = None) -> str:
+    """The default device: where arrays are allocated when no device is given; given a device
+    (``"cpu"``, ``"cuda"``, ``"cuda:N"``), its canonical name, checked to exist, as Warp's
+    ``wp.get_device(ident)`` (which returns a ``Device`` object: simkit names devices by strings).
 
     Example::
 
-        sk.get_device()     # "cpu" unless sk.set_device() chose a GPU
+        sk.get_device()          # "cpu" unless sk.set_device() chose a GPU
+        sk.get_device("cpu")     # "cpu"
     """
-    return state.default
+    return state.default if device is None else require(device, "get_device(device)")
 
 
 def set_device(device: str) -> None:

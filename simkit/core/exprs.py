@@ -92,8 +92,8 @@ def literal(value, t) -> str:
         text = repr(f) if t is T.float64 else repr(float(np.float32(f)))
         if "e" not in text and "." not in text:
             text += ".0"
-        if t is T.float16:
-            return f"sk::half({text}f)"
+        if t is T.float16 or t is T.bfloat16:
+            return f"{t._sk_ctype}({text}f)"
         return text + ("f" if t is T.float32 else "")
     iv = int(value)
     return {"int32_t": f"{iv}", "int64_t": f"int64_t({iv}LL)", "uint32_t": f"{iv}u", "uint64_t": f"uint64_t({iv}ULL)",

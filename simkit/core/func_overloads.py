@@ -31,6 +31,7 @@ import numpy as np
 from . import builtins as B
 from . import types as T
 from .array import Array, ArrayType, GenericArrayType
+from .modules import generic_accepts, is_generic
 
 EXACT, LITERAL, ANY = 2, 1, 0  # how well one argument matches one annotation
 _KINDS = {"i": ("i", "u"), "f": ("f",), "b": ("b",)}  # the scalar kinds a literal of each kind can take
@@ -75,8 +76,10 @@ def describe(fn) -> str:
 def _kernel_match(want, t) -> int | None:
     if want is None:
         return ANY
-    if isinstance(want, GenericArrayType):
-        return LITERAL if want.accepts(t) else None
+    if isinstance(want, T.ScalarCategory) and isinstance(t, B.Weak):
+        return LITERAL if any(k in want.kinds for k in _KINDS[t.kind]) else None
+    if is_generic(want):
+        return LITERAL if generic_accepts(want, t) else None
     if t is want or (isinstance(want, ArrayType) and t == want):
         return EXACT
     if isinstance(t, B.Weak) and isinstance(want, T.ScalarType):
@@ -91,8 +94,14 @@ def _python_match(want, v) -> int | None:
         return ANY
     if isinstance(v, Array):
         if isinstance(want, GenericArrayType):
-            return LITERAL if want.accepts(v.type) else None
-        return EXACT if isinstance(want, ArrayType) and want == v.type else None
+            return LITERAL if want.accepts(v.type()) else None
+        return EXACT if isinstance(want, ArrayType) and want == v.type() else None
+    if isinstance(want, T.ScalarCategory):
+        kind = v.dtype.kind if isinstance(v, np.generic) else "b" if isinstance(v, bool) else \
+            "i" if isinstance(v, int) else "f" if isinstance(v, float) else None
+        return LITERAL if kind is not None and any(k in want.kinds for k in _KINDS.get(kind, kind)) else None
+    if T.is_generic_value(want):
+        return LITERAL if generic_accepts(want, type(v)) else None
     if not isinstance(want, T.ScalarType):
         return EXACT if type(v) is want else None
     if isinstance(v, np.generic):

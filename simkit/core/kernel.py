@@ -40,7 +40,8 @@ from .config import config
 from .errors import CompileError
 from .calls import firm_float
 from .exprs import Retype, type_str
-from .modules import Module, float_of, instantiate, is_generic, load_module, overload_types  # noqa: F401 (API)
+from .modules import (Module, float_of, generic_accepts, instantiate, is_generic, load_module,  # noqa: F401 (API)
+                      overload_types)
 
 log = logging.getLogger("simkit")
 
@@ -85,6 +86,11 @@ def eval_annotation(text: str, owner) -> object:
         raise TypeError(f"cannot evaluate annotation {text!r} of {owner.__qualname__}: {e}") from None
 
 
+def _ann_name(want) -> str:
+    """A generic annotation as its user wrote it: ``array(dtype=Any, ndim=1)``, ``vector(Any, float32)``."""
+    return repr(want) if isinstance(want, GenericArrayType) else T.type_name(want)
+
+
 def value_type(v, peer_float=None):
     """The simkit type a launch argument ``v`` gives a generic parameter, or None if it has none.
 
@@ -121,8 +127,11 @@ def _peer_float(values) -> T.ScalarType | None:
 class Kernel:
     """A compiled-on-demand kernel; launch it with ``sk.launch``.
 
-    ``sk.Kernel(func, key=...)`` builds one from a plain Python function at run time (the
-    decorator ``@sk.kernel`` does the same); ``key`` names it (default: the function's name).
+    ``sk.Kernel(func, key=..., options=...)`` builds one from a plain Python function at run
+    time, as Warp's ``wp.Kernel`` does (the decorator ``@sk.kernel`` does the same); ``key``
+    names it (default: the function's name, which ``.key`` then reads). Of Warp's ``options``,
+    ``{"enable_backward": False}`` is honoured; the others (``max_unroll``, ``fast_math``, ...)
+    tune Warp's own code generator and are kept in ``.options`` and ignored.
     A kernel with ``typing.Any`` parameters is generic: each launch instantiates (and caches)
     an overload for its arguments' types, see :func:`overload`.
 
@@ -133,19 +142,28 @@ class Kernel:
 
         k = sk.Kernel(scale, key="scale_any")
         sk.launch(k, 3, inputs=[sk.zeros(3, dtype=sk.float64), 2.0])   # float64 overload, s: float64
+        primal_only = sk.Kernel(func=scale, key="scale_fwd", options={"enable_backward": False})
     """
 
     _sk_kernel = True
 
-    def __init__(self, func: Callable, key: str | None = None, module: str | None = None, *,
-                 enable_backward: bool = True, arg_types: dict | None = None):
+    def __init__(self, func: Callable, key: str | None = None, module: str | None = None,
+                 options: dict | None = None, *, enable_backward: bool = True, arg_types: dict | None = None):
         if not callable(func) or not hasattr(func, "__code__"):
             raise TypeError(f"sk.Kernel expects a Python function, got {type(func).__name__}")
         if key is not None and (not isinstance(key, str) or not key):
             raise TypeError(f"sk.Kernel(key=...) takes a non-empty string, got {key!r}")
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(f"sk.Kernel(options=...) takes a dict such as {{'enable_backward': False}}, "
+                            f"got {type(options).__name__}")
+        self.options = dict(options or {})
+        enable_backward = self.options.get("enable_backward", enable_backward)
+        if not isinstance(enable_backward, (bool, np.bool_)):
+            raise TypeError(f"sk.Kernel: enable_backward must be True or False, got {enable_backward!r}")
         self.func = func
-        self.key = key
-        self.name = key or func.__name__
+        self._custom_key = key  # a given key is part of the C name: two kernels of one function may coexist
+        self.key = key or func.__name__
+        self.name = self.key
         self.enable_backward = bool(enable_backward)
         self.arg_types = arg_types if arg_types is not None else _annotations(func, "kernel", require=True)
         self.arg_names = list(self.arg_types)
@@ -171,7 +189,7 @@ class Kernel:
 
     @property
     def cname(self) -> str:
-        ident = f"{self.module.name}.{self.func.__qualname__}" + (f":{self.key}" if self.key else "")
+        ident = f"{self.module.name}.{self.func.__qualname__}" + (f":{self._custom_key}" if self._custom_key else "")
         h = hashlib.sha256(ident.encode()).hexdigest()[:6]
         return f"{re.sub(r'[^0-9A-Za-z_]', '_', self.name)}_{h}_{self._index}"
 
@@ -189,8 +207,8 @@ class Kernel:
         for name, want, t in zip(self.arg_names, self.arg_types.values(), types):
             if t is None or is_generic(t) or not hasattr(t, "_sk_kind"):
                 raise TypeError(f"{self.name}: overload needs a concrete simkit type for '{name}', got {t!r}")
-            if isinstance(want, GenericArrayType) and not want.accepts(t):
-                raise TypeError(f"{self.name}: parameter '{name}' is {want!r}, got {T.type_name(t)}")
+            if is_generic(want) and not generic_accepts(want, t):
+                raise TypeError(f"{self.name}: parameter '{name}' is {_ann_name(want)}, got {T.type_name(t)}")
             if want is not None and not is_generic(want) and t != want:
                 raise TypeError(f"{self.name}: parameter '{name}' is {T.type_name(want)}, got {T.type_name(t)}")
         key = tuple(types)
@@ -205,7 +223,7 @@ class Kernel:
                 self.module.instantiate(real)  # its siblings first, in definition order: one batch, stable names
                 inst = self._instances.get(key)
         if inst is None:
-            inst = self._instances[key] = Kernel(self.func, self.key, target.name,
+            inst = self._instances[key] = Kernel(self.func, self._custom_key, target.name, self.options,
                                                  enable_backward=self.enable_backward,
                                                  arg_types=dict(zip(self.arg_names, types)))
         return inst
@@ -234,9 +252,10 @@ class Kernel:
             if t is None:
                 raise TypeError(f"{self.name}(): argument '{name}' is generic (Any) and got a "
                                 f"{type(v).__name__}, which has no simkit type")
-            if isinstance(want, GenericArrayType) and not want.accepts(t):
-                raise TypeError(f"{self.name}(): argument '{name}' expects {want!r}, got {type(v).__name__}"
-                                + (f" {T.type_name(t)}" if not isinstance(t, ArrayType) else f" with ndim={t.ndim}"))
+            if not generic_accepts(want, t):
+                got = type(v).__name__ + (f" with ndim={t.ndim}" if isinstance(t, ArrayType) else
+                                          "" if type(v).__name__ == T.type_name(t) else f" {T.type_name(t)}")
+                raise TypeError(f"{self.name}(): argument '{name}' expects {_ann_name(want)}, got {got}")
             types.append(t)
         return self.overload(types)
 
@@ -481,9 +500,12 @@ class Function:
             t = getattr(a, "type", None)
             if t is None:
                 builder.error(f"{self.name}(): argument '{pname}' must be a value", node)
-            if isinstance(want, GenericArrayType):
-                if not want.accepts(t):
-                    builder.error(f"{self.name}(): argument '{pname}' expects {want!r}, got {type_str(t)}", node)
+            if isinstance(want, T.ScalarCategory) and isinstance(t, B.Weak):  # a literal for x: sk.Float
+                t = peer if peer is not None and t.default().is_float else t.default()
+            if want is not None and is_generic(want):
+                if not generic_accepts(want, t):
+                    builder.error(f"{self.name}(): argument '{pname}' expects {_ann_name(want)}, got {type_str(t)}",
+                                  node)
                 types.append(t)
                 continue
             if want is not None:

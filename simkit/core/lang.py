@@ -2,20 +2,53 @@
 
 These stubs exist so that ``sk.tid``, ``sk.sin``, ... resolve as attributes and can
 be imported; the frontend recognises them by their ``_sk_builtin`` marker. Calling
-one from plain Python raises a clear error instead of doing something else.
+one from plain Python raises a clear error instead of doing something else, except for
+the few that Warp also runs on the host (:data:`PYTHON_SCOPE`: ``sk.quat_identity()``).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from . import builtins as _table
+from . import types as _types
 
 _SPECIAL = ("tid", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "printf", "identity", "len")
 
 
+def _quat_identity(dtype: Any = float) -> Any:
+    return _types.quat_of(dtype)()
+
+
+def _transform_identity(dtype: Any = float) -> Any:
+    return _types.transform_of(dtype)()
+
+
+def _transform_part(name: str, part: str):
+    def get(t: Any) -> Any:
+        if getattr(type(t), "_sk_kind", None) != "transform":
+            raise TypeError(f"sk.{name}() takes a transform, got {type(t).__name__}")
+        return getattr(t, part)
+    return get
+
+
+# Builtins that also run in plain Python, as Warp's do (Warp code builds identities on the host).
+PYTHON_SCOPE = {"quat_identity": _quat_identity, "transform_identity": _transform_identity,
+                "transform_get_translation": _transform_part("transform_get_translation", "p"),
+                "transform_get_rotation": _transform_part("transform_get_rotation", "q")}
+
+# Warp's math constants (wp.pi, wp.PI, ...): plain floats, constants in kernels.
+CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan, "half_pi": math.pi / 2, "tau": math.tau,
+             "ln2": math.log(2.0), "ln10": math.log(10.0), "log2e": 1.0 / math.log(2.0),
+             "log10e": 1.0 / math.log(10.0), "phi": (1.0 + math.sqrt(5.0)) / 2.0}
+CONSTANTS.update({k.upper(): v for k, v in CONSTANTS.items()})
+
+
 def _stub(name: str):
     def f(*args, **kwargs):
+        if name in PYTHON_SCOPE:
+            return PYTHON_SCOPE[name](*args, **kwargs)
         raise RuntimeError(f"sk.{name}() can only be called inside an @sk.kernel or @sk.func")
 
     f.__name__ = name

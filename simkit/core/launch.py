@@ -115,9 +115,9 @@ def _array_packer(base, off, name, t, kname):
 def _scalar_packer(args, field, name, t, kname):
     kind = t.kind
     py = {"f": float, "i": int, "u": int, "b": bool}[kind]
-    if t is T.float16:  # passed as its 16-bit pattern (ctypes has no half)
+    if t in T.SMALL_FLOATS:  # float16, bfloat16: passed as their 16-bit pattern (ctypes has no such type)
         def py(v):
-            return int(np.float16(v).view(np.uint16))
+            return int(np.asarray(v, dtype=t.np_dtype).view(np.uint16))
     ok = (float, int, np.floating, np.integer, bool, np.bool_) if kind == "f" else (int, np.integer, bool, np.bool_)
 
     def pack(v, device="cpu"):

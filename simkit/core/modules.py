@@ -38,8 +38,18 @@ log = logging.getLogger("simkit")
 
 
 def is_generic(t) -> bool:
-    """Whether a parameter annotation is generic (``typing.Any``, ``sk.array(dtype=Any)``)."""
-    return t is None or isinstance(t, GenericArrayType)
+    """Whether a parameter annotation is generic (``typing.Any``, ``sk.array(dtype=Any)``,
+    ``sk.vector(Any, float)``, ``sk.matrix((Any, Any), float)``)."""
+    return t is None or isinstance(t, GenericArrayType) or T.is_generic_value(t)
+
+
+def generic_accepts(want, t) -> bool:
+    """Whether concrete type ``t`` instantiates generic annotation ``want`` (``typing.Any``: any type)."""
+    if want is None:
+        return True
+    if isinstance(want, GenericArrayType):
+        return want.accepts(t)
+    return T.fits_generic_value(want, t)
 
 
 def float_of(t):
@@ -79,6 +89,9 @@ class Module:
         self.parent: Module | None = None  # for a float module: the module its generic kernels are defined in
         self.instantiated = False  # for a float module: the parent's declared overloads have been made
         self._made: dict = {}  # float type -> (how many generic kernels then, {name: overload})
+        # Warp's module options, read by ported code; simkit's options are per kernel
+        # (sk.Kernel(options=...), @sk.kernel(enable_backward=False)), so these are the defaults.
+        self.options = {"enable_backward": True}
 
     @classmethod
     def of(cls, name: str) -> "Module":

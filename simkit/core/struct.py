@@ -144,8 +144,8 @@ def struct(cls):
                 raise TypeError(f"{where} expects a {t.__name__} struct, got {type(value).__name__}")
         elif kind == "scalar":
             value = _scalar_value(t, value, where)
-            # a float16 goes in as its bit pattern (ctypes has no half)
-            setattr(self._c, name, (value.view(np.uint16) if t is T.float16 else value).item())
+            # a float16 or bfloat16 goes in as its bit pattern (ctypes has no such type)
+            setattr(self._c, name, (value.view(np.uint16) if t in T.SMALL_FLOATS else value).item())
         elif value is None:  # resets the field to what a struct built without it holds, as Warp does
             value = t()
         else:

@@ -82,6 +82,58 @@ uint64 = ScalarType("uint64", np.uint64, "uint64_t", "u", ctypes.c_uint64)
 float16 = ScalarType("float16", np.float16, "sk::half", "f", ctypes.c_uint16)
 
 SCALARS = (float32, float64, int32, int64, uint32, bool_, int8, uint8, int16, uint16, uint64, float16)
+
+# bfloat16 (Warp's wp.bfloat16): float32's range with 8 significant bits, stored in 16 bits and
+# computed in float32 like float16 (each operation rounds back), on the CPU and the GPU. Its
+# numpy dtype is ml_dtypes.bfloat16 (numpy has none); without the ml_dtypes package installed
+# simkit has no bfloat16 and sk.bfloat16 says so.
+try:
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # pragma: no cover - ml_dtypes comes with jax and with warp-lang
+    _ml_dtypes = None
+if _ml_dtypes is not None:
+    bfloat16 = ScalarType("bfloat16", _ml_dtypes.bfloat16, "sk::bfloat16", "f", ctypes.c_uint16)
+    SCALARS = SCALARS + (bfloat16,)
+else:
+    bfloat16 = None
+# The 16-bit floats, passed to launches and struct fields as their bit patterns (ctypes has no such type).
+SMALL_FLOATS = tuple(t for t in (float16, bfloat16) if t is not None)
+
+
+class ScalarCategory:
+    """A generic component type, Warp's ``wp.Int``, ``wp.Float`` and ``wp.Scalar`` (and
+    ``typing.Any`` as a vector's or matrix's ``dtype``): as an annotation it takes every scalar
+    type of its kind, one overload each, alone (``x: sk.Float``) or as the components of a vector
+    or matrix (``sk.types.vector(3, sk.Float)``).
+
+    Example::
+
+        @sk.func
+        def total(v: sk.types.vector(3, sk.Float)):
+            return v[0] + v[1] + v[2]          # one overload for vec3, another for vec3d
+    """
+
+    _sk_kind = "scalar_category"
+    _sk_shape: tuple[int, ...] = ()
+    _sk_ctype = ""  # never compiled: each overload has a concrete type
+
+    def __init__(self, name: str, kinds: str):
+        self.__name__ = name
+        self.kinds = kinds  # the ScalarType kinds it takes: 'f', 'i', 'u', 'b'
+        self._sk_scalar = self
+
+    def accepts(self, t: Any) -> bool:
+        """Whether the concrete scalar type ``t`` is of this category."""
+        return isinstance(t, ScalarType) and t.kind in self.kinds
+
+    def __repr__(self) -> str:
+        return f"sk.{self.__name__}" if self.__name__ != "Any" else "Any"
+
+
+Int = ScalarCategory("Int", "iu")
+Float = ScalarCategory("Float", "f")
+Scalar = ScalarCategory("Scalar", "iuf")
+ANY_SCALAR = ScalarCategory("Any", "iufb")
 _SCALAR_BY_NP = {s.np_dtype: s for s in SCALARS}
 
 
@@ -304,6 +356,11 @@ class Composite:
             return type(self)._wrap(self._v / o)
         return NotImplemented
 
+    def __rtruediv__(self, o):
+        if _is_number(o):  # s / v: component by component, as in kernels and Warp
+            return type(self)._wrap(o / self._v)
+        return NotImplemented
+
 
 def _is_number(o) -> bool:
     return isinstance(o, (int, float, np.number, np.bool_)) or (isinstance(o, np.ndarray) and o.ndim == 0)
@@ -430,7 +487,8 @@ class Transform(Composite):
 
 # Warp's suffixes: vec3d, vec3i, vec3b (int8), vec3ub, vec3s (int16), vec3us, vec3l, vec3ul, vec3h (float16).
 _CT_SUFFIX = {"float32": "f", "float64": "d", "int32": "i", "int64": "l", "uint32": "ui", "bool": "bool", "int8": "b",
-              "uint8": "ub", "int16": "s", "uint16": "us", "uint64": "ul", "float16": "h"}
+              "uint8": "ub", "int16": "s", "uint16": "us", "uint64": "ul", "float16": "h",
+              "bfloat16": "bf"}
 _cache: dict[tuple, type] = {}
 
 
@@ -449,25 +507,87 @@ def _check_scalar(dtype: Any, what: str) -> ScalarType:
     return s
 
 
-def vector(length: int, dtype: Any = float32) -> type:
-    """The vector type of ``length`` components of ``dtype``; ``sk.vector(3, sk.float64) is sk.vec3d``."""
-    s = _check_scalar(dtype, "vector")
-    if not isinstance(length, (int, np.integer)) or isinstance(length, bool) or length < 1:
-        raise ValueError(f"vector length must be a positive int, got {length!r}")
-    length = int(length)
-    return _make(Vector, f"vec{length}{_CT_SUFFIX[s.__name__] if s is not float32 else ''}", (length,), s, f"sk::vec_t<{length}, {s._sk_ctype}>")
+def _component_type(dtype: Any, what: str) -> Any:
+    """A vector's or matrix's component type: a scalar type, or a generic one (``Any``, ``sk.Float``, ...)."""
+    if dtype is Any:
+        return ANY_SCALAR
+    if isinstance(dtype, ScalarCategory):
+        return dtype
+    return _check_scalar(dtype, what)
 
 
-def matrix(shape: tuple[int, int], dtype: Any = float32) -> type:
-    """The matrix type of ``shape`` (rows, cols); ``sk.matrix((3, 3), float) is sk.mat33``."""
-    s = _check_scalar(dtype, "matrix")
-    try:
-        r, c = (int(x) for x in shape)
-    except (TypeError, ValueError):
-        raise ValueError(f"matrix shape must be (rows, cols), got {shape!r}") from None
-    if r < 1 or c < 1:
-        raise ValueError(f"matrix shape must be positive, got {shape!r}")
-    return _make(Matrix, f"mat{r}{c}{_CT_SUFFIX[s.__name__] if s is not float32 else ''}", (r, c), s, f"sk::mat_t<{r}, {c}, {s._sk_ctype}>")
+def _suffix(s: Any) -> str:
+    return "" if s is float32 else _CT_SUFFIX[s.__name__]
+
+
+def _dim(n: Any, what: str) -> int:
+    """One dimension of a vector or matrix type: a non-negative int, ``typing.Any`` meaning 0 (any)."""
+    if n is Any:
+        return 0
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
+        raise ValueError(f"{what} must be a non-negative int or typing.Any, got {n!r}")
+    return int(n)
+
+
+def vector(length: Any, dtype: Any = float32) -> type:
+    """The vector type of ``length`` components of ``dtype``; ``sk.vector(3, sk.float64) is sk.vec3d``.
+
+    ``length=typing.Any`` is Warp's generic length and the same type as ``length=0``: as a
+    parameter annotation it takes a vector of any length of ``dtype`` (each length an overload);
+    as a value, ``sk.vector(0, float)()`` is the empty vector.
+
+    Example::
+
+        sk.vector(length=5, dtype=sk.float64)     # vec5d
+        sk.vector(typing.Any, float)              # a parameter taking vec2, vec3, vec6, ... of float32
+    """
+    s = _component_type(dtype, "vector")
+    n = _dim(length, "vector length")
+    generic = n == 0 or isinstance(s, ScalarCategory)
+    name = f"vector({n or 'Any'}, {s.__name__})" if generic else f"vec{n}{_suffix(s)}"
+    return _make(Vector, name, (n,), s, f"sk::vec_t<{n}, {s._sk_ctype}>")
+
+
+def matrix(shape: tuple[Any, Any], dtype: Any = float32) -> type:
+    """The matrix type of ``shape`` (rows, cols); ``sk.matrix((3, 3), float) is sk.mat33``.
+
+    A dimension given as ``typing.Any`` (or 0, the same) is generic, as in Warp: as a parameter
+    annotation ``sk.matrix((Any, Any), float)`` takes a float32 matrix of any shape.
+
+    Example::
+
+        sk.matrix(shape=(2, 3), dtype=float)      # mat23
+        sk.matrix((typing.Any, 3), float)         # a parameter taking mat13, mat23, mat33, ...
+    """
+    s = _component_type(dtype, "matrix")
+    if not isinstance(shape, (tuple, list)) or len(shape) != 2:
+        raise ValueError(f"matrix shape must be (rows, cols), got {shape!r}")
+    r, c = (_dim(x, "matrix shape entries") for x in shape)
+    generic = not (r and c) or isinstance(s, ScalarCategory)
+    name = f"matrix(({r or 'Any'}, {c or 'Any'}), {s.__name__})" if generic else f"mat{r}{c}{_suffix(s)}"
+    return _make(Matrix, name, (r, c), s, f"sk::mat_t<{r}, {c}, {s._sk_ctype}>")
+
+
+def is_generic_value(t: Any) -> bool:
+    """Whether ``t`` is a generic scalar (``sk.Float``, ...) or a vector or matrix type with a generic
+    dimension (``Any``, i.e. 0) or component type."""
+    if isinstance(t, ScalarCategory):
+        return True
+    return (getattr(t, "_sk_kind", None) in ("vec", "mat") and isinstance(t, type)
+            and (0 in t._sk_shape or isinstance(t._sk_scalar, ScalarCategory)))
+
+
+def fits_generic_value(want: Any, t: Any) -> bool:
+    """Whether concrete type ``t`` instantiates the generic annotation ``want``: a scalar of its
+    category; or a vector (matrix) of the same kind whose component type ``want``'s is or takes,
+    of the same size in every dimension ``want`` fixes."""
+    if isinstance(want, ScalarCategory):
+        return want.accepts(t)
+    if getattr(t, "_sk_kind", None) != want._sk_kind or is_generic_value(t):
+        return False
+    ws = want._sk_scalar
+    return ((ws.accepts(t._sk_scalar) if isinstance(ws, ScalarCategory) else t._sk_scalar is ws)
+            and all(w == 0 or w == n for w, n in zip(want._sk_shape, t._sk_shape)))
 
 
 def quat_of(dtype: Any = float32) -> type:
@@ -554,6 +674,11 @@ WARP_NAMED_TYPES.update({f"vec{n}h": vector(n, float16) for n in (2, 3, 4)})
 WARP_NAMED_TYPES.update({f"mat{n}{n}h": matrix((n, n), float16) for n in (2, 3, 4)})
 WARP_NAMED_TYPES.update(quath=quat_of(float16), transformh=transform_of(float16),
                         spatial_vectorh=vector(6, float16), spatial_matrixh=matrix((6, 6), float16))
+# Warp's float32 spellings with the suffix: vec3f is vec3, mat33f is mat33, quatf is quat, ...
+WARP_NAMED_TYPES.update({f"vec{n}f": vector(n, float32) for n in (2, 3, 4)})
+WARP_NAMED_TYPES.update({f"mat{n}{n}f": matrix((n, n), float32) for n in (2, 3, 4)})
+WARP_NAMED_TYPES.update(quatf=quat_of(float32), transformf=transform_of(float32),
+                        spatial_vectorf=vector(6, float32), spatial_matrixf=matrix((6, 6), float32))
 mat22, mat33, mat44 = (matrix((n, n)) for n in (2, 3, 4))
 mat22d, mat33d, mat44d = (matrix((n, n), float64) for n in (2, 3, 4))
 quat, quatd = quat_of(float32), quat_of(float64)

@@ -33,7 +33,7 @@ def compute_type(real):
 
         compute_type(sk.float16)      # sk.float32
     """
-    return sk.float32 if real is sk.float16 else real
+    return sk.float32 if real in (sk.float16, getattr(sk, "bfloat16", None)) else real
 
 
 @sk.kernel

@@ -41,6 +41,13 @@ def _name(t) -> str:
 # resolves like `sk.sin`; operators need their own source line each.
 
 
+def _call0(fn, R):
+    @sk.kernel
+    def call0(out: sk.array(dtype=R)):
+        out[sk.tid()] = fn()
+    return call0
+
+
 def _call1(fn, A, R):
     @sk.kernel
     def call1(a: sk.array(dtype=A), out: sk.array(dtype=R)):
@@ -214,7 +221,8 @@ class Op:
             self.builtin, factory = OPERATORS[spelling]
         else:
             self.builtin = spelling
-            factory = functools.partial({1: _call1, 2: _call2, 3: _call3, 4: _call4}[len(ins)], getattr(sk, spelling))
+            calls = {0: _call0, 1: _call1, 2: _call2, 3: _call3, 4: _call4}
+            factory = functools.partial(calls[len(ins)], getattr(sk, spelling))
         found = B.resolve(self.builtin, list(ins))
         assert found is not None, f"no overload of {self.builtin} for {[_name(t) for t in ins]}"
         self.overload, _, self.out = found
@@ -288,7 +296,16 @@ def _float_signatures(F) -> list:
     sigs += [("spatial_top", S6), ("spatial_bottom", S6), ("spatial_transpose", M66), ("spatial_adjoint", M33, M33)]
     sigs += [(s, S6, S6) for s in ("spatial_dot", "spatial_cross", "spatial_cross_dual")]
     sigs += [(s, T, S6) for s in ("transform_twist", "transform_wrench")]
+    sigs += [(s, F) for s in WARP_MATH]  # warp_math_builtins.py
+    sigs += [(s, V3) for s in NORMS] + [(s, V3, F) for s in ("norm_huber", "norm_pseudo_huber")]
+    sigs += [("quat_to_rpy", Q), ("transform_get_translation", T), ("transform_get_rotation", T)]
+    sigs += [("/", F, V3), ("/", F, M23), ("/", F, Q), ("normalize", Q), ("dot", Q, Q)]
     return sigs
+
+
+WARP_MATH = ["erf", "erfc", "cbrt", "degrees", "radians", "rint", "frac", "step", "nonzero", "isnan", "isinf",
+             "isfinite"]
+NORMS = ["norm_l1", "norm_l2", "norm_huber", "norm_pseudo_huber"]
 
 
 def _int_signatures() -> list:
@@ -305,7 +322,7 @@ BITWISE = {"bit_and": np.bitwise_and, "bit_or": np.bitwise_or, "bit_xor": np.bit
 
 # (spelling, operand types...) -> Op, e.g. OPS["*", sk.mat33d, sk.vec3d] or OPS["cross", sk.vec3, sk.vec3]
 OPS: dict = {sig: Op(*sig) for sig in [*_float_signatures(sk.float32), *_float_signatures(sk.float64),
-                                       *_int_signatures()]}
+                                       *_int_signatures(), ("quat_identity",), ("transform_identity",)]}
 
 
 @sk.kernel
@@ -1462,6 +1479,22 @@ def _adjoint_cases() -> dict:
         "spatial_adjoint": (("spatial_adjoint", M33, M33), [_any(shape=(3, 3)), _any(shape=(3, 3))]),
         "transform_twist": (("transform_twist", T, S6), [_xform, _any(shape=(6,))]),
         "transform_wrench": (("transform_wrench", T, S6), [_xform, _any(shape=(6,))]),
+        "erf": (("erf", D), [_any(-2, 2)]), "erfc": (("erfc", D), [_any(-2, 2)]),
+        "cbrt": (("cbrt", D), [_nonzero(0.2, 3.0)]), "degrees": (("degrees", D), [_any(-3, 3)]),
+        "radians": (("radians", D), [_any(-180, 180)]), "frac": (("frac", D), [lambda: _off_integer(D)]),
+        "norm_l1": (("norm_l1", V3), [_nonzero(0.1, 2.0, (3,))]), "norm_l2": (("norm_l2", V3), [_vec(3)]),
+        "norm_huber": (("norm_huber", V3), [_any(-1.5, 1.5, (3,))]),
+        "norm_huber-delta": (("norm_huber", V3, D), [_any(-1.5, 1.5, (3,)), _any(0.5, 2.0)]),
+        "norm_pseudo_huber": (("norm_pseudo_huber", V3), [_any(-2, 2, (3,))]),
+        "norm_pseudo_huber-delta": (("norm_pseudo_huber", V3, D), [_any(-2, 2, (3,)), _any(0.5, 2.0)]),
+        "quat_to_rpy": (("quat_to_rpy", Q), [_quat]),
+        "transform_get_translation": (("transform_get_translation", T), [_xform]),
+        "transform_get_rotation": (("transform_get_rotation", T), [_xform]),
+        "scalar-over-vec3": (("/", D, V3), [_any(), _nonzero(0.5, 2.0, (3,))]),
+        "scalar-over-mat23": (("/", D, M23), [_any(), _nonzero(0.5, 2.0, (2, 3))]),
+        "scalar-over-quat": (("/", D, Q), [_any(), _nonzero(0.5, 2.0, (4,))]),
+        "normalize-quat": (("normalize", Q), [_vec(4)]),
+        "dot-quat": (("dot", Q, Q), [_any(shape=(4,)), _any(shape=(4,))]),
     }
     for n in SIZES:
         V, M, v, m = sk.vector(n, D), sk.matrix((n, n), D), _any(shape=(n,)), _any(shape=(n, n))

@@ -111,3 +111,38 @@ def test_an_index_out_of_range_in_debug_mode_raises_naming_kernel_and_line():
             sk.launch(flip, 2, inputs=[v, which], outputs=[sk.zeros(2, dtype=vec3d)])
     finally:
         sk.config.mode = "release"
+
+
+@sk.kernel
+def from_the_end(v: sk.array(dtype=vec3d), m: sk.array(dtype=sk.mat33d), out: sk.array(dtype=vec3d)):
+    i = sk.tid()
+    x = v[i]
+    a = m[i]
+    x[-1] = x[-3] * a[-1, -2]
+    x[-2] += a[-1][0]
+    out[i] = x
+
+
+def test_a_negative_constant_index_counts_from_the_end_as_in_python_and_warp():
+    rng = np.random.default_rng(4)
+    v, m = rng.normal(size=(3, 3)), rng.normal(size=(3, 3, 3))
+    va, ma = sk.array(v, dtype=vec3d, requires_grad=True), sk.array(m, dtype=sk.mat33d, requires_grad=True)
+    out = sk.zeros(3, dtype=vec3d, requires_grad=True)
+    with sk.Tape() as tape:
+        sk.launch(from_the_end, 3, inputs=[va, ma], outputs=[out])
+    want = v.copy()
+    want[:, 2] = v[:, 0] * m[:, 2, 1]
+    want[:, 1] += m[:, 2, 0]
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-12)
+    tape.backward(grads={out: np.ones((3, 3))})
+    np.testing.assert_allclose(va.grad.numpy(), np.stack([1.0 + m[:, 2, 1], np.ones(3), np.zeros(3)], 1), rtol=1e-12)
+
+
+def test_a_constant_index_past_either_end_is_refused_at_compile_time():
+    @sk.kernel
+    def too_far(v: sk.array(dtype=vec3d)):
+        x = v[0]
+        v[0] = sk.vec3d(x[-4], 0.0, 0.0)
+
+    with pytest.raises(sk.CompileError, match="index -4 out of range for length 3"):
+        sk.launch(too_far, 1, inputs=[sk.zeros(1, dtype=vec3d)])

@@ -133,3 +133,9 @@ def test_importing_simkit_does_not_touch_the_cuda_driver():
             "assert driver._drv is None and driver._failure is None, 'a CPU array opened the driver'\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_get_device_of_a_name_gives_its_canonical_name_as_warps_get_device_ident():
+    assert sk.get_device("cpu") == "cpu" and sk.get_device(None) == sk.get_device()
+    with pytest.raises(ValueError, match="get_device"):
+        sk.get_device("tpu")

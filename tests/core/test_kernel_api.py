@@ -1,6 +1,7 @@
 """Kernel objects built at run time, kernels without a backward, sk.ScopedDevice and sk.load_module."""
 
 import sys
+import typing
 
 import numpy as np
 import pytest
@@ -42,6 +43,39 @@ def test_kernel_refuses_a_non_function_and_a_bad_key():
         sk.Kernel(42)
     with pytest.raises(TypeError, match="key"):
         sk.Kernel(_double, key="")
+
+
+def test_kernel_with_warps_keywords_func_key_and_options():
+    k = sk.Kernel(func=_double, key="double_opts", options={"enable_backward": False, "max_unroll": 4})
+    x, y = sk.array([1.0, 2.0]), sk.zeros(2)
+    sk.launch(k, 2, inputs=[x, y])
+    np.testing.assert_array_equal(y.numpy(), [2.0, 4.0])
+    assert (k.key, k.enable_backward, k.options) == ("double_opts", False, {"enable_backward": False, "max_unroll": 4})
+    with pytest.raises(RuntimeError, match="enable_backward=False"):
+        sk.launch(k, 2, inputs=[x, y], adjoint=True)
+
+
+def test_kernel_key_defaults_to_the_function_name_as_in_warp():
+    assert sk.Kernel(func=_double).key == "_double"
+    assert count_positive.key == "count_positive"
+
+
+def test_kernel_options_of_a_generic_kernel_reach_its_overloads():
+    def fill(a: sk.array(dtype=typing.Any), v: typing.Any):
+        a[sk.tid()] = v
+
+    k = sk.Kernel(func=fill, key="fill_no_backward", options={"enable_backward": False})
+    a = sk.zeros(2, dtype=sk.float64)
+    sk.launch(k, 2, inputs=[a, 1.5])
+    assert a.numpy().tolist() == [1.5, 1.5]
+    assert k.overload([sk.array(dtype=sk.float64), sk.float64]).enable_backward is False
+
+
+def test_kernel_refuses_options_that_are_not_a_dict_or_a_bad_enable_backward():
+    with pytest.raises(TypeError, match=r"options=\.\.\.\) takes a dict"):
+        sk.Kernel(func=_double, options=[("enable_backward", False)])
+    with pytest.raises(TypeError, match="enable_backward must be True or False, got 'no'"):
+        sk.Kernel(func=_double, options={"enable_backward": "no"})
 
 
 def test_kernel_without_backward_runs_forward():
@@ -102,3 +136,7 @@ def test_run_time_and_no_backward_kernels_compile_to_ptx():
         fwd, bwd = sk.cuda.entry_points(k)
         ptx = sk.cuda.ptx(k)
         assert f".entry {fwd}(" in ptx and f".entry {bwd}(" in ptx
+
+
+def test_a_kernels_module_has_warps_default_options():
+    assert sk.Kernel(func=_double, key="double_module_opts").module.options == {"enable_backward": True}

@@ -204,22 +204,25 @@ SK_FUNC double cas_minmax_(double* p, double v, bool take_min) {
     } while (assumed != old);
     return __longlong_as_double((long long)old);
 }
-// float16: a compare-and-swap loop on the 16-bit pattern (sm_70 and later have a 16-bit atomicCAS).
-SK_FUNC half cas_half_(half* p, half v, int op) {  // op 0: add, 1: min, 2: max
+// float16, bfloat16: a compare-and-swap loop on the 16-bit pattern (sm_70 and later have a 16-bit atomicCAS).
+template <typename H> SK_FUNC H cas_half_(H* p, H v, int op) {  // op 0: add, 1: min, 2: max
     unsigned short* up = (unsigned short*)p;
     unsigned short old = *up, assumed;
     do {
         assumed = old;
-        half cur; cur.bits = assumed;
+        H cur; cur.bits = assumed;
         if ((op == 1 && !(v < cur)) || (op == 2 && !(v > cur))) return cur;
-        half next = op == 0 ? cur + v : v;
+        H next = op == 0 ? cur + v : v;
         old = atomicCAS(up, assumed, next.bits);
     } while (assumed != old);
-    half r; r.bits = old; return r;
+    H r; r.bits = old; return r;
 }
 SK_FUNC half atomic_add_(half* p, half v) { return cas_half_(p, v, 0); }
 SK_FUNC half atomic_min_(half* p, half v) { return cas_half_(p, v, 1); }
 SK_FUNC half atomic_max_(half* p, half v) { return cas_half_(p, v, 2); }
+SK_FUNC bfloat16 atomic_add_(bfloat16* p, bfloat16 v) { return cas_half_(p, v, 0); }
+SK_FUNC bfloat16 atomic_min_(bfloat16* p, bfloat16 v) { return cas_half_(p, v, 1); }
+SK_FUNC bfloat16 atomic_max_(bfloat16* p, bfloat16 v) { return cas_half_(p, v, 2); }
 SK_FUNC float atomic_min_(float* p, float v) { return cas_minmax_(p, v, true); }
 SK_FUNC float atomic_max_(float* p, float v) { return cas_minmax_(p, v, false); }
 SK_FUNC double atomic_min_(double* p, double v) { return cas_minmax_(p, v, true); }
@@ -308,15 +311,17 @@ SK_FUNC float atomic_exchange_(float* p, float v) { return atomicExch(p, v); }
 SK_FUNC double atomic_exchange_(double* p, double v) {
     return __longlong_as_double((long long)atomicExch((unsigned long long*)p, (unsigned long long)__double_as_longlong(v)));
 }
-SK_FUNC half atomic_exchange_(half* p, half v) {
+template <typename H> SK_FUNC H exchange_half_(H* p, H v) {
     unsigned short* up = (unsigned short*)p;
     unsigned short old = *up, assumed;
     do {
         assumed = old;
         old = atomicCAS(up, assumed, v.bits);
     } while (assumed != old);
-    half r; r.bits = old; return r;
+    H r; r.bits = old; return r;
 }
+SK_FUNC half atomic_exchange_(half* p, half v) { return exchange_half_(p, v); }
+SK_FUNC bfloat16 atomic_exchange_(bfloat16* p, bfloat16 v) { return exchange_half_(p, v); }
 #else
 template <typename T> SK_FUNC T atomic_exchange_(T* p, T v) {
     T old;

@@ -75,7 +75,7 @@ namespace m {
 SK_UNARY(sin) SK_UNARY(cos) SK_UNARY(tan) SK_UNARY(asin) SK_UNARY(acos) SK_UNARY(atan)
 SK_UNARY(sqrt) SK_UNARY(exp) SK_UNARY(log) SK_UNARY(floor) SK_UNARY(ceil) SK_UNARY(round)
 SK_UNARY(fabs) SK_UNARY(sinh) SK_UNARY(cosh) SK_UNARY(tanh) SK_UNARY(log2) SK_UNARY(log10)
-SK_UNARY(trunc)
+SK_UNARY(trunc) SK_UNARY(erf) SK_UNARY(erfc) SK_UNARY(cbrt) SK_UNARY(rint)
 #undef SK_UNARY
 SK_FUNC float atan2(float y, float x) { return ::atan2f(y, x); }
 SK_FUNC double atan2(double y, double x) { return ::atan2(y, x); }
@@ -184,50 +184,72 @@ SK_ARITH(unsigned long long)
 #undef SK_ARITH
 template <bool B> struct enable_if_ {};
 template <> struct enable_if_<true> { typedef int type; };
-struct half {
-    uint16_t bits;
-    half() = default;
-    template <typename T, typename enable_if_<is_arith_<T>::value>::type = 0>
-    SK_FUNC half(T x) : bits(half_bits_(float(x))) {}
-    SK_FUNC operator float() const { return half_to_float_(bits); }
-    SK_FUNC half operator-() const { half r; r.bits = uint16_t(bits ^ 0x8000u); return r; }
-    SK_FUNC half operator+() const { return *this; }
-};
-// Half with half stays half; with a float or double it computes in that type.
-#define SK_HALF_OP(op)                                                                                   \
-    SK_FUNC half operator op(half a, half b) { return half(float(a) op float(b)); }                      \
-    SK_FUNC float operator op(half a, float b) { return float(a) op b; }                                 \
-    SK_FUNC float operator op(float a, half b) { return a op float(b); }                                 \
-    SK_FUNC double operator op(half a, double b) { return double(float(a)) op b; }                       \
-    SK_FUNC double operator op(double a, half b) { return a op double(float(b)); }                       \
-    SK_FUNC half operator op(half a, int b) { return half(float(a) op float(b)); }                       \
-    SK_FUNC half operator op(int a, half b) { return half(float(a) op float(b)); }                       \
-    SK_FUNC half& operator op##=(half& a, half b) { a = a op b; return a; }                              \
-    SK_FUNC half& operator op##=(half& a, float b) { a = half(float(a) op b); return a; }
-SK_HALF_OP(+) SK_HALF_OP(-) SK_HALF_OP(*) SK_HALF_OP(/)
-#undef SK_HALF_OP
-#define SK_HALF_CMP(op)                                                                                  \
-    SK_FUNC bool operator op(half a, half b) { return float(a) op float(b); }                            \
-    SK_FUNC bool operator op(half a, float b) { return float(a) op b; }                                  \
-    SK_FUNC bool operator op(float a, half b) { return a op float(b); }                                  \
-    SK_FUNC bool operator op(half a, int b) { return float(a) op float(b); }                             \
-    SK_FUNC bool operator op(int a, half b) { return float(a) op float(b); }
-SK_HALF_CMP(<) SK_HALF_CMP(<=) SK_HALF_CMP(>) SK_HALF_CMP(>=) SK_HALF_CMP(==) SK_HALF_CMP(!=)
-#undef SK_HALF_CMP
+// bfloat16 (sk.bfloat16): float32's exponent with 7 stored mantissa bits; converted by rounding
+// float32's pattern to its upper 16 bits, ties to even (a NaN stays a quiet NaN).
+SK_FUNC uint16_t bf16_bits_(float f) {
+    uint32_t x = f32_bits_(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t((x >> 16) | 0x40u);
+    return uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+SK_FUNC float bf16_to_float_(uint16_t b) { return f32_of_bits_(uint32_t(b) << 16); }
+// A 16-bit float H stored as its pattern, computed in float: every operation converts to float,
+// computes, and rounds the result back to H. With a float or double it computes in that type.
+#define SK_SMALL_FLOAT(H, TO_BITS, TO_FLOAT)                                                             \
+    struct H {                                                                                           \
+        uint16_t bits;                                                                                   \
+        H() = default;                                                                                   \
+        template <typename T, typename enable_if_<is_arith_<T>::value>::type = 0>                        \
+        SK_FUNC H(T x) : bits(TO_BITS(float(x))) {}                                                      \
+        SK_FUNC operator float() const { return TO_FLOAT(bits); }                                        \
+        SK_FUNC H operator-() const { H r; r.bits = uint16_t(bits ^ 0x8000u); return r; }                \
+        SK_FUNC H operator+() const { return *this; }                                                    \
+    };                                                                                                   \
+    SK_SMALL_FLOAT_OP(H, +) SK_SMALL_FLOAT_OP(H, -) SK_SMALL_FLOAT_OP(H, *) SK_SMALL_FLOAT_OP(H, /)      \
+    SK_SMALL_FLOAT_CMP(H, <) SK_SMALL_FLOAT_CMP(H, <=) SK_SMALL_FLOAT_CMP(H, >) SK_SMALL_FLOAT_CMP(H, >=) \
+    SK_SMALL_FLOAT_CMP(H, ==) SK_SMALL_FLOAT_CMP(H, !=)
+#define SK_SMALL_FLOAT_OP(H, op)                                                                         \
+    SK_FUNC H operator op(H a, H b) { return H(float(a) op float(b)); }                                  \
+    SK_FUNC float operator op(H a, float b) { return float(a) op b; }                                    \
+    SK_FUNC float operator op(float a, H b) { return a op float(b); }                                    \
+    SK_FUNC double operator op(H a, double b) { return double(float(a)) op b; }                          \
+    SK_FUNC double operator op(double a, H b) { return a op double(float(b)); }                          \
+    SK_FUNC H operator op(H a, int b) { return H(float(a) op float(b)); }                                \
+    SK_FUNC H operator op(int a, H b) { return H(float(a) op float(b)); }                                \
+    SK_FUNC H& operator op##=(H& a, H b) { a = a op b; return a; }                                       \
+    SK_FUNC H& operator op##=(H& a, float b) { a = H(float(a) op b); return a; }
+#define SK_SMALL_FLOAT_CMP(H, op)                                                                        \
+    SK_FUNC bool operator op(H a, H b) { return float(a) op float(b); }                                  \
+    SK_FUNC bool operator op(H a, float b) { return float(a) op b; }                                     \
+    SK_FUNC bool operator op(float a, H b) { return a op float(b); }                                     \
+    SK_FUNC bool operator op(H a, int b) { return float(a) op float(b); }                                \
+    SK_FUNC bool operator op(int a, H b) { return float(a) op float(b); }
+SK_SMALL_FLOAT(half, half_bits_, half_to_float_)
+SK_SMALL_FLOAT(bfloat16, bf16_bits_, bf16_to_float_)
+#undef SK_SMALL_FLOAT
+#undef SK_SMALL_FLOAT_OP
+#undef SK_SMALL_FLOAT_CMP
 namespace m {
-#define SK_UNARY(name) SK_FUNC half name(half x) { return half(name(float(x))); }
+#define SK_UNARY(name)                                                            \
+    SK_FUNC half name(half x) { return half(name(float(x))); }                    \
+    SK_FUNC bfloat16 name(bfloat16 x) { return bfloat16(name(float(x))); }
 SK_UNARY(sin) SK_UNARY(cos) SK_UNARY(tan) SK_UNARY(asin) SK_UNARY(acos) SK_UNARY(atan)
 SK_UNARY(sqrt) SK_UNARY(exp) SK_UNARY(log) SK_UNARY(floor) SK_UNARY(ceil) SK_UNARY(round)
 SK_UNARY(fabs) SK_UNARY(sinh) SK_UNARY(cosh) SK_UNARY(tanh) SK_UNARY(log2) SK_UNARY(log10)
 SK_UNARY(trunc)
 #undef SK_UNARY
-SK_FUNC half atan2(half y, half x) { return half(atan2(float(y), float(x))); }
-SK_FUNC half pow(half x, half y) { return half(pow(float(x), float(y))); }
-SK_FUNC half fmod(half x, half y) { return half(fmod(float(x), float(y))); }
+#define SK_BINARY(name)                                                                              \
+    SK_FUNC half name(half x, half y) { return half(name(float(x), float(y))); }                     \
+    SK_FUNC bfloat16 name(bfloat16 x, bfloat16 y) { return bfloat16(name(float(x), float(y))); }
+SK_BINARY(atan2) SK_BINARY(pow) SK_BINARY(fmod)
+#undef SK_BINARY
 }  // namespace m
+// The 16-bit floats: stored as their pattern, so atomics work on the 16-bit word.
 template <typename T> struct is_half_ { static constexpr bool value = false; };
 template <> struct is_half_<half> { static constexpr bool value = true; };
+template <> struct is_half_<bfloat16> { static constexpr bool value = true; };
 SK_FUNC half mod_(half a, half b) { return half(mod_(float(a), float(b))); }
 SK_FUNC half floordiv_(half a, half b) { return half(floordiv_(float(a), float(b))); }
+SK_FUNC bfloat16 mod_(bfloat16 a, bfloat16 b) { return bfloat16(mod_(float(a), float(b))); }
+SK_FUNC bfloat16 floordiv_(bfloat16 a, bfloat16 b) { return bfloat16(floordiv_(float(a), float(b))); }
 
 }  // namespace sk

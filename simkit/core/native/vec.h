@@ -42,7 +42,7 @@ template <typename T> struct traits<T*>;
 SK_SCALAR_TRAITS(float) SK_SCALAR_TRAITS(double) SK_SCALAR_TRAITS(int32_t)
 SK_SCALAR_TRAITS(int64_t) SK_SCALAR_TRAITS(uint32_t) SK_SCALAR_TRAITS(bool)
 SK_SCALAR_TRAITS(int8_t) SK_SCALAR_TRAITS(uint8_t) SK_SCALAR_TRAITS(int16_t) SK_SCALAR_TRAITS(uint16_t)
-SK_SCALAR_TRAITS(uint64_t) SK_SCALAR_TRAITS(half)
+SK_SCALAR_TRAITS(uint64_t) SK_SCALAR_TRAITS(half) SK_SCALAR_TRAITS(bfloat16)
 #undef SK_SCALAR_TRAITS
 template <int N, typename T> struct traits<vec_t<N, T>> {
     typedef T scalar; static constexpr int size = N;
