@@ -126,3 +126,40 @@ def mujoco_deepest(shapes, poses):
     if c.geom1 != m.ngeom - len(shapes):
         n = -n          # MuJoCo's normal points from geom1 to geom2, and it may list the second shape first
     return float(c.dist), n, np.array(c.pos)
+
+
+@sk.kernel
+def weighted_rows(dist: sk.array(dtype=sk.float64), normal: sk.array(dtype=sk.vec3d), point: sk.array(dtype=sk.vec3d),
+                  active: sk.array(dtype=sk.int32), w: sk.array(dtype=sk.vec3d), loss: sk.array(dtype=sk.float64)):
+    i = sk.tid()
+    if active[i] != 0:
+        sk.atomic_add(loss, 0, w[i][0] * dist[i] + sk.dot(normal[i], w[i]) + w[i][1] * sk.dot(point[i], w[i]))
+
+
+def assert_rows_gradient_matches_finite_differences(shapes, poses, seed: int) -> None:
+    """The gradient of a random weighting of the pair's contact rows (depths, normals, points)
+    with respect to both bodies' poses against central differences (float64)."""
+    from sim_helpers import central_difference
+
+    model = pair_model(shapes, requires_grad=True)
+    q = np.array([np.concatenate([p, np.asarray(r) / np.linalg.norm(r)]) for p, r in poses], dtype=np.float64)
+    w = sk.array(np.random.default_rng(seed).normal(size=(model.shape_count * 8 + 40, 3)), dtype=sk.vec3d)
+
+    def loss_of(body_q):
+        rows = contact_rows(model, body_q)
+        loss = sk.zeros(1, dtype=sk.float64, requires_grad=True)
+        sk.launch(weighted_rows, rows["dist"].shape[0],
+                  inputs=[rows["dist"], rows["normal"], rows["point"], rows["active"], w, loss])
+        return loss, rows
+
+    body_q = sk.array(q, dtype=model.types.transform, requires_grad=True)
+    with sk.Tape() as tape:
+        loss, rows = loss_of(body_q)
+    assert rows["active"].numpy().sum() > 0
+    tape.backward(loss=loss)
+    grad = body_q.grad.numpy().reshape(q.shape[0], 7)
+    for b in range(q.shape[0]):
+        for c in range(7):
+            fd = central_difference(lambda: loss_of(sk.array(q, dtype=model.types.transform))[0].numpy()[0], q,
+                                    (b, c), 1e-7)
+            assert abs(grad[b, c] - fd) <= 1e-6 + 1e-5 * abs(fd), (b, c, grad[b, c], fd)

@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from shape_pairs import contact_rows, pair_model, random_quat, simkit_deepest
-from sim_helpers import central_difference
+from shape_pairs import assert_rows_gradient_matches_finite_differences, random_quat, simkit_deepest
 from simkit.kernels.structs import SHAPE_CONE
 from simkit.render.geometry import cone_mesh
 from simkit.sim.mass import shape_center_of_mass, shape_mass
@@ -163,15 +162,6 @@ def test_a_cone_on_its_base_or_on_its_side_rests_without_falling_through(integra
     assert np.abs(end.body_qd.numpy()[0]).max() < 1e-3
 
 
-@sk.kernel
-def weighted_cone_rows(dist: sk.array(dtype=sk.float64), normal: sk.array(dtype=sk.vec3d),
-                       point: sk.array(dtype=sk.vec3d), active: sk.array(dtype=sk.int32),
-                       w: sk.array(dtype=sk.vec3d), loss: sk.array(dtype=sk.float64)):
-    i = sk.tid()
-    if active[i] != 0:
-        sk.atomic_add(loss, 0, w[i][0] * dist[i] + sk.dot(normal[i], w[i]) + w[i][1] * sk.dot(point[i], w[i]))
-
-
 POSED = {"ground": ([CONE], [((0.1, 0.1, -0.2), (0.3, 0.1, -0.15, 0.94))]),
          "sphere": ([CONE, ("sphere", (0.05, 0.0, 0.0))],
                     [((0, 0, 0), (0.1, 0.3, 0.05, 0.95)), ((0.06, 0.05, 0.03), IDENTITY)]),
@@ -181,26 +171,4 @@ POSED = {"ground": ([CONE], [((0.1, 0.1, -0.2), (0.3, 0.1, -0.15, 0.94))]),
 
 @pytest.mark.parametrize("pair", list(POSED))
 def test_the_gradient_of_cone_contact_rows_with_respect_to_the_poses_matches_finite_differences(pair):
-    shapes, poses = POSED[pair]
-    model = pair_model(shapes, requires_grad=True)
-    q = np.array([np.concatenate([p, np.asarray(r) / np.linalg.norm(r)]) for p, r in poses], dtype=np.float64)
-    w = sk.array(np.random.default_rng(10).normal(size=(model.shape_count * 8 + 40, 3)), dtype=sk.vec3d)
-
-    def loss_of(body_q):
-        rows = contact_rows(model, body_q)
-        loss = sk.zeros(1, dtype=sk.float64, requires_grad=True)
-        sk.launch(weighted_cone_rows, rows["dist"].shape[0],
-                  inputs=[rows["dist"], rows["normal"], rows["point"], rows["active"], w, loss])
-        return loss, rows
-
-    body_q = sk.array(q, dtype=model.types.transform, requires_grad=True)
-    with sk.Tape() as tape:
-        loss, rows = loss_of(body_q)
-    assert rows["active"].numpy().sum() > 0
-    tape.backward(loss=loss)
-    grad = body_q.grad.numpy().reshape(q.shape[0], 7)
-    for b in range(q.shape[0]):
-        for c in range(7):
-            fd = central_difference(lambda: loss_of(sk.array(q, dtype=model.types.transform))[0].numpy()[0], q,
-                                    (b, c), 1e-7)
-            assert grad[b, c] == pytest.approx(fd, rel=1e-5, abs=1e-6), (b, c)
+    assert_rows_gradient_matches_finite_differences(*POSED[pair], seed=10)

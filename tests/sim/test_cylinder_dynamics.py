@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from shape_pairs import contact_rows, pair_model
+from shape_pairs import assert_rows_gradient_matches_finite_differences, pair_model
 from simkit.kernels.body_contact import eval_body_contact_forces
 from sim_helpers import central_difference
 
@@ -81,15 +81,6 @@ def test_a_cylinder_standing_on_its_face_rests_without_sinking_or_drifting(integ
     assert np.abs(end.body_qd.numpy()[0]).max() < 1e-5
 
 
-@sk.kernel
-def weighted_rows(dist: sk.array(dtype=sk.float64), normal: sk.array(dtype=sk.vec3d),
-                  point: sk.array(dtype=sk.vec3d), active: sk.array(dtype=sk.int32), w: sk.array(dtype=sk.vec3d),
-                  loss: sk.array(dtype=sk.float64)):
-    i = sk.tid()
-    if active[i] != 0:
-        sk.atomic_add(loss, 0, w[i][0] * dist[i] + sk.dot(normal[i], w[i]) + w[i][1] * sk.dot(point[i], w[i]))
-
-
 # (shapes, world poses (p, q)): each a contact at a generic pose, away from feature switches
 POSED_PAIRS = {
     "ground": ([("cylinder", (R, H, 0.0))], [((0.1, 0.07, -0.2), (0.2, 0.1, -0.15, 0.96))]),
@@ -104,32 +95,9 @@ POSED_PAIRS = {
 }
 
 
-def rows_loss(model, body_q, w):
-    rows = contact_rows(model, body_q)
-    loss = sk.zeros(1, dtype=sk.float64, requires_grad=True)
-    sk.launch(weighted_rows, rows["dist"].shape[0],
-              inputs=[rows["dist"], rows["normal"], rows["point"], rows["active"], w, loss])
-    return loss, rows
-
-
 @pytest.mark.parametrize("pair", list(POSED_PAIRS))
 def test_the_gradient_of_cylinder_contact_rows_with_respect_to_the_poses_matches_finite_differences(pair):
-    shapes, poses = POSED_PAIRS[pair]
-    model = pair_model(shapes, requires_grad=True)
-    q = np.array([np.concatenate([p, np.asarray(r) / np.linalg.norm(r)]) for p, r in poses], dtype=np.float64)
-    body_q = sk.array(q, dtype=model.types.transform, requires_grad=True)
-    rng = np.random.default_rng(5)
-    w = sk.array(rng.normal(size=(model.shape_count * 8 + 40, 3)), dtype=sk.vec3d)
-    with sk.Tape() as tape:
-        loss, rows = rows_loss(model, body_q, w)
-    assert rows["active"].numpy().sum() > 0
-    tape.backward(loss=loss)
-    grad = body_q.grad.numpy().reshape(q.shape[0], 7)
-    for b in range(q.shape[0]):
-        for c in range(7):
-            fd = central_difference(lambda: rows_loss(model, sk.array(q, dtype=model.types.transform), w)[0]
-                                    .numpy()[0], q, (b, c), 1e-7)
-            assert grad[b, c] == pytest.approx(fd, rel=1e-5, abs=1e-6), (b, c)
+    assert_rows_gradient_matches_finite_differences(*POSED_PAIRS[pair], seed=5)
 
 
 def test_the_gradient_of_a_cylinders_penalty_contact_force_with_respect_to_its_pose_matches_finite_differences():
