@@ -4,20 +4,21 @@
 
 The dual ``min 0.5 f^T H f + b^T f`` over ``f >= 0`` (``H = A + R``, positive definite by
 the regularizer ``R``; ``A = Y Y^T`` from the rows ``Y = L^-1 J^T``, built from each
-contact's three basis rows: a pyramid's four edges are combinations of them) is solved by principal pivoting on its optimality conditions: guess
-the rows that push (``f > 0``: the previous step's), solve ``H_SS f_S = -b_S`` by Cholesky,
-and move into the set every row whose residual ``(H f + b)_i`` is below ``-tol`` and out of
-it every row whose force came out negative; all at once while that shrinks the number of
-wrong rows, then one row at a time, the lowest first (Murty's rule, which ends on a
-positive-definite ``H``). A warm-started contact ends in one or two solves, where
-Gauss-Seidel on these nearly degenerate rows (a box's 16 pyramid rows on its 6 dofs) takes
-hundreds of sweeps. The solution goes to the slots' forces, where Gauss-Seidel starts,
-flagged as solved: Gauss-Seidel then only reads it (its optimality conditions, forces
->= 0 and every other row's residual >= -tol, are the ones Gauss-Seidel's sweep would
-check); when this solve does not apply (the elliptic cone, more than ``ACTIVE_SET_ROWS`` rows) or does not end within its pivots, it
-leaves the forces as they were and Gauss-Seidel solves from the warm start as before.
-The backward pass solves its system on the same rows by the same factorization
-(``active_set_adjoint``).
+contact's three basis rows, of which a pyramid's four edges are combinations) is solved by
+principal pivoting on its optimality conditions: guess the rows that push (``f > 0``: the
+previous step's), solve ``H_SS f_S = -b_S`` by Cholesky, and move into the set every row
+whose residual ``(H f + b)_i`` is below ``-tol`` and out of it every row whose force came
+out negative; all at once while that shrinks the number of wrong rows, then one row at a
+time, the lowest first (Murty's rule, which ends on a positive-definite ``H``). A
+warm-started contact ends in one or two solves, where Gauss-Seidel on these nearly
+degenerate rows (a box's 16 pyramid rows on its 6 dofs) takes hundreds of sweeps. The
+solution goes to the slots' forces, where Gauss-Seidel starts, flagged as solved:
+Gauss-Seidel then only reads it (its optimality conditions, forces >= 0 and every other
+row's residual >= -tol, are the ones Gauss-Seidel's sweep would check). When this solve
+does not apply (the elliptic cone, more than ``ACTIVE_SET_ROWS`` rows) or does not end
+within its pivots, it leaves the forces as they were and Gauss-Seidel solves from the warm
+start as before. The backward pass solves its system on the same rows by the same
+factorization (``active_set_adjoint``).
 
 Example::
 
