@@ -98,7 +98,9 @@ def set_solve(n: int, H: AnyArray, b: AnyArray, on: ints, rows: ints, L: AnyArra
     by the Cholesky factor of ``H_SS`` (in ``L``); returns False if ``H_SS`` is not positive
     definite (rounding on a degenerate set). The factorization and both substitutions go
     column by column (each column's updates are independent of each other, where a row's
-    dot product is one chain of dependent multiply-adds to wait on)."""
+    dot product is one chain of dependent multiply-adds to wait on); the factor's diagonal
+    is kept as its reciprocals, which the substitutions multiply by (a division would stall
+    each step of their chains)."""
     m = int(0)
     for i in range(n):
         f[i] = f.dtype(0.0)
@@ -115,9 +117,8 @@ def set_solve(n: int, H: AnyArray, b: AnyArray, on: ints, rows: ints, L: AnyArra
         if d <= 0.0:
             ok = False
             d = L.dtype(1.0)
-        d = sk.sqrt(d)
-        L[j * m + j] = d
-        inv = 1.0 / d
+        inv = 1.0 / sk.sqrt(d)
+        L[j * m + j] = inv
         for i in range(j + 1, m):
             L[i * m + j] = L[i * m + j] * inv
         for i in range(j + 1, m):
@@ -126,13 +127,13 @@ def set_solve(n: int, H: AnyArray, b: AnyArray, on: ints, rows: ints, L: AnyArra
                 L[i * m + k] = L[i * m + k] - lij * L[k * m + j]
     # L z = -b_S, then L^T f_S = z (both in y)
     for j in range(m):
-        z = y[j] / L[j * m + j]
+        z = y[j] * L[j * m + j]
         y[j] = z
         for i in range(j + 1, m):
             y[i] = y[i] - L[i * m + j] * z
     for back in range(m):
         j = m - 1 - back
-        x = y[j] / L[j * m + j]
+        x = y[j] * L[j * m + j]
         y[j] = x
         f[rows[j]] = x
         for i in range(j):

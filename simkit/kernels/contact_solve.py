@@ -22,7 +22,7 @@ Gauss-Seidel, warm-started from each slot's force of the previous step; then
 Example::
 
     k = contact_solve_kernels(sk.float64)
-    k.row_jacobian, k.half_rows, k.row_terms, k.pgs, k.constrained_qdd
+    k.rows, k.half_rows, k.pgs, k.constrained_qdd
 """
 
 import functools
@@ -128,52 +128,6 @@ def point_velocity(S_dof: AnyArray, dof_body: ints, nb: int, d: int, body: int, 
 
 
 @sk.kernel
-def row_jacobian(count: ints, contact_slot: ints, slot_body: ints, slot_point: AnyArray, slot_normal: AnyArray,
-                 slot_tangent: AnyArray, slot_mu: AnyArray, slot_condim: ints, slot_dof: ints, elliptic: int, S_dof: AnyArray,
-                 dof_body: ints, nb: int, nd: int, J: AnyArray):
-    # one thread per contact, its four rows at once: the relative velocity of the contact
-    # point per unit rate of each dof is shared by the rows, each its direction's share of it.
-    # A row that carries no force (rows 1 to 3 of condim 1) is zero, so no solve moves it.
-    # A limit slot (slot_dof[2 s] >= 0): its coefficients slot_normal[s] on slot_dof[2 s + 1]
-    # dofs from slot_dof[2 s], in its first row
-    c = sk.tid()
-    if c >= count[0]:
-        return
-    s = contact_slot[c]
-    condim = slot_condim[s]
-    n = slot_normal[s]
-    u0 = row_direction(n, slot_tangent[s], slot_mu[s], 0, condim, elliptic)
-    u1 = row_direction(n, slot_tangent[s], slot_mu[s], 1, condim, elliptic)
-    u2 = row_direction(n, slot_tangent[s], slot_mu[s], 2, condim, elliptic)
-    u3 = row_direction(n, slot_tangent[s], slot_mu[s], 3, condim, elliptic)
-    p = slot_point[s]
-    a = slot_body[2 * s]
-    b = slot_body[2 * s + 1]
-    d0 = slot_dof[2 * s]
-    r0 = c * ROWS_PER_CONTACT * nd
-    zero = J.dtype(0.0)
-    for d in range(nd):
-        value = zero
-        if d0 >= 0:
-            k = d - d0
-            if k >= 0 and k < slot_dof[2 * s + 1]:
-                value = n[k]
-            J[r0 + d] = value
-            for e in range(1, ROWS_PER_CONTACT):
-                J[r0 + e * nd + d] = zero
-        else:
-            v = point_velocity(S_dof, dof_body, nb, d, a, p) - point_velocity(S_dof, dof_body, nb, d, b, p)
-            J[r0 + d] = sk.dot(u0, v)
-            if condim >= 3:
-                J[r0 + nd + d] = sk.dot(u1, v)
-                J[r0 + 2 * nd + d] = sk.dot(u2, v)
-                J[r0 + 3 * nd + d] = sk.dot(u3, v)
-            else:
-                for e in range(1, ROWS_PER_CONTACT):
-                    J[r0 + e * nd + d] = zero
-
-
-@sk.kernel
 def body_jacobian(body_q: AnyArray, bodies: Any, S_dof: AnyArray, dof_body: ints, nb: int, nd: int, J: AnyArray):
     # rows 6 b .. 6 b + 2: the velocity of body b's center of mass along x, y, z; rows 6 b + 3
     # .. 6 b + 5: its angular velocity about x, y, z
@@ -265,7 +219,7 @@ def half_rows(count: ints, arts: int, dof_start: ints, dof_count: ints, entry_st
                 s = rows_at(J, r0, nd, d0 + i)
                 for k in range(i):
                     s = s - rows_at(Y, r0, nd, d0 + k) * L[m0 + i * n + k]
-                s = s / L[m0 + i * n + i]
+                s = s * L[m0 + i * n + i]   # the factor's diagonal is kept inverted
             for e in range(ROWS_PER_CONTACT):
                 Y[r0 + e * nd + d0 + i] = s[e]
 
@@ -335,30 +289,63 @@ def impedance(solimp: Any, r: Any):
 
 
 @sk.kernel
-def row_terms(count: ints, contact_slot: ints, slot_body: ints, slot_dist: AnyArray, slot_mu: AnyArray,
-              slot_condim: ints, slot_solref: AnyArray, slot_solimp: AnyArray, slot_margin: AnyArray,
-              slot_dof: ints, invweight: AnyArray, dof_invweight: AnyArray, elliptic: int, impratio: Any, dt: Any,
-              nd: int, J: AnyArray, qd: AnyArray, a0: AnyArray, b_out: AnyArray, R_out: AnyArray):
-    # one thread per contact: its impedance, stiffness and regularizer once, then each row's
-    # reference acceleration from the row's velocity J qd
+def rows(count: ints, contact_slot: ints, slot_body: ints, slot_point: AnyArray, slot_normal: AnyArray,
+         slot_tangent: AnyArray, slot_dist: AnyArray, slot_mu: AnyArray, slot_condim: ints, slot_solref: AnyArray,
+         slot_solimp: AnyArray, slot_margin: AnyArray, slot_dof: ints, invweight: AnyArray, dof_invweight: AnyArray,
+         elliptic: int, impratio: Any, dt: Any, S_dof: AnyArray, dof_body: ints, nb: int, nd: int, qd: AnyArray,
+         a0: AnyArray, J: AnyArray, b_out: AnyArray, R_out: AnyArray):
+    # one thread per contact, its four rows at once. The Jacobian: the relative velocity of
+    # the contact point per unit rate of each dof is shared by the rows, each its direction's
+    # share of it. A row that carries no force (rows 1 to 3 of condim 1) is zero, so no solve
+    # moves it. A limit slot (slot_dof[2 s] >= 0): its coefficients slot_normal[s] on
+    # slot_dof[2 s + 1] dofs from slot_dof[2 s], in its first row. Then the reference terms:
+    # the contact's impedance, stiffness and regularizer once, each row's reference
+    # acceleration from its velocity J qd (summed with J, never read back)
+    row4 = sk.vector(4, J.dtype)
     c = sk.tid()
     if c >= count[0]:
         return
     s = contact_slot[c]
     condim = slot_condim[s]
+    n = slot_normal[s]
+    mu = slot_mu[s]
+    u0 = row_direction(n, slot_tangent[s], mu, 0, condim, elliptic)
+    u1 = row_direction(n, slot_tangent[s], mu, 1, condim, elliptic)
+    u2 = row_direction(n, slot_tangent[s], mu, 2, condim, elliptic)
+    u3 = row_direction(n, slot_tangent[s], mu, 3, condim, elliptic)
+    p = slot_point[s]
+    d0 = slot_dof[2 * s]
+    r0 = c * ROWS_PER_CONTACT * nd
+    zero = J.dtype(0.0)
+    vel = row4(0.0, 0.0, 0.0, 0.0)
+    acc = vel
+    for d in range(nd):
+        j = vel * 0.0
+        if d0 >= 0:
+            k = d - d0
+            if k >= 0 and k < slot_dof[2 * s + 1]:
+                j[0] = n[k]
+        else:
+            v = point_velocity(S_dof, dof_body, nb, d, slot_body[2 * s], p) - \
+                point_velocity(S_dof, dof_body, nb, d, slot_body[2 * s + 1], p)
+            j[0] = sk.dot(u0, v)
+            if condim >= 3:
+                j = row4(j[0], sk.dot(u1, v), sk.dot(u2, v), sk.dot(u3, v))
+        for e in range(ROWS_PER_CONTACT):
+            J[r0 + e * nd + d] = j[e]
+        vel = vel + j * qd[d]
+        acc = acc + j * a0[d]
     solref = slot_solref[s]
     solimp = slot_solimp[s]
-    margin = slot_margin[s]
-    zero = J.dtype(0.0)
     tran = zero
     for side in range(2):
         body = slot_body[2 * s + side]
         if body >= 0:
             tran = tran + invweight[2 * body]
-    if slot_dof[2 * s] >= 0:
+    if d0 >= 0:
         # a joint limit: MuJoCo's dof_invweight0 of the joint's (first) dof
-        tran = dof_invweight[slot_dof[2 * s]]
-    r = slot_dist[s] - margin
+        tran = dof_invweight[d0]
+    r = slot_dist[s] - slot_margin[s]
     imp = impedance(solimp, r)
     dmax = sk.clamp(solimp[1], 0.0001, 0.9999)
     K = zero
@@ -373,18 +360,12 @@ def row_terms(count: ints, contact_slot: ints, slot_body: ints, slot_dist: AnyAr
         K = -solref[0] / (dmax * dmax)
         B = -solref[1] / dmax
     R = (1.0 - imp) / imp * tran
-    mu = slot_mu[s]
     for e in range(ROWS_PER_CONTACT):
         i = c * ROWS_PER_CONTACT + e
         if (condim == 1 and e > 0) or (elliptic == 1 and e == 3):
             b_out[i] = zero
             R_out[i] = zero + 1.0
         else:
-            v = zero
-            ja0 = zero
-            for d in range(nd):
-                v = v + J[i * nd + d] * qd[d]
-                ja0 = ja0 + J[i * nd + d] * a0[d]
             Ke = K
             Re = R
             if condim >= 3 and elliptic == 1:
@@ -395,8 +376,8 @@ def row_terms(count: ints, contact_slot: ints, slot_body: ints, slot_dist: AnyAr
                     Re = R / impratio
             elif condim >= 3:
                 Re = 2.0 * mu * mu * R * (1.0 + mu * mu) / impratio
-            aref = -B * v - Ke * imp * r
-            b_out[i] = ja0 - aref
+            aref = -B * vel[e] - Ke * imp * r
+            b_out[i] = acc[e] - aref
             R_out[i] = sk.max(Re, 1.0e-15)
 
 

@@ -414,14 +414,15 @@ def difference(a: AnyArray, b: AnyArray, out: AnyArray):
 def cholesky(M: AnyArray, L: AnyArray, n: int, m0: int):
     """``M = L L^T`` for the ``n x n`` block at ``m0``, column by column: each column's
     updates of the columns right of it are independent of each other (a row's dot product
-    would be one chain of dependent multiply-adds to wait on)."""
+    would be one chain of dependent multiply-adds to wait on). The diagonal is kept as its
+    reciprocals, ``1 / L_jj``: the substitutions multiply by them, where a division would
+    stall each step of their chains for its latency."""
     for i in range(n):
         for j in range(i + 1):
             L[m0 + i * n + j] = M[m0 + i * n + j]
     for j in range(n):
-        d = sk.sqrt(L[m0 + j * n + j])
-        L[m0 + j * n + j] = d
-        inv = 1.0 / d
+        inv = 1.0 / sk.sqrt(L[m0 + j * n + j])
+        L[m0 + j * n + j] = inv
         for i in range(j + 1, n):
             L[m0 + i * n + j] = L[m0 + i * n + j] * inv
         for i in range(j + 1, n):
@@ -432,11 +433,12 @@ def cholesky(M: AnyArray, L: AnyArray, n: int, m0: int):
 
 @sk.func
 def forward_substitution(L: AnyArray, b: AnyArray, y: AnyArray, n: int, m0: int, d0: int):
-    """``L y = b`` for the block at ``m0`` and the entries at ``d0``, column by column."""
+    """``L y = b`` for the block at ``m0`` (its diagonal inverted, see ``cholesky``) and the
+    entries at ``d0``, column by column."""
     for i in range(n):
         y[d0 + i] = b[d0 + i]
     for j in range(n):
-        z = y[d0 + j] / L[m0 + j * n + j]
+        z = y[d0 + j] * L[m0 + j * n + j]
         y[d0 + j] = z
         for i in range(j + 1, n):
             y[d0 + i] = y[d0 + i] - L[m0 + i * n + j] * z
@@ -444,12 +446,13 @@ def forward_substitution(L: AnyArray, b: AnyArray, y: AnyArray, n: int, m0: int,
 
 @sk.func
 def back_substitution(L: AnyArray, y: AnyArray, x: AnyArray, n: int, m0: int, d0: int):
-    """``L^T x = y`` for the block at ``m0`` and the entries at ``d0``, column by column."""
+    """``L^T x = y`` for the block at ``m0`` (its diagonal inverted, see ``cholesky``) and the
+    entries at ``d0``, column by column."""
     for i in range(n):
         x[d0 + i] = y[d0 + i]
     for t in range(n):
         j = n - 1 - t
-        z = x[d0 + j] / L[m0 + j * n + j]
+        z = x[d0 + j] * L[m0 + j * n + j]
         x[d0 + j] = z
         for i in range(j):
             x[d0 + i] = x[d0 + i] - L[m0 + j * n + i] * z

@@ -287,9 +287,12 @@ class ContactSolve:
             launch(k.compact, 1, inputs=[w.slot_active, self.contact_slots, self.slots, self.max_contacts,
                                          int(contacts), self.warm_start(state)],
                    outputs=[w.contact_slot, w.count, self.needed, warm])
-        launch(k.row_jacobian, self.max_contacts + self.limit_count,
-               inputs=[w.count, w.contact_slot, w.slot_body, w.slot_point, w.slot_normal, w.slot_tangent, w.slot_mu,
-                       w.slot_condim, self.slot_dof, params["elliptic"], S_dof, self.dof_body, nb, nd], outputs=[w.J])
+        launch(k.rows, self.max_contacts + self.limit_count,
+               inputs=[w.count, w.contact_slot, w.slot_body, w.slot_point, w.slot_normal, w.slot_tangent, w.slot_dist,
+                       w.slot_mu, w.slot_condim, w.slot_solref, w.slot_solimp, w.slot_margin, self.slot_dof,
+                       self.invweight, self.dof_invweight, params["elliptic"], float(params["impratio"]), float(dt),
+                       S_dof, self.dof_body, nb, nd, state.joint_qd, a0],
+               outputs=[w.J, w.b, w.R])
         minv_inputs = [w.count, ROWS_PER_CONTACT, model.articulation_count, topo["dof_start"], topo["dof_count"],
                        topo["entry_start"], nd, L]
         with paused_tapes():
@@ -317,12 +320,6 @@ class ContactSolve:
 
             for tape in tapes:
                 tape.record_func(minv_backward, arrays=[w.J, M, w.X])
-        launch(k.row_terms, self.max_contacts + self.limit_count,
-               inputs=[w.count, w.contact_slot, w.slot_body, w.slot_dist, w.slot_mu, w.slot_condim, w.slot_solref,
-                       w.slot_solimp, w.slot_margin, self.slot_dof, self.invweight, self.dof_invweight,
-                       params["elliptic"], float(params["impratio"]),
-                       float(dt), nd, w.J, state.joint_qd, a0],
-               outputs=[w.b, w.R])
         iterations, tol = params["iterations"], float(params["tolerance"])
         with paused_tapes():
             # the exact solve of the pyramidal dual puts its forces where Gauss-Seidel starts
