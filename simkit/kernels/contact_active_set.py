@@ -52,30 +52,23 @@ def delassus_entry(H: AnyArray, n: int, i: int, j: int, nd: int, J: AnyArray, X:
 
 
 @sk.func
-def edge_map(pyramid: bool, e: int, k: int):
-    """Row ``e`` of a contact's rows in terms of basis row ``k`` (kernels/contact_solve.py,
-    basis_at): a pyramid's edges ``n +- mu t1``, ``n +- mu t2``; otherwise row e itself."""
-    value = 0.0
+def edge_columns(g: Any, pyramid: bool):
+    """A row ``g`` of products with a contact's three basis rows (kernels/contact_solve.py,
+    basis_at: ``n``, ``mu t1``, ``mu t2``) as products with its four rows: a pyramid's edges
+    ``n +- mu t1``, ``n +- mu t2``; otherwise the basis rows themselves and a zero."""
+    vec4 = sk.vector(4, type(g[0]))
     if pyramid:
-        if k == 0:
-            value = 1.0
-        elif k == 1 and e < 2:
-            value = 1.0 - 2.0 * float(e)
-        elif k == 2 and e >= 2:
-            value = 5.0 - 2.0 * float(e)
-    elif e == k:
-        value = 1.0
-    return value
+        return vec4(g[0] + g[1], g[0] - g[1], g[0] + g[2], g[0] - g[2])
+    return vec4(g[0], g[1], g[2], g[0] * 0.0)
 
 
 @sk.func
 def delassus_block(B: AnyArray, c: int, c2: int, pyramid: bool, pyramid2: bool, nd: int):
     """The 4 x 4 block of the Delassus matrix between the rows of contacts ``c`` and ``c2``,
     from their basis rows (3 each, ``B``): the 3 x 3 block of their sums (nine independent
-    chains of multiply-adds), then mapped to the rows (a pyramid's 16 edge products are
-    sums of those nine)."""
+    chains of multiply-adds), then mapped to the rows, columns then rows (a pyramid's 16
+    edge products are sums and differences of those nine)."""
     vec3 = sk.vector(3, B.dtype)
-    mat34 = sk.matrix((3, 4), B.dtype)
     G = sk.outer(vec3(0.0, 0.0, 0.0), vec3(0.0, 0.0, 0.0))
     r0 = c * 3 * nd
     r2 = c2 * 3 * nd
@@ -83,13 +76,12 @@ def delassus_block(B: AnyArray, c: int, c2: int, pyramid: bool, pyramid2: bool, 
         u = vec3(B[r0 + d], B[r0 + nd + d], B[r0 + 2 * nd + d])
         v = vec3(B[r2 + d], B[r2 + nd + d], B[r2 + 2 * nd + d])
         G = G + sk.outer(u, v)
-    P = mat34()
-    P2 = mat34()
-    for k in range(3):
-        for e in range(ROWS_PER_CONTACT):
-            P[k, e] = B.dtype(edge_map(pyramid, e, k))
-            P2[k, e] = B.dtype(edge_map(pyramid2, e, k))
-    return sk.transpose(P) * G * P2
+    n = edge_columns(vec3(G[0, 0], G[0, 1], G[0, 2]), pyramid2)
+    t1 = edge_columns(vec3(G[1, 0], G[1, 1], G[1, 2]), pyramid2)
+    t2 = edge_columns(vec3(G[2, 0], G[2, 1], G[2, 2]), pyramid2)
+    if pyramid:
+        return sk.matrix_from_rows(n + t1, n - t1, n + t2, n - t2)
+    return sk.matrix_from_rows(n, t1, t2, n * 0.0)
 
 
 @sk.func

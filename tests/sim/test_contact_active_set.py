@@ -169,15 +169,12 @@ def test_the_exact_adjoint_agrees_with_gauss_seidels_and_with_numpy():
     np.testing.assert_allclose(results[1], expected, rtol=1e-6, atol=1e-9)
 
 
-SEED = 4   # an instance where the rounding alone keeps Gauss-Seidel going
-
-
-def pgs_sweeps_after_the_exact_solve_in_float32(rounding: float) -> int:
+def pgs_sweeps_after_the_exact_solve_in_float32(rounding: float, seed: int) -> int:
     # Gauss-Seidel told to check (exact = 0) the float32 exact solve's forces, on residuals of
     # ~100 (a body 2 cm deep) whose float32 rounding (~1e-5) is the tolerance itself
     from simkit.kernels.contact_solve import contact_solve_kernels
 
-    J, X, R, b, Y = problem(SEED, contacts=4, dofs=6)
+    J, X, R, b, Y = problem(seed, contacts=4, dofs=6)
     b = 100.0 * b
     f32 = lambda x: sk.array(np.ascontiguousarray(x, dtype=np.float32).reshape(-1), dtype=sk.float32)
     i32 = lambda x: sk.array(np.asarray(x, dtype=np.int32).reshape(-1), dtype=sk.int32)
@@ -197,7 +194,13 @@ def pgs_sweeps_after_the_exact_solve_in_float32(rounding: float) -> int:
 
 
 def test_gauss_seidel_counts_no_change_within_the_rounding_of_the_residuals():
+    # on random float32 instances the rounding alone keeps Gauss-Seidel sweeping over the
+    # exact solve's forces; counting a change within it as none never takes more sweeps, and
+    # takes far fewer in all
     from simkit.sim.contact_constraint import ROUNDING
 
-    assert pgs_sweeps_after_the_exact_solve_in_float32(ROUNDING * float(np.finfo(np.float32).eps)) <= 2
-    assert pgs_sweeps_after_the_exact_solve_in_float32(0.0) > 2   # without the floor it wanders
+    floor = ROUNDING * float(np.finfo(np.float32).eps)
+    sweeps = np.array([[pgs_sweeps_after_the_exact_solve_in_float32(r, seed) for r in (floor, 0.0)]
+                       for seed in range(12)])
+    assert np.all(sweeps[:, 0] <= sweeps[:, 1])
+    assert sweeps[:, 0].sum() < 0.5 * sweeps[:, 1].sum()
