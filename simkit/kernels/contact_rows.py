@@ -15,7 +15,7 @@ ground, give no rows. A slot is active when its distance is below the pair's mar
 Example::
 
     k = contact_row_kernels(sk.float64)
-    sk.launch(k.ground_rows, (model.shape_count, MAX_PLANE_POINTS), inputs=[...], outputs=[...])
+    sk.launch(k.ground_rows, model.shape_count, inputs=[...], outputs=[...])
 """
 
 import functools
@@ -50,14 +50,13 @@ def ground_rows(body_q: AnyArray, shapes: Any, contact: Any, slot_body: ints, sl
                 slot_normal: AnyArray, slot_dist: AnyArray, slot_mu: AnyArray, slot_condim: ints,
                 slot_solref: AnyArray, slot_solimp: AnyArray, slot_margin: AnyArray, slot_active: ints,
                 slot_tangent: AnyArray):
-    s, k = sk.tid()
-    slot = s * MAX_PLANE_POINTS + k
-    slot_active[slot] = 0
+    # one thread per shape, its points against the plane in turn (its pose once for all)
+    s = sk.tid()
+    for k in range(MAX_PLANE_POINTS):
+        slot_active[s * MAX_PLANE_POINTS + k] = 0
     b = shapes.body[s]
     kind = shapes.kind[s]
-    if b < 0 or k >= shape_plane_point_count(kind):
-        return
-    if ground_collides(shapes, contact, s) == 0:
+    if b < 0 or ground_collides(shapes, contact, s) == 0:
         return
     margin = shapes.margin[s] + contact.ground_margin[0]
     size = shapes.params[s]
@@ -67,35 +66,38 @@ def ground_rows(body_q: AnyArray, shapes: Any, contact: Any, slot_body: ints, sl
         # every point of it: no row (most shapes of a walking robot, at the cost of one point)
         return
     X = sk.transform_multiply(body_q[b], shapes.xform[s])
-    p_local, radius = shape_point(kind, size, k, plane_toward(X, n))
-    if kind == SHAPE_BOX:
-        # against a plane the box's true corner (the penalty kernels round it): the contact
-        # point, and so the lever arm of its force, is where MuJoCo puts it
-        for axis in range(3):
-            p_local[axis] = p_local[axis] + sk.sign(p_local[axis]) * radius
-        radius = radius * 0.0
-    p = sk.transform_point(X, p_local)
-    dist = sk.dot(n, p) - radius
-    if dist < margin:
-        slot_active[slot] = 1
-        slot_body[2 * slot] = b
-        slot_body[2 * slot + 1] = -1
-        slot_point[slot] = p - n * (radius + 0.5 * dist)
-        slot_normal[slot] = n
-        slot_dist[slot] = dist
-        write_params(slot, shapes, contact, s, -1, slot_mu, slot_condim, slot_solref, slot_solimp, slot_margin)
-        t = n * 0.0
-        if kind == SHAPE_CAPSULE:
-            # MuJoCo frames a capsule's contact on a plane by the capsule's axis in the plane
-            # (x when the capsule stands on its end): with the pyramidal cone, the friction
-            # rows' directions
-            axis = sk.quat_rotate(X.q, type(n)(0.0, 1.0, 0.0))
-            t = axis - n * sk.dot(n, axis)
-            if sk.dot(t, t) > 1.0e-30:
-                t = t / sk.sqrt(sk.dot(t, t))
-            else:
-                t = type(n)(1.0, 0.0, 0.0)
-        slot_tangent[slot] = t
+    toward = plane_toward(X, n)
+    for k in range(shape_plane_point_count(kind)):
+        slot = s * MAX_PLANE_POINTS + k
+        p_local, radius = shape_point(kind, size, k, toward)
+        if kind == SHAPE_BOX:
+            # against a plane the box's true corner (the penalty kernels round it): the contact
+            # point, and so the lever arm of its force, is where MuJoCo puts it
+            for axis in range(3):
+                p_local[axis] = p_local[axis] + sk.sign(p_local[axis]) * radius
+            radius = radius * 0.0
+        p = sk.transform_point(X, p_local)
+        dist = sk.dot(n, p) - radius
+        if dist < margin:
+            slot_active[slot] = 1
+            slot_body[2 * slot] = b
+            slot_body[2 * slot + 1] = -1
+            slot_point[slot] = p - n * (radius + 0.5 * dist)
+            slot_normal[slot] = n
+            slot_dist[slot] = dist
+            write_params(slot, shapes, contact, s, -1, slot_mu, slot_condim, slot_solref, slot_solimp, slot_margin)
+            t = n * 0.0
+            if kind == SHAPE_CAPSULE:
+                # MuJoCo frames a capsule's contact on a plane by the capsule's axis in the plane
+                # (x when the capsule stands on its end): with the pyramidal cone, the friction
+                # rows' directions
+                axis = sk.quat_rotate(X.q, type(n)(0.0, 1.0, 0.0))
+                t = axis - n * sk.dot(n, axis)
+                if sk.dot(t, t) > 1.0e-30:
+                    t = t / sk.sqrt(sk.dot(t, t))
+                else:
+                    t = type(n)(1.0, 0.0, 0.0)
+            slot_tangent[slot] = t
 
 
 @sk.kernel

@@ -270,7 +270,7 @@ class ContactSolve:
                  w.slot_solimp, w.slot_margin, w.slot_active]
         # recorded: the rows' geometry, their Jacobians and reference terms (generated adjoints)
         if self.ground_slots and contacts:
-            launch(kr.ground_rows, (model.shape_count, MAX_PLANE_POINTS),
+            launch(kr.ground_rows, model.shape_count,
                    inputs=[state.body_q, model.shapes, model.contact], outputs=slots + [w.slot_tangent])
         if self.pairs.shape[0] and contacts:
             launch(kr.pair_rows, (self.pairs.shape[0], MAX_SHAPE_POINTS),

@@ -71,7 +71,7 @@ def contact_rows(model, body_q) -> dict:
              rows["active"]]
     k = contact_row_kernels(real)
     if ground:
-        sk.launch(k.ground_rows, (model.shape_count, MAX_PLANE_POINTS),
+        sk.launch(k.ground_rows, model.shape_count,
                   inputs=[body_q, model.shapes, model.contact], outputs=slots + [tangent])
     if pairs.shape[0]:
         sk.launch(k.pair_rows, (pairs.shape[0], MAX_SHAPE_POINTS),
