@@ -20,7 +20,7 @@ from .core.array import (Array, ArrayType, array, array1d, array2d, array3d, arr
 from .core.config import config
 from .core.errors import CompileError, CompilerNotFoundError, KernelRuntimeError, NativeCompileError
 from .core.kernel import Kernel, func, func_grad, kernel, overload
-from .core.modules import instantiate, load_module, overload_types
+from .core.modules import compile_ahead, instantiate, load_module, overload_types
 from .core.lang import BUILTIN_STUBS as _STUBS
 from .core.lang import adjoint, constant, grad, static
 from .core.launch import launch

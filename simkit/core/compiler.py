@@ -27,8 +27,10 @@ import platform
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import warnings
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
@@ -255,34 +257,49 @@ def module_key(source: str, cxx: str) -> str:
     return h.hexdigest()[:24]
 
 
-def build_shared(source: str, name: str, extra: tuple = (), what: str | None = None) -> Path:
-    """The path of the compiled shared library for ``source``, compiling only on a cache miss
-    (announced through :data:`compile_notice` as ``what``, by default "module NAME")."""
+# Compiler runs started ahead of the launches that need them (build_shared_ahead), by
+# library path; build_shared of the same source waits for its run instead of starting one.
+_ahead: dict[Path, Future] = {}
+_ahead_lock = threading.Lock()
+_workers: ThreadPoolExecutor | None = None
+
+
+def _entry_paths(source: str, name: str) -> tuple[str, str, Path, Path, Path]:
+    """(compiler, key, cache folder, library, source file) of the module ``source`` named ``name``."""
     cxx = find_compiler()
     key = module_key(source, cxx)
     out_dir = cache_dir() / "modules"
     out_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    lib = out_dir / f"{name}-{key}.so"
-    src = out_dir / f"{name}-{key}.cpp"
-    if lib.exists():
-        problem = entry_problem(lib)
-        if problem is None:
-            stats["cache_hits"] += 1
-            if config.keep_source and not src.exists():
-                _atomic_write(src, source.encode())
-            return lib
-        warn_rebuild(lib, problem)
-        lib.unlink(missing_ok=True)
+    return cxx, key, out_dir, out_dir / f"{name}-{key}.so", out_dir / f"{name}-{key}.cpp"
+
+
+def _cached(lib: Path, src: Path, source: str) -> bool:
+    """Whether ``lib`` is a valid cache entry (a damaged one is removed, with a warning)."""
+    if not lib.exists():
+        return False
+    problem = entry_problem(lib)
+    if problem is None:
+        if config.keep_source and not src.exists():
+            _atomic_write(src, source.encode())
+        return True
+    warn_rebuild(lib, problem)
+    lib.unlink(missing_ok=True)
+    return False
+
+
+def _compile(cxx: str, source: str, out_dir: Path, lib: Path, src: Path, extra: tuple, what: str) -> Path:
+    """One compiler run: ``source`` into the cache entry ``lib`` (any thread)."""
     _atomic_write(src, source.encode())
-    tmp = out_dir / f".{name}-{key}.{os.getpid()}.so"
+    tmp = out_dir / f".{lib.stem}.{os.getpid()}.{threading.get_ident()}.so"
     cmd = [cxx, *CXX_FLAGS, *extra, f"-I{NATIVE_DIR}", f"-I{include_dir()}", str(src), "-o", str(tmp)]
-    stats["compiles"] += 1
     started = time.perf_counter()
     try:
-        with compile_notice(what or f"module {name}"):
+        with compile_notice(what):
             proc = subprocess.run(cmd, capture_output=True, text=True)
     finally:
-        stats["compile_seconds"] += time.perf_counter() - started
+        with _ahead_lock:
+            stats["compiles"] += 1
+            stats["compile_seconds"] += time.perf_counter() - started
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)
         raise NativeCompileError(
@@ -293,6 +310,46 @@ def build_shared(source: str, name: str, extra: tuple = (), what: str | None = N
     if not config.keep_source:
         src.unlink(missing_ok=True)
     return lib
+
+
+def build_shared(source: str, name: str, extra: tuple = (), what: str | None = None) -> Path:
+    """The path of the compiled shared library for ``source``, compiling only on a cache miss
+    (announced through :data:`compile_notice` as ``what``, by default "module NAME"), or
+    waiting for the run :func:`build_shared_ahead` started for it."""
+    cxx, _key, out_dir, lib, src = _entry_paths(source, name)
+    with _ahead_lock:
+        running = _ahead.pop(lib, None)
+    if running is not None:
+        return running.result()   # its compiler error, if it failed, raised here
+    if _cached(lib, src, source):
+        stats["cache_hits"] += 1
+        return lib
+    return _compile(cxx, source, out_dir, lib, src, extra, what or f"module {name}")
+
+
+def build_shared_ahead(source: str, name: str, extra: tuple = (), what: str | None = None) -> None:
+    """Start compiling ``source`` on a compiler thread (one per core) unless it is cached or
+    already running, so that independent modules compile at the same time; the
+    :func:`build_shared` that needs it then waits for that run.
+
+    Example::
+
+        compiler.build_shared_ahead(source, "my_module")   # returns at once
+        lib = compiler.build_shared(source, "my_module")   # waits for that compile
+    """
+    global _workers
+    cxx, _key, out_dir, lib, src = _entry_paths(source, name)
+    with _ahead_lock:
+        if lib in _ahead:
+            return
+    if _cached(lib, src, source):
+        return
+    with _ahead_lock:
+        if lib in _ahead:
+            return
+        if _workers is None:
+            _workers = ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1), thread_name_prefix="simkit-compile")
+        _ahead[lib] = _workers.submit(_compile, cxx, source, out_dir, lib, src, extra, what or f"module {name}")
 
 
 def source_path(lib: Path) -> Path:

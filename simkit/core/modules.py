@@ -92,6 +92,7 @@ class Module:
         # Warp's module options, read by ported code; simkit's options are per kernel
         # (sk.Kernel(options=...), @sk.kernel(enable_backward=False)), so these are the defaults.
         self.options = {"enable_backward": True}
+        self.ahead: set = set()   # the modes compile_ahead has started this module's compile for
 
     @classmethod
     def of(cls, name: str) -> "Module":
@@ -132,9 +133,11 @@ class Module:
 
     def batch(self, kernel: "Kernel", loaded: Callable[["Kernel"], bool]) -> tuple[list, list]:
         """``kernel`` and every other kernel of this module not ``loaded`` yet, with their IRs:
-        what one compiler run builds (for the CPU, or for one GPU)."""
+        what one compiler run builds (for the CPU, or for one GPU). In the module's order,
+        whichever kernel asks: the same source, so the run :meth:`load_ahead` started is the
+        one a first launch waits for."""
         batch, irs = [], []
-        for k in [kernel] + [k for k in self.kernels if k is not kernel]:
+        for k in self.kernels + ([] if kernel in self.kernels else [kernel]):
             if loaded(k):
                 continue
             try:
@@ -147,12 +150,27 @@ class Module:
             irs.append(fir)
         return batch, irs
 
+    def _source(self, kernel: "Kernel") -> tuple[list, list, str, str]:
+        """(kernels, IRs, C++ source, library name) of the CPU compiler run that loads ``kernel``."""
+        mode = config.mode
+        batch, irs = self.batch(kernel, lambda k: mode in k._loaded)
+        safe = "".join(c if c.isalnum() else "_" for c in self.name)[-40:]
+        return batch, irs, codegen.module_source(irs, compiler.HEADER_NAME), safe
+
+    def load_ahead(self) -> None:
+        """Start compiling this module's not-yet-loaded kernels for the CPU on a compiler thread
+        (:func:`compile_ahead`); their first launch waits for that run instead of starting one."""
+        mode = config.mode
+        first = next((k for k in self.kernels if mode not in k._loaded), None)
+        if first is None:
+            return
+        batch, _irs, source, safe = self._source(first)
+        compiler.build_shared_ahead(source, safe, what=f"{_kernels(len(batch))} of module {self.name}")
+
     def load(self, kernel: "Kernel"):
         """Compile (or load from cache) every not-yet-loaded kernel of this module together with ``kernel``."""
         mode = config.mode
-        batch, irs = self.batch(kernel, lambda k: mode in k._loaded)
-        source = codegen.module_source(irs, compiler.HEADER_NAME)
-        safe = "".join(c if c.isalnum() else "_" for c in self.name)[-40:]
+        batch, irs, source, safe = self._source(kernel)
         lib_path = compiler.build_shared(source, safe, what=f"{_kernels(len(batch))} of module {self.name}")
         lib = ctypes.CDLL(str(lib_path))
         if config.keep_source:
@@ -295,3 +313,27 @@ def load_module(module: Any = None, device: str | None = None) -> None:
             from .cuda import launch as cuda_launch
 
             cuda_launch.kernel_for(plan_for(k), dev)
+
+
+def compile_ahead(*kernels: Any) -> None:
+    """Start compiling the CPU modules of ``kernels`` (kernels, or namespaces of them as
+    :func:`instantiate` gives) that are not loaded yet, each on a compiler thread of its own
+    (one per core), and return at once: independent modules then compile at the same time,
+    and each first launch waits only for its own module. The integrators call it before
+    their first step's launches.
+
+    Example::
+
+        sk.compile_ahead(integrate, project)          # two kernels of two modules: both compile now
+        sk.launch(integrate, n, inputs=[x, v])        # waits for its module's compile only
+    """
+    mode = config.mode
+    seen = set()
+    for item in kernels:
+        for k in vars(item).values() if isinstance(item, SimpleNamespace) else [item]:
+            m = getattr(k, "module", None)
+            if not isinstance(m, Module) or id(m) in seen or mode in m.ahead:
+                continue
+            seen.add(id(m))
+            m.ahead.add(mode)
+            m.load_ahead()

@@ -45,10 +45,15 @@ from ..core import array as A
 from ..core import types as T
 from ..core.launch import hooks as _launch_hooks
 from ..core.launch import launch
+from ..core.modules import compile_ahead
 from ..kernels.articulation import articulation_kernels
-from ..kernels.body_contact import eval_body_contact_forces
+from ..kernels.body_contact import body_contact_kernels, eval_body_contact_forces
 from ..kernels.bodies import body_kernels
+from ..kernels.contact_active_set import active_set_kernels
+from ..kernels.contact_rows import contact_row_kernels
+from ..kernels.contact_solve import contact_solve_kernels
 from ..kernels.featherstone import featherstone_kernels
+from ..kernels.limit_rows import limit_row_kernels
 from ..kernels.particles import particle_kernels
 from ..kernels.structs import JOINT_BALL
 from .articulation import eval_fk
@@ -396,6 +401,13 @@ class Featherstone(Replayed):
                                  "body in an articulation with a free joint)")
         real = model.dtype
         k = featherstone_kernels(real)
+        ahead = topo.setdefault("compiled_ahead", set())
+        if self.contact not in ahead and model.device == "cpu":
+            # the step's modules compile at once, one per core, before the first of them is launched
+            ahead.add(self.contact)
+            contact = [body_contact_kernels(real)] if self.contact == "penalty" else \
+                [contact_row_kernels(real), contact_solve_kernels(real), active_set_kernels(real), limit_row_kernels(real)]
+            compile_ahead(k, articulation_kernels(real), body_kernels(real), *contact)
         if not _fk_current(state_in):
             # bodies not (or no longer) placed by a step from these coordinates: place them, on
             # the tape, so that gradients reach the coordinates through the bodies too
