@@ -241,6 +241,20 @@ class Tape:
             tape.backward()
         """
         _refuse_in_capture("tape.backward()")
+        seeds = self.seeds(loss, grads)
+        self.sweep(seeds)
+        self.left = {key: self._grad_state(self.touched[key]) for key in self.writers
+                     if self.touched[key].grad is not None}
+        self.seeded = set(seeds)
+
+    def seeds(self, loss: Array | None = None, grads: dict | None = None) -> dict:
+        """The seeds of a :meth:`backward` with these arguments, checked: ``{id(array): (array,
+        host data)}``.
+
+        Example::
+
+            tape.sweep(tape.seeds(loss=loss))   # backward's own work, without its bookkeeping
+        """
         seeds = {}
         if loss is None and not grads:
             seeds = self._filled_seeds()
@@ -267,12 +281,29 @@ class Tape:
             if not a.requires_grad:
                 raise ValueError(f"cannot seed {_describe(a)}: it does not depend on any array that requires "
                                  "grad, so every gradient would be zero (set requires_grad=True on an input)")
+        return seeds
+
+    def sweep(self, seeds: dict) -> None:
+        """The reverse sweep of :meth:`backward` for checked ``seeds`` (:meth:`seeds`): refuse
+        overwritten reads, clear the grads of what recorded launches wrote, write the seeds,
+        run the adjoints in reverse. Its host writes of grads are told to an array recorder
+        (:mod:`simkit.core.step_cache`), so a taped run can replay them
+        (:mod:`simkit.autograd.tape_replay`).
+
+        Example::
+
+            tape.sweep(tape.seeds(loss=loss))
+        """
         self.check_overwrites()
-        for key in self.writers:
-            a = self.touched[key]
-            if a.grad is not None and key not in seeds:
-                a.grad._write(0)
+        clear = [self.touched[key].grad for key in self.writers
+                 if self.touched[key].grad is not None and key not in seeds]
+        if _array.recorders:
+            _array.recorders[-1].op("clear", clear, None)
+        for g in clear:
+            g._write(0)
         for a, data in seeds.values():
+            if _array.recorders:
+                _array.recorders[-1].op("seed", a.grad, data)
             a.grad._write(data)
         copied = []
         for e in reversed(self.entries):
@@ -288,9 +319,6 @@ class Tape:
                 _launch.launch(e.kernel, e.dim, e.values, adjoint=True)
         for dst, g in copied:
             accumulate(dst.grad, g)
-        self.left = {key: self._grad_state(self.touched[key]) for key in self.writers
-                     if self.touched[key].grad is not None}
-        self.seeded = set(seeds)
 
     @staticmethod
     def _grad_state(a: Array) -> tuple:

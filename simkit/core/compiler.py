@@ -366,6 +366,8 @@ def runtime() -> ctypes.CDLL:
     lib.sk_launch.restype = None
     lib.sk_replay.argtypes = [ctypes.c_void_p, ctypes.c_int64]
     lib.sk_replay.restype = ctypes.c_int64
+    lib.sk_clear_many.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+    lib.sk_clear_many.restype = None
     lib.sk_get_threads.restype = ctypes.c_int
     lib.sk_set_threads.argtypes = [ctypes.c_int]
     lib.sk_launch_counts.argtypes = [ctypes.c_void_p]

@@ -39,6 +39,7 @@ import functools
 from typing import Any, Callable
 
 from . import array as A
+from . import compiler
 from . import device as D
 from . import launch as L
 from . import mutation
@@ -70,12 +71,17 @@ def hold(v: Any, depth: int = 2) -> None:
         for x in v.values():
             hold(x, depth - 1)
     elif depth and type(v) is not A.Array and hasattr(v, "__dict__") and not isinstance(v, type):
-        for x in vars(v).values():
+        v.__dict__["_held"] = True   # a Model, State or Control: its setters count from now on
+        for x in list(vars(v).values()):
             hold(x, depth - 1)
 
 
-class _Recorder:
-    """The launch hook and array recorder while one call of a step runs and is recorded."""
+class Recorder:
+    """The launch hook and array recorder while one call of a step runs and is recorded.
+    ``adjoints``: whether adjoint launches may be recorded (a taped run's recorder,
+    :mod:`simkit.autograd.tape_replay`; a step's refuses them)."""
+
+    adjoints = False
 
     def __init__(self):
         self.items: list = []          # Graph, or (op name, array, argument) of a host write
@@ -90,7 +96,7 @@ class _Recorder:
         """Note the launch's packed arguments; it then runs as usual (returns False)."""
         if self.reason is not None:
             return False
-        if adjoint:
+        if adjoint and not self.adjoints:
             self.fail(f"it runs the adjoint of {kernel.name}")
             return False
         if device is not None and device != "cpu":
@@ -107,7 +113,7 @@ class _Recorder:
         if self.current is None:
             self.current = Graph("cpu")
             self.items.append(self.current)
-        self.current._add(plan, values, False, bytes(plan.view))
+        self.current._add(plan, values, adjoint, bytes(plan.view))
         return False
 
     def read(self, a: A.Array) -> None:
@@ -141,10 +147,7 @@ class Program:
 
     def __init__(self, items: list):
         self.items = items
-        # each item as one callable, bound once: a graph's replay, an array's zero_/fill_/assign
-        self._calls = [_replayer(item) if type(item) is Graph else _zeroer(item[1]) if item[0] == "zero_" else
-                       functools.partial(getattr(item[1], item[0]), item[2])
-                       for item in items]
+        self._calls = [_callable(item) for item in items]
         # one graph and nothing else, the usual step: its replay is the whole run
         self.run = self._calls[0] if len(items) == 1 and type(items[0]) is Graph else self._run_all
 
@@ -154,7 +157,7 @@ class Program:
         out = []
         for item in self.items:
             if type(item) is Graph:
-                out += [p.kernel.name for p in item._plans]
+                out += [("adj_" if adjoint else "") + p.kernel.name for p, adjoint in zip(item._plans, item._adjoint)]
             else:
                 out.append(f"{item[0]}()")
         return out
@@ -162,6 +165,61 @@ class Program:
     def _run_all(self) -> None:
         for call in self._calls:
             call()
+
+
+def _callable(item) -> Callable[[], None]:
+    """One recorded item as one callable, bound once: a graph's replay, an array's
+    ``zero_`` / ``fill_`` / ``assign``, a taped run's clearing and seeding of grads (writes
+    that count no version) or a host-side check (:func:`on_replay`)."""
+    if type(item) is Graph:
+        return _replayer(item)
+    name, a, arg = item
+    if name == "zero_":
+        return _zeroer(a)
+    if name == "clear":
+        return _clearer(a)
+    if name == "seed":
+        return functools.partial(a._write, arg)
+    if name == "call":
+        return arg
+    return functools.partial(getattr(a, name), arg)
+
+
+def on_replay(fn: Callable, *args: Any) -> None:
+    """Run ``fn(*args)``, a step's host-side look at its results (a capacity check), now and
+    again at its place in every replay of a recording that holds this call (a taped
+    rollout's, :mod:`simkit.autograd.tape_replay`).
+
+    Example::
+
+        on_replay(solve.after_step, model.device)
+    """
+    if not A.recorders:
+        fn(*args)
+        return
+    rec = A.recorders.pop()   # its host reads are the check's own, run again at each replay
+    try:
+        fn(*args)
+    finally:
+        A.recorders.append(rec)
+    rec.op("call", None, functools.partial(fn, *args))
+
+
+def _clearer(grads: list) -> Callable[[], None]:
+    """Zero every array of ``grads`` in one native call (the contiguous CPU ones; the rest one
+    by one), counting no version, as ``Tape.backward`` clears intermediate grads."""
+    flat = [g for g in grads if g._np is not None and g._np.flags.c_contiguous and g._np.nbytes]
+    rest = [g for g in grads if g._np is None or not g._np.flags.c_contiguous]
+    ptrs = (ctypes.c_void_p * len(flat))(*[g._np.ctypes.data for g in flat])
+    sizes = (ctypes.c_int64 * len(flat))(*[g._np.nbytes for g in flat])
+    clear, n = compiler.runtime().sk_clear_many, len(flat)
+
+    def run() -> None:
+        clear(ptrs, sizes, n)
+        for g in rest:
+            g._write(0)
+    run.keep = grads  # the pointers are theirs: keep them alive as long as the call
+    return run
 
 
 def _zeroer(a: A.Array) -> Callable[[], None]:
@@ -309,7 +367,7 @@ class StepCache:
         return False
 
     def _record(self, e: Entry, fn: Callable[[], None]) -> None:
-        rec = _Recorder()
+        rec = Recorder()
         for obj in e.objects:
             hold(obj)
         before = mutation.count[0]

@@ -47,6 +47,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..autograd.tape import Tape
+from ..autograd.tape_replay import TapedRun
 from ..core import device as D
 from ..core import launch as _launch
 from ..core import types as T
@@ -172,6 +173,19 @@ class Rollout:
     Gradients accumulate into ``.grad`` like ``tape.backward`` does: zero them between runs
     (``optimizer.zero_grad()``).
 
+    A full-tape run (``checkpoint_every=None``) over the same initial State object as the run
+    before records its launches and its backward, and every later one replays them natively,
+    with bit-identical losses and gradients (:mod:`simkit.autograd.tape_replay`): the
+    optimization loop's case. Write new initial values into that state (``assign``) rather
+    than making a new one; the rollout keeps its states between runs for this. What makes a
+    run go through the Tape again instead: any change a recorded step would see
+    (:mod:`simkit.sim.replay`), a grad allocated or replaced on an array the run touched, a
+    loss function that would launch anything else now (other arrays or scalars), the
+    stability ``check``. It never replays on a GPU, in debug mode, with
+    ``Featherstone(contact="constraint")`` (its backward branches on the contact count on the
+    host), or when a loss reads arrays on the host; ``replay_reason`` says why, ``replays``
+    counts the runs that replayed. Checkpointed runs go through the Tape every time.
+
     ``peak_bytes`` (after a run): the most bytes of array data and grads the rollout held
     alive at once. Counted: every State it allocated (positions, velocities and forces of
     particles and bodies, plus the scratch that steps attach to a state, such as XPBD's
@@ -229,6 +243,9 @@ class Rollout:
         self.check = StabilityCheck.coerce(check, "Rollout")
         self.peak_bytes = 0
         self._pool: list[State] = []
+        self._states: list[State] = []
+        self._full_loss: Array | None = None
+        self._taped = TapedRun()
         self._bound: BoundCheck | None = None
 
     def _check_control(self, control: Any) -> list:
@@ -246,6 +263,27 @@ class Rollout:
                 raise ValueError(f"Rollout: control[{i}] must be a Control of this model (model.control()), "
                                  f"got {type(c).__name__}")
         return list(control)
+
+    @property
+    def replays(self) -> int:
+        """How many full-tape runs replayed a recording instead of running the Tape (see
+        the class documentation).
+
+        Example::
+
+            rollout.replays        # 8 after 10 runs over the same initial state
+        """
+        return self._taped.replays
+
+    @property
+    def replay_reason(self) -> str | None:
+        """Why the last recorded run cannot replay (None when it can, or before any recording).
+
+        Example::
+
+            rollout.replay_reason  # "it reads an array's contents on the host (float64(25, 3))"
+        """
+        return self._taped.reason
 
     @property
     def segments(self) -> int:
@@ -301,26 +339,54 @@ class Rollout:
         return out
 
     def _run_full(self, state: State) -> tuple[float, State]:
-        model, h = self.model, self.dt / self.substeps
-        loss = self._new_loss()
-        states = [state]
-        tape = Tape()
-        with tape:
+        model, h, n = self.model, self.dt / self.substeps, self.substeps
+        states = [state, *self._full_pool()]
+        loss = self._full_loss
+        if loss is None:
+            loss = self._full_loss = self._new_loss()
+
+        def forward(user):
+            # a run through the Tape starts from states and a loss without grads, as new ones
+            # would be, so that only what depends on a grad gets one
+            for a in held_arrays(states[1:], loss):
+                a.requires_grad = False
+            loss.zero_()
             for frame in range(self.steps):
-                for _ in range(self.substeps):
-                    nxt = model.state(requires_grad=False)
-                    self.integrator.step(model, states[-1], nxt, self.controls[frame], h)
-                    states.append(nxt)
-                    self._checked(nxt, len(states) - 1)
+                for sub in range(n):
+                    k = frame * n + sub
+                    self.integrator.step(model, states[k], states[k + 1], self.controls[frame], h)
+                    self._checked(states[k + 1], k + 1)
                 if self.frame_loss is not None:
-                    self.frame_loss(frame + 1, states[-1], loss)
+                    user(self.frame_loss, frame + 1, states[(frame + 1) * n], loss)
             if self.loss is not None:
-                self.loss(states[-1], loss)
-        if not loss.requires_grad:
-            raise ValueError(_NOTHING_REQUIRES_GRAD)
-        tape.backward(loss=loss)
-        self.peak_bytes = held_bytes(states[1:], loss)
+                user(self.loss, states[-1], loss)
+            if not loss.requires_grad:
+                raise ValueError(_NOTHING_REQUIRES_GRAD)
+            return loss, None
+
+        replayable = getattr(self.integrator, "replays_taped", None)
+        if replayable is not None and replayable(model):
+            objects = (model, self.integrator, state, loss, *self.controls, *states[1:])
+            guard = (self.steps, self.substeps, self.dt, self.loss, self.frame_loss, self._bound is None)
+            _, replayed = self._taped.run(objects, guard, forward)
+        else:
+            tape = Tape()
+            with tape:
+                forward(lambda fn, *args: fn(*args))
+            tape.backward(loss=loss)
+            replayed = False
+        if not replayed:   # a replay holds what its recording held
+            self.peak_bytes = held_bytes(states[1:], loss)
         return float(loss.numpy()[0]), self._detached(states[-1])
+
+    def _full_pool(self) -> list[State]:
+        """One state per integrator step of a full-tape run, kept between runs: a run over
+        the same states (and initial state) replays (:mod:`simkit.autograd.tape_replay`)."""
+        size = self.steps * self.substeps
+        if len(self._states) != size:
+            self._states = [self.model.state(requires_grad=False) for _ in range(size)]
+            self._taped.clear()
+        return self._states
 
     def _ensure_pool(self) -> list[State]:
         """One state per integrator step of a segment plus its start, reused by every segment

@@ -46,6 +46,7 @@ from ..core import types as T
 from ..core.launch import hooks as _launch_hooks
 from ..core.launch import launch
 from ..core.modules import compile_ahead
+from ..core.step_cache import on_replay
 from ..kernels.articulation import articulation_kernels
 from ..kernels.body_contact import body_contact_kernels, eval_body_contact_forces
 from ..kernels.bodies import body_kernels
@@ -234,9 +235,11 @@ def _place_moved_bodies(model: Model, state: State) -> None:
     so the gradient reaches the coordinates through the bodies."""
     placed = _placed(model, state)
     if active_tapes():
-        if placed._np is not None and not (np.array_equal(placed._np[:model.joint_coord_count], state.joint_q.numpy())
+        # the host look reads the views themselves, unseen by a taped run's recorder: a replay
+        # (simkit.autograd.tape_replay) runs no Python between its steps, so no view is written there
+        if placed._np is not None and not (np.array_equal(placed._np[:model.joint_coord_count], state.joint_q._np)
                                            and np.array_equal(placed._np[model.joint_coord_count:],
-                                                              state.joint_qd.numpy())):
+                                                              state.joint_qd._np)):
             eval_fk(model, state.joint_q, state.joint_qd, state)
             state._featherstone_fk = _fk_mark(state)
             _remember_placement(model, state)
@@ -383,7 +386,10 @@ class Featherstone(Replayed):
         if self.contact == "constraint":
             solve = model._featherstone["contact_solves"].get(self.max_contacts)
             if solve is not None:
-                solve.after_step(model.device)
+                on_replay(solve.after_step, model.device)
+
+    def _replay_eligible(self, model) -> bool:
+        return featherstone_eligible(self, model)
 
     def _step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         control = check_step(model, state_in, state_out, control, dt)

@@ -128,6 +128,9 @@ class SemiImplicitEuler(Replayed):
         arguments, it replays its recorded launches (:mod:`simkit.sim.replay`)."""
         replayed_step(self, self._step, model, state_in, state_out, control, dt, particles_eligible)
 
+    def _replay_eligible(self, model) -> bool:
+        return particles_eligible(self, model)
+
     def _step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         control = check_step(model, state_in, state_out, control, dt)
         warn_ignored_joint_features(model, "SemiImplicitEuler")

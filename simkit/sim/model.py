@@ -52,9 +52,11 @@ WORLD_KINDS = {"particle": "particle_count", "spring": "spring_count", "triangle
 def _watched_setattr(obj, name: str, value: Any) -> None:
     """Set an attribute; a public one (an array, a struct, gravity, a flag) may be baked into
     a recorded step (simkit.core.step_cache), which must then not replay. Private ones are
-    the integrators' caches, set while stepping."""
+    the integrators' caches, set while stepping. Only an object a recording reached counts
+    (:func:`simkit.core.step_cache.hold` marks it): a State made after every recording, such
+    as a rollout's result, leaves the recordings alone."""
     object.__setattr__(obj, name, value)
-    if name[0] != "_":
+    if name[0] != "_" and "_held" in obj.__dict__:
         mutation.count[0] += 1
 
 

@@ -58,6 +58,20 @@ class Replayed:
         # launch lists of this process, holding the states they step)
         return {k: v for k, v in self.__dict__.items() if k != "_replay_cache"}
 
+    def replays_taped(self, model) -> bool:
+        """Whether a taped rollout of ``model`` under this integrator may replay as a whole
+        (:class:`simkit.optim.Rollout`, :mod:`simkit.autograd.tape_replay`): where its steps
+        could (on the CPU, replays on, none of what makes a step unreplayable).
+
+        Example::
+
+            sk.sim.SemiImplicitEuler().replays_taped(model)   # True
+        """
+        return self.replay and type(model) is Model and model.device == "cpu" and self._replay_eligible(model)
+
+    def _replay_eligible(self, model) -> bool:
+        return True
+
     def recorded_steps(self) -> list[Entry]:
         """The steps this integrator has recorded, oldest first: per ``(model, state_in,
         state_out, control)`` one entry with the ``program`` it replays (``program.launches``

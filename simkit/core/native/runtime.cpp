@@ -502,6 +502,12 @@ SK_EXPORT int64_t sk_replay(const replay_job_t* jobs, int64_t count) {
     return -1;
 }
 
+// Zero many buffers in one call: a replayed backward clears the gradients of every
+// intermediate before it seeds them, hundreds of small arrays a rollout.
+SK_EXPORT void sk_clear_many(void* const* ptrs, const int64_t* bytes, int64_t count) {
+    for (int64_t k = 0; k < count; ++k) std::memset(ptrs[k], 0, static_cast<size_t>(bytes[k]));
+}
+
 SK_EXPORT int sk_get_threads() { return pool()->size(); }
 
 SK_EXPORT void sk_set_adaptive(int on) {
