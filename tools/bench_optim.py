@@ -116,8 +116,71 @@ def optim_rows(Row, fmt, steps_list=(100, 1000, 10000)) -> list:
     return rows
 
 
+REPLAY_GRID = 100
+REPLAY_STEPS = 20
+TARGET_REPLAY_RATIO = 4.0  # issue 30: taped rollout + backward at most 4x the forward step
+
+
+def replay_rows(Row, fmt, rounds: int = 5) -> list:
+    """A 100x100 cloth: one ``Rollout.run`` (20 steps, forward and backward) per step, run
+    again over the same initial state (replayed from its third run) and through the Tape
+    (a new initial state each run), against one forward step in a plain Python loop
+    (replayed too); medians of ``rounds``, interleaved."""
+    from bench import interleaved  # tools/ is the script's directory
+
+    b = sk.sim.ModelBuilder(gravity=-9.81, ground=True)
+    b.add_cloth_grid((0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0), REPLAY_GRID, REPLAY_GRID,
+                     1.0 / REPLAY_GRID, 1.0 / REPLAY_GRID, mass=1e-4, fix_left=True, k_mu=1e3, k_lambda=1e3,
+                     k_damp=0.1, edge_ke=1e-3)
+    model = b.finalize(requires_grad=True)
+
+    def loss(state, out):
+        sk.launch(sum_positions, model.particle_count, inputs=[state.particle_q, out])
+
+    rollout = sk.optim.Rollout(model, sk.sim.SemiImplicitEuler(), steps=REPLAY_STEPS, dt=DT, loss=loss)
+    s0 = model.state(requires_grad=True)
+    s1, s2 = model.state(), model.state()
+    integrator = sk.sim.SemiImplicitEuler()
+
+    def forward(n):
+        for _ in range(n):
+            integrator.step(model, s1, s2, None, DT)
+        s2.particle_q.numpy()
+
+    def replayed(n):
+        for _ in range(n):
+            rollout.run(s0)
+
+    other = sk.optim.Rollout(model, sk.sim.SemiImplicitEuler(), steps=REPLAY_STEPS, dt=DT, loss=loss)
+
+    def taped(n):
+        # a new initial state each run: nothing to replay (turning replays off would count a
+        # change, and so make the replayed contender record again)
+        for _ in range(n):
+            other.run(model.state(requires_grad=True))
+
+    stats = interleaved({"forward": forward, "replayed": replayed, "taped": taped}, rounds, warmup=3)
+    assert rollout.replays > 0, rollout.replay_reason
+    step = stats["forward"].median
+    rep, tape = stats["replayed"].median / REPLAY_STEPS, stats["taped"].median / REPLAY_STEPS
+    return [
+        Row(f"{REPLAY_GRID}x{REPLAY_GRID} cloth: Rollout.run replayed per step / forward step",
+            f"{fmt(rep * 1e6)} us", f"{fmt(step * 1e6)} us", f"{rep / step:.1f}x", f"<= {TARGET_REPLAY_RATIO:g}x",
+            rep / step <= TARGET_REPLAY_RATIO),
+        Row(f"{REPLAY_GRID}x{REPLAY_GRID} cloth: Rollout.run through the Tape per step / forward step",
+            f"{fmt(tape * 1e6)} us", f"{fmt(step * 1e6)} us", f"{tape / step:.1f}x", "(info)"),
+    ]
+
+
 def add_sections(section, Result, Row, fmt) -> None:
-    """Register the ``optim`` section with bench.py's registry."""
+    """Register the ``optim`` and ``rollout_replay`` sections with bench.py's registry."""
+
+    @section("rollout_replay", "(g2) a 100x100 cloth's Rollout.run replayed vs through the Tape vs its forward step")
+    def bench_rollout_replay(ctx) -> Result:
+        return Result(rows=replay_rows(Row, fmt, ctx.reps(7, 3)),
+                      notes=[f"rollout_replay: {REPLAY_STEPS} steps of semi-implicit Euler at dt {DT}, loss = sum of "
+                             "final positions, forward and backward, per step; forward = one replayed step in a "
+                             "plain Python loop"])
 
     @section("optim", "(g) memory of a 32x32 cloth rollout: checkpointed vs full tape")
     def bench_optim(ctx) -> Result:
