@@ -79,3 +79,26 @@ def test_quat_identity_takes_a_dtype_keyword_in_a_kernel():
     q = sk.zeros(1, dtype=sk.quatd)
     sk.launch(k, 1, inputs=[q])
     assert q.numpy().tolist() == [[0.0, 0.0, 0.0, 1.0]]
+
+
+@sk.kernel
+def vector_forms(x: sk.array(dtype=float), filled: sk.array(dtype=sk.vec3), ints: sk.array(dtype=sk.vec3i),
+                 typed: sk.array(dtype=sk.vec3)):
+    filled[0] = sk.vector(length=3, dtype=float)() + sk.vector(x[0], length=3)
+    ints[0] = sk.vector(1, 2, 3)
+    typed[0] = sk.vector(3, float)(1.0, 2.0, x[0])
+
+
+def test_vector_builds_a_value_from_components_and_still_names_a_type_without_them():
+    outs = [sk.zeros(1, dtype=t) for t in (sk.vec3, sk.vec3i, sk.vec3)]
+    sk.launch(vector_forms, 1, inputs=[sk.array([5.0])] + outs)
+    assert [o.numpy().tolist() for o in outs] == [[[5.0, 5.0, 5.0]], [[1, 2, 3]], [[1.0, 2.0, 5.0]]]
+
+
+def test_an_unknown_keyword_of_vector_is_refused():
+    def bad(x: sk.array(dtype=sk.vec3)):
+        x[0] = sk.vector(1.0, 2.0, 3.0, size=3)
+    k = sk.Kernel(bad, key="bad_vector_keyword")
+    with pytest.raises(sk.CompileError, match=r"vector\(\) got an unexpected keyword argument 'size'; "
+                                              r"it accepts length, dtype"):
+        sk.launch(k, 1, inputs=[sk.zeros(1, dtype=sk.vec3)])
