@@ -115,7 +115,12 @@ _DTYPE_ONLY = {"quat_identity": "quat_of", "transform_identity": "transform_of"}
 
 def kernel_call(builder, name: str, node):
     """A kernel's call of builtin ``name`` with keywords (``node`` an ``ast.Call``), compiled by
-    ``builder`` (a frontend ``Builder``) as the positional call it stands for."""
+    ``builder`` (a frontend ``Builder``) as the positional call it stands for.
+
+    Example::
+
+        kernel_call(builder, "clamp", call)    # sk.clamp(x, low=0.0, high=1.0) as sk.clamp(x, 0.0, 1.0)
+    """
     if any(k.arg is None for k in node.keywords):
         builder.error(f"sk.{name}(**...): keyword arguments must be named in a kernel", node)
     if name in _DTYPE_ONLY:  # sk.quat_identity(dtype=sk.float64): the identity of that float type
@@ -138,7 +143,12 @@ def kernel_call(builder, name: str, node):
 def factory_constructs(fn, node) -> bool:
     """Whether ``sk.vector(...)`` / ``sk.matrix(...)`` in a kernel builds a value (Warp's
     ``wp.vector(x, y, z, dtype=float)``, ``wp.matrix(a, b, c, d, shape=(2, 2))``) rather than
-    naming a type (``sk.vector(3, float)``, ``sk.matrix(shape=(2, 2), dtype=float)``)."""
+    naming a type (``sk.vector(3, float)``, ``sk.matrix(shape=(2, 2), dtype=float)``).
+
+    Example::
+
+        factory_constructs(sk.vector, ast.parse("sk.vector(x, y, dtype=float)").body[0].value)   # True
+    """
     from . import types as T
     if fn not in (T.vector, T.matrix) or not node.args:
         return False
@@ -148,12 +158,18 @@ def factory_constructs(fn, node) -> bool:
     first = node.args[0]
     if fn is T.matrix:
         return not isinstance(first, ast.Tuple)
-    return not (isinstance(first, ast.Constant) and type(first.value) is int and len(node.args) + len(node.keywords) <= 2)
+    names_type = isinstance(first, ast.Constant) and type(first.value) is int
+    return not (names_type and len(node.args) + len(node.keywords) <= 2)
 
 
 def factory_value(builder, fn, node):
     """The value ``sk.vector(*components, length=..., dtype=...)`` or ``sk.matrix(*components,
-    shape=..., dtype=...)`` builds in a kernel: its components in row order, or one to fill it."""
+    shape=..., dtype=...)`` builds in a kernel: its components in row order, or one to fill it.
+
+    Example::
+
+        factory_value(builder, sk.matrix, call)    # sk.matrix(a, b, c, d, shape=(2, 2)): a mat22
+    """
     from . import types as T
     what = fn.__name__
     size_key = "length" if fn is T.vector else "shape"

@@ -3,7 +3,9 @@
 A call outside a kernel picks the builtin's overload exactly as a kernel would (Python numbers
 are literals: ``sk.cos(0.5)`` is float32, ``sk.min(x64, 2.0)`` float64) and runs the table's own
 C++ body in a one-thread CPU kernel, made once per (builtin, overload) and cached, so the
-result is bit for bit the one the same call gives inside a kernel. A float32 scalar result is
+result is bit for bit the one the same call gives inside a kernel. The kernel runs straight
+on its own one-element arrays, outside any ``sk.Tape``, ``sk.capture()`` or launch hook: a host
+call is a computation on values, not a launch a tape could record. A float32 scalar result is
 a Python float (exact), a float64 one a ``numpy.float64``, an integer an ``int``, a bool a
 ``bool`` and a vector, matrix, quat or transform a simkit value.
 
@@ -32,8 +34,9 @@ from .exprs import type_str
 KERNEL_ONLY = {"tid", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "printf", "len",
                "expect_eq", "expect_neq", "expect_near"}
 _VALUE_KINDS = ("scalar", "vec", "mat", "quat", "transform")
-_kernels: dict[tuple, Any] = {}
-_lock = threading.Lock()
+_runners: dict[tuple, "_Runner"] = {}
+_resolved: dict[tuple, Any] = {}
+_lock = threading.Lock()  # a runner's arrays hold one call's values at a time
 
 
 def is_kernel_only(name: str) -> bool:
@@ -62,18 +65,15 @@ def _arg_type(name: str, index: int, v: Any) -> Any:
                     f"(Python or numpy scalars) and simkit values (sk.vec3(...), sk.mat33(...), sk.quat(...), ...)")
 
 
-def _host_kernel(b: B.Builtin, arg_types: list, ret: Any):
-    """The one-thread CPU kernel running builtin ``b`` on one element of each input array."""
-    key = (b.cname, tuple(arg_types), ret)
-    with _lock:
-        found = _kernels.get(key)
-        if found is not None:
-            return found
-        from .array import array as array_of
+class _Runner:
+    """The one-thread CPU kernel of one builtin overload, with the one-element arrays it reads and writes."""
+
+    def __init__(self, b: B.Builtin, arg_types: list, ret: Any):
+        from .array import empty
         from .kernel import Kernel
         import simkit
 
-        tag = f"{b.cname}_{len(_kernels)}"
+        tag = f"{b.cname}_{len(_runners)}"
         params = ", ".join(f"a{k}" for k in range(len(arg_types)))
         reads = ", ".join(f"a{k}[0]" for k in range(len(arg_types)))
         source = f"def host_{tag}({params}, out):\n    out[0] = _sk.{b.name}({reads})\n"
@@ -83,12 +83,26 @@ def _host_kernel(b: B.Builtin, arg_types: list, ret: Any):
         module = f"simkit_host.{tag}"
         env = {"_sk": simkit, "__name__": module}
         exec(compile(source, filename, "exec"), env)
-        annotations = {f"a{k}": array_of(dtype=t) for k, t in enumerate(arg_types)}
-        annotations["out"] = array_of(dtype=ret)
-        kernel = Kernel(env[f"host_{tag}"], key=f"host_{tag}", module=module, enable_backward=False,
-                        arg_types=annotations)
-        _kernels[key] = kernel
-        return kernel
+        self.arrays = [empty(1, dtype=t, device="cpu") for t in (*arg_types, ret)]
+        self.views = [a.numpy() for a in self.arrays]
+        self.kernel = Kernel(env[f"host_{tag}"], key=f"host_{tag}", module=module, enable_backward=False,
+                             arg_types={**{f"a{k}": a.type() for k, a in enumerate(self.arrays[:-1])},
+                                        "out": self.arrays[-1].type()})
+        self.ret = ret
+
+    def __call__(self, values: list) -> Any:
+        from .config import config
+        from .launch import plan_for
+
+        for view, v in zip(self.views, values):
+            view[0] = np.asarray(v)
+        plan = self.kernel._plan.get(config.mode) or plan_for(self.kernel)
+        plan.pack(self.arrays)
+        plan.set_bounds(1)
+        plan.run(plan.jobs[False][1])
+        if plan.error.code:
+            plan.check_error()
+        return _python_value(self.ret, self.views[-1])
 
 
 def _python_value(t: Any, out: np.ndarray) -> Any:
@@ -116,7 +130,10 @@ def call(name: str, args: tuple, kwargs: dict) -> Any:
         return _identity(*args, **kwargs)
     args = call_keywords.positional(name, list(args), kwargs)
     types = [_arg_type(name, k, v) for k, v in enumerate(args)]
-    found = B.resolve(name, types)
+    key = (name, *types)
+    found = _resolved.get(key)
+    if found is None:
+        found = _resolved[key] = B.resolve(name, types)
     if found is None:
         sigs = "\n      ".join(B.signatures(name))
         raise TypeError(f"sk.{name}() does not accept ({', '.join(type_str(t) for t in types)}); "
@@ -125,15 +142,12 @@ def call(name: str, args: tuple, kwargs: dict) -> Any:
     if getattr(ret, "_sk_kind", None) not in _VALUE_KINDS:
         raise TypeError(f"sk.{name}() only works inside kernels (an @sk.kernel or @sk.func body); "
                         f"it cannot be called from Python")
-    from .array import array as array_of, empty
-    from .launch import launch
-
-    kernel = _host_kernel(b, concrete, ret)
-    ins = [array_of([a if not isinstance(t, B.Weak) else c.np_dtype.type(a)], dtype=c, device="cpu")
-           for a, t, c in zip(args, types, concrete)]
-    out = empty(1, dtype=ret, device="cpu")
-    launch(kernel, 1, inputs=[*ins, out], device="cpu")
-    return _python_value(ret, out.numpy())
+    values = [c.np_dtype.type(a) if isinstance(t, B.Weak) else a for a, t, c in zip(args, types, concrete)]
+    with _lock:
+        run = _runners.get((b.cname, *concrete))
+        if run is None:
+            run = _runners[(b.cname, *concrete)] = _Runner(b, concrete, ret)
+        return run(values)
 
 
 def _identity(n: int = 3, dtype: Any = float) -> Any:

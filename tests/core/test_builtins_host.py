@@ -127,3 +127,10 @@ def test_host_values_match_warps_host_calls():
              (sk.mul(sk.mat33(M), sk.vec3(*v)), wp.mul(wp.mat33(*M.ravel().tolist()), wp.vec3(*v)))]
     for ours, theirs in pairs:
         assert np.allclose(np.asarray(ours, np.float64), np.asarray(theirs, np.float64), rtol=1e-6, atol=1e-6)
+
+
+def test_a_host_call_inside_a_capture_runs_at_once_and_is_not_captured():
+    with sk.capture() as graph:
+        n = sk.length(sk.vec3(3.0, 4.0, 0.0))
+    assert n == 5.0
+    assert len(graph) == 0
