@@ -15,7 +15,11 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+import numpy as np
+
 from . import builtins as B
+from . import ir
+from .exprs import Py
 
 # Warp's parameter names, per overload, of the builtins simkit shares with it (where they differ
 # from the table's own, or where Warp has overloads of other arities).
@@ -140,14 +144,16 @@ def kernel_call(builder, name: str, node):
     return builder.call_builtin(name, ordered, node)
 
 
-def factory_constructs(fn, node) -> bool:
+def factory_constructs(builder, fn, node) -> bool:
     """Whether ``sk.vector(...)`` / ``sk.matrix(...)`` in a kernel builds a value (Warp's
     ``wp.vector(x, y, z, dtype=float)``, ``wp.matrix(a, b, c, d, shape=(2, 2))``) rather than
-    naming a type (``sk.vector(3, float)``, ``sk.matrix(shape=(2, 2), dtype=float)``).
+    naming a type (``sk.vector(3, float)``, ``sk.vector(N, type(dt))``, ``sk.matrix((2, 2), F)``,
+    ``sk.matrix(shape=(2, 2), dtype=float)``): a value when the size is a keyword beside
+    components, or when the arguments are not a size and a type.
 
     Example::
 
-        factory_constructs(sk.vector, ast.parse("sk.vector(x, y, dtype=float)").body[0].value)   # True
+        factory_constructs(builder, sk.vector, ast.parse("sk.vector(x, y, dtype=float)").body[0].value)  # True
     """
     from . import types as T
     if fn not in (T.vector, T.matrix) or not node.args:
@@ -155,11 +161,28 @@ def factory_constructs(fn, node) -> bool:
     size_key = "length" if fn is T.vector else "shape"
     if any(k.arg == size_key for k in node.keywords) or len(node.args) > 2:
         return True
-    first = node.args[0]
-    if fn is T.matrix:
-        return not isinstance(first, ast.Tuple)
-    names_type = isinstance(first, ast.Constant) and type(first.value) is int
-    return not (names_type and len(node.args) + len(node.keywords) <= 2)
+
+    def compile_time(e):  # a size or a type is a name, constant or call such as type(dt); nothing is emitted
+        if not isinstance(e, (ast.Name, ast.Constant, ast.Attribute, ast.Tuple, ast.Call)):
+            return None
+        if isinstance(e, ast.Tuple):
+            return tuple(compile_time(x) for x in e.elts)
+        v = builder.expr(e)
+        if isinstance(v, Py):
+            return v.obj
+        return v.value if isinstance(v, ir.Const) else None
+
+    size = compile_time(node.args[0])
+    if fn is T.vector:
+        sized = isinstance(size, (int, np.integer)) and not isinstance(size, bool)
+    else:
+        sized = isinstance(size, tuple) and len(size) == 2 and all(isinstance(x, (int, np.integer)) for x in size)
+    if not sized:
+        return True
+    if len(node.args) == 1:
+        return False
+    dtype = compile_time(node.args[1])  # a number there is a second component: sk.vector(3, 4)
+    return dtype is None or isinstance(dtype, (bool, int, float, np.generic))
 
 
 def factory_value(builder, fn, node):

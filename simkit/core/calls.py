@@ -159,7 +159,7 @@ class CallMixin:
         if obj is pybuiltins.type:
             return self.type_of(node)
         if getattr(obj, "_sk_type_factory", False):
-            if call_keywords.factory_constructs(obj, node):
+            if call_keywords.factory_constructs(self, obj, node):
                 return call_keywords.factory_value(self, obj, node)
             return self.type_factory(obj, node)
         if node.keywords and name is not None and name not in ("tid", "printf", "identity", "len"):

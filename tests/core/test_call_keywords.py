@@ -102,3 +102,19 @@ def test_an_unknown_keyword_of_vector_is_refused():
     with pytest.raises(sk.CompileError, match=r"vector\(\) got an unexpected keyword argument 'size'; "
                                               r"it accepts length, dtype"):
         sk.launch(k, 1, inputs=[sk.zeros(1, dtype=sk.vec3)])
+
+
+N = sk.constant(2)
+
+
+@sk.kernel
+def vector_type_forms(x: sk.array(dtype=sk.float64), out: sk.array(dtype=sk.vec2d), pair: sk.array(dtype=sk.vec2i)):
+    dt = x[0]
+    out[0] = sk.vector(N, type(dt))(dt, 2.0 * dt) + sk.vector(2, sk.float64)(1.0, 1.0)
+    pair[0] = sk.vector(3, 4)
+
+
+def test_a_size_and_a_type_still_name_a_vector_type_and_two_numbers_build_one():
+    out, pair = sk.zeros(1, dtype=sk.vec2d), sk.zeros(1, dtype=sk.vec2i)
+    sk.launch(vector_type_forms, 1, inputs=[sk.array([1.5], dtype=sk.float64), out, pair])
+    assert out.numpy().tolist() == [[2.5, 4.0]] and pair.numpy().tolist() == [[3, 4]]
