@@ -162,8 +162,9 @@ def factory_constructs(builder, fn, node) -> bool:
     if any(k.arg == size_key for k in node.keywords) or len(node.args) > 2:
         return True
 
-    def compile_time(e):  # a size or a type is a name, constant or call such as type(dt); nothing is emitted
-        if not isinstance(e, (ast.Name, ast.Constant, ast.Attribute, ast.Tuple, ast.Call)):
+    def compile_time(e):  # a size or a type is a name, a constant, sk.float64 or type(dt), never a computation
+        is_type_of = isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "type"
+        if not (is_type_of or isinstance(e, (ast.Name, ast.Constant, ast.Attribute, ast.Tuple))):
             return None
         if isinstance(e, ast.Tuple):
             return tuple(compile_time(x) for x in e.elts)
@@ -172,17 +173,13 @@ def factory_constructs(builder, fn, node) -> bool:
             return v.obj
         return v.value if isinstance(v, ir.Const) else None
 
+    if len(node.args) == 2:  # (size, type) names a type, its size checked there; two numbers are components
+        dtype = compile_time(node.args[1])
+        return dtype is None or isinstance(dtype, (bool, int, float, np.generic))
     size = compile_time(node.args[0])
     if fn is T.vector:
-        sized = isinstance(size, (int, np.integer)) and not isinstance(size, bool)
-    else:
-        sized = isinstance(size, tuple) and len(size) == 2 and all(isinstance(x, (int, np.integer)) for x in size)
-    if not sized:
-        return True
-    if len(node.args) == 1:
-        return False
-    dtype = compile_time(node.args[1])  # a number there is a second component: sk.vector(3, 4)
-    return dtype is None or isinstance(dtype, (bool, int, float, np.generic))
+        return not (isinstance(size, (int, np.integer)) and not isinstance(size, bool))
+    return not (isinstance(size, tuple) and len(size) == 2)
 
 
 def factory_value(builder, fn, node):
