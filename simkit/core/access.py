@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 
-from . import ir
+from . import ir, slices
 from . import types as T
 from .array import ArrayType
 from .config import config
@@ -337,6 +337,9 @@ class AccessMixin:
         if getattr(getattr(base, "obj", None), "_sk_adjoint", False) is True:  # sk.adjoint[x] = / += ...
             slot = self.adjoint_slot(target.slice, s)
             self.assign_name(slot, self.convert(value, self.vars[slot].type, s), s)
+            return
+        if slices.has_slice(target.slice):
+            slices.write(self, target, value, s)
             return
         idx = self.indices(target.slice, s)
         if isinstance(base, ir.Var) and getattr(base.type, "_sk_kind", "") == "array":

@@ -13,6 +13,7 @@ import builtins as pybuiltins
 import numpy as np
 
 from . import builtins as B
+from . import call_keywords
 from . import ir
 from . import types as T
 from .exprs import _MATH_BUILTINS, Py, Retype, Undefined, type_str
@@ -158,7 +159,11 @@ class CallMixin:
         if obj is pybuiltins.type:
             return self.type_of(node)
         if getattr(obj, "_sk_type_factory", False):
+            if call_keywords.factory_constructs(self, obj, node):
+                return call_keywords.factory_value(self, obj, node)
             return self.type_factory(obj, node)
+        if node.keywords and name is not None and name not in ("tid", "printf", "identity", "len"):
+            return call_keywords.kernel_call(self, name, node)
         if node.keywords and not (getattr(obj, "_sk_kind", "") == "struct"):
             self.error(f"keyword arguments are not supported here ({node.keywords[0].arg}=...)", node)
         form = B.OUT_PARAM_FORMS.get(name)

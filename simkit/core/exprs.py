@@ -236,6 +236,10 @@ class ExprMixin:
             self.error("only arrays, vectors, matrices and quaternions can be indexed", node)
         if isinstance(base, ir.Const):
             base = self.materialize(base)
+        from . import slices  # slices.py builds on this module
+
+        if slices.has_slice(node.slice):
+            return slices.read(self, base, node.slice, node)
         kind = getattr(base.type, "_sk_kind", "")
         idx = self.indices(node.slice, node)
         if kind == "array":
@@ -253,7 +257,8 @@ class ExprMixin:
     def indices(self, sl, node) -> list:
         elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
         if any(isinstance(e, ast.Slice) for e in elts):
-            self.error("slices are not supported in kernels; index single elements", node)
+            self.error("slices of arrays are not supported in kernels (vectors, quaternions and matrices take "
+                       "constant slices: v[1:], m[0, :2])", node)
         out = []
         for e in elts:
             v = self.expr(e)

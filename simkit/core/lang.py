@@ -1,9 +1,10 @@
 """Names of the kernel language that have no Python meaning of their own.
 
 These stubs exist so that ``sk.tid``, ``sk.sin``, ... resolve as attributes and can
-be imported; the frontend recognises them by their ``_sk_builtin`` marker. Calling
-one from plain Python raises a clear error instead of doing something else, except for
-the few that Warp also runs on the host (:data:`PYTHON_SCOPE`: ``sk.quat_identity()``).
+be imported; the frontend recognises them by their ``_sk_builtin`` marker. Called from
+plain Python, a builtin runs as it would in a kernel (``host_builtins.py``: ``sk.cos(0.5)``,
+``sk.length(v)``), except for the few with a Python meaning of their own
+(:data:`PYTHON_SCOPE`: ``sk.quat_identity()``); kernel-only ones (``sk.tid()``) raise a TypeError.
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ def _stub(name: str):
     def f(*args, **kwargs):
         if name in PYTHON_SCOPE:
             return PYTHON_SCOPE[name](*args, **kwargs)
-        raise RuntimeError(f"sk.{name}() can only be called inside an @sk.kernel or @sk.func")
+        from . import host_builtins  # imports the launch machinery, which imports this module
+
+        return host_builtins.call(name, args, kwargs)
 
     f.__name__ = name
     f.__qualname__ = name
