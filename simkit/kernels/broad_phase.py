@@ -52,7 +52,8 @@ from ..autograd.tape import paused_tapes
 from .body_contact import apart, pair_wrenches
 from .broad_phase_options import broad_phase_capacity, broad_phase_mode, candidate_shapes
 from .shapes import MAX_PLANE_POINTS, MAX_SHAPE_POINTS, shape_bounding_radius, shape_transform
-from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_MESH, SHAPE_SPHERE
+from .structs import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_SPHERE,
+                      model_structs)
 
 AnyArray = sk.array(dtype=Any)
 ints = sk.array(dtype=sk.int32)
@@ -352,8 +353,6 @@ def listed_pair_contact(pairs: pair_rows, pair_count: ints, held_pairs: pair_row
 @sk.overload_types
 def _param_types(real) -> dict:
     """The types of the kernels' generic parameters for float type ``real``."""
-    from .structs import model_structs
-
     S = model_structs(real)
     spatials = sk.array(dtype=S.spatial)
     vec3s = sk.array(dtype=S.vec3)
