@@ -300,3 +300,25 @@ def test_featherstone_penalty_contact_stacks_the_same_with_the_sweep_as_with_the
     assert len(broad_phase_pairs(swept)) == 8           # 4 touching neighbours, both ways
     np.testing.assert_allclose(swept.joint_q.numpy(), static.joint_q.numpy(), rtol=0, atol=1e-6)
     assert swept.body_q.numpy()[-1, 1] > 0.4            # still stacked
+
+
+@sk.kernel
+def body_height(q: sk.array(dtype=sk.transformd), loss: sk.array(dtype=sk.float64)):
+    p = sk.transform_point(q[sk.tid()], sk.vec3d(0.02, 0.03, 0.04))
+    sk.atomic_add(loss, 0, p[1] + 0.5 * p[0])
+
+
+def test_a_checkpointed_rollout_over_swept_contacts_gives_the_full_tape_gradient():
+    model = tilted_box_on_slab()
+
+    def run_rollout(checkpoint_every):
+        s0 = model.state(requires_grad=True)
+        s0.body_qd.assign(np.array([[0.1, -0.2, 0.05, 0.05, 0.0, 0.02]]))
+        rollout = sk.optim.Rollout(model, sk.sim.SemiImplicitEuler(), steps=12, dt=1e-3,
+                                   checkpoint_every=checkpoint_every,
+                                   loss=lambda state, out: sk.launch(body_height, 1, inputs=[state.body_q, out]))
+        return rollout.run(s0, wrt=[s0.body_qd]).grads[0]
+
+    full, checkpointed = run_rollout(None), run_rollout(5)
+    assert np.abs(full).max() > 1e-3
+    np.testing.assert_allclose(checkpointed, full, rtol=1e-9, atol=1e-12)
