@@ -47,18 +47,23 @@ def box_pile(count: int, mode: str):
     return b.finalize(device="cpu")
 
 
-def median_time(fn) -> float:
-    fn()
-    times = []
+def median_times(fns: list) -> list:
+    """Median seconds per call of each of ``fns``, timed in alternating rounds (so that a
+    busy machine slows them alike)."""
+    for fn in fns:
+        fn()
+    times = [[] for _ in fns]
     for _ in range(ROUNDS):
-        t0 = time.perf_counter()
-        for _ in range(STEPS):
-            fn()
-        times.append((time.perf_counter() - t0) / STEPS)
-    return statistics.median(times)
+        for fn, out in zip(fns, times):
+            t0 = time.perf_counter()
+            for _ in range(STEPS):
+                fn()
+            out.append((time.perf_counter() - t0) / STEPS)
+    return [statistics.median(t) for t in times]
 
 
-def step_time(model) -> tuple[float, object]:
+def stepper(model):
+    """A step of ``model`` that swaps its two states, and the states (the latest first)."""
     integrator = sk.sim.SemiImplicitEuler()
     states = [model.state(), model.state()]
 
@@ -66,7 +71,7 @@ def step_time(model) -> tuple[float, object]:
         integrator.step(model, states[0], states[1], None, 1e-3)
         states.reverse()
 
-    return median_time(step), states[0]
+    return step, states
 
 
 def measure() -> list:
@@ -75,13 +80,13 @@ def measure() -> list:
     for n in SIZES:
         swept = box_pile(n, "sweep")
         state = swept.state()
-        sweep = median_time(lambda: sweep_pairs(swept, state.body_q, state.contact_pairs, state.contact_pair_count))
-        step, after = step_time(swept)
-        found = len(broad_phase_pairs(after))
-        static_step = None
+        step, states = stepper(swept)
+        fns = [lambda: sweep_pairs(swept, state.body_q, state.contact_pairs, state.contact_pair_count), step]
         if n <= STATIC_UP_TO:
-            static_step, _ = step_time(box_pile(n, "static"))
-        rows.append((n, sweep, found, n * (n - 1), step, static_step))
+            fns.append(stepper(box_pile(n, "static"))[0])
+        times = median_times(fns)
+        found = len(broad_phase_pairs(states[0]))
+        rows.append((n, times[0], found, n * (n - 1), times[1], times[2] if len(times) > 2 else None))
     return rows
 
 

@@ -219,26 +219,29 @@ def points_against(shapes: Any, a: int, b: int) -> int:
 
 
 @sk.func
-def boxes_overlap(lo: AnyArray, hi: AnyArray, i: int, k: int) -> int:
+def boxes_overlap(lo_i: Any, hi_i: Any, lo_k: Any, hi_k: Any) -> int:
     result = 1
     for d in range(3):
-        if lo[k][d] > hi[i][d] or lo[i][d] > hi[k][d]:
+        if lo_k[d] > hi_i[d] or lo_i[d] > hi_k[d]:
             result = 0
     return result
 
 
 @sk.kernel(enable_backward=False)
-def count_pairs(order: ints, lo: AnyArray, hi: AnyArray, axis: ints, m: int, shapes: Any, world: ints,
-                group: ints, mask: ints, joint_lo: ints, joint_hi: ints, joint_count: int, count: ints):
+def count_pairs(order: ints, key: AnyArray, lo: AnyArray, hi: AnyArray, axis: ints, m: int, shapes: Any,
+                world: ints, group: ints, mask: ints, joint_lo: ints, joint_hi: ints, joint_count: int, count: ints):
+    # The sorted keys (key[t], the low ends on the sweep axis) stop the sweep without
+    # reaching into the boxes of the shapes passed over.
     j = sk.tid()
     i = order[j]
-    ax = axis[0]
-    top = hi[i][ax]
+    lo_i = lo[i]
+    hi_i = hi[i]
+    top = hi_i[axis[0]]
     for t in range(j + 1, m):
-        k = order[t]
-        if lo[k][ax] > top:
+        if key[t] > top:
             break
-        if boxes_overlap(lo, hi, i, k) == 1:
+        k = order[t]
+        if boxes_overlap(lo_i, hi_i, lo[k], hi[k]) == 1:
             if may_collide(shapes, world, group, mask, joint_lo, joint_hi, joint_count, i, k) == 1:
                 if points_against(shapes, i, k) == 1:
                     sk.atomic_add(count, i, 1)
@@ -267,19 +270,20 @@ def put_pair(pairs: pair_rows, start: ints, cursor: ints, capacity: int, a: int,
 
 
 @sk.kernel(enable_backward=False)
-def write_pairs(order: ints, lo: AnyArray, hi: AnyArray, axis: ints, m: int, shapes: Any, world: ints,
-                group: ints, mask: ints, joint_lo: ints, joint_hi: ints, joint_count: int, start: ints,
+def write_pairs(order: ints, key: AnyArray, lo: AnyArray, hi: AnyArray, axis: ints, m: int, shapes: Any,
+                world: ints, group: ints, mask: ints, joint_lo: ints, joint_hi: ints, joint_count: int, start: ints,
                 cursor: ints, pairs: pair_rows):
     j = sk.tid()
     i = order[j]
-    ax = axis[0]
-    top = hi[i][ax]
+    lo_i = lo[i]
+    hi_i = hi[i]
+    top = hi_i[axis[0]]
     capacity = pairs.shape[0]
     for t in range(j + 1, m):
-        k = order[t]
-        if lo[k][ax] > top:
+        if key[t] > top:
             break
-        if boxes_overlap(lo, hi, i, k) == 1:
+        k = order[t]
+        if boxes_overlap(lo_i, hi_i, lo[k], hi[k]) == 1:
             if may_collide(shapes, world, group, mask, joint_lo, joint_hi, joint_count, i, k) == 1:
                 if points_against(shapes, i, k) == 1:
                     put_pair(pairs, start, cursor, capacity, i, k)
@@ -448,7 +452,7 @@ def sweep_pairs(model, body_q: A.Array, pairs: A.Array, pair_count: A.Array) -> 
                 step //= 2
             block *= 2
         bp.count.zero_()
-        sweep = [bp.order, bp.lo, bp.hi, bp.axis, bp.m, *filters]
+        sweep = [bp.order, bp.key, bp.lo, bp.hi, bp.axis, bp.m, *filters]
         launch(k.count_pairs, bp.m, inputs=[*sweep, bp.count])
         launch(scan_counts, 1, inputs=[bp.count, bp.n, bp.start, pair_count])
         launch(k.write_pairs, bp.m, inputs=[*sweep, bp.start, bp.count, pairs])
