@@ -46,6 +46,10 @@ autodiff, simulation or GPU, are added the same way and show up in ``--list``):
 ``sweep``   a 16-run ``simkit.sweep`` on a local Ray with 2 CPUs against the same runs one
             after another (ratio), and the per-task overhead; skipped without Ray
             (``tools/bench_sweep.py``).
+``broad_phase`` piles of 1000 and 10000 boxes: the per-step sweep and prune alone, the
+            pairs it passes to the narrow phase against the static list's ``n (n - 1)``, and
+            the whole step with each broad phase where the static list fits
+            (``tools/bench_broad_phase.py``).
 
 A new section is one function; ``Result.skipped`` explains a section that cannot run
 here (no GPU, say)::
@@ -689,6 +693,10 @@ bench_sweep.add_sections(section, Result, Row, fmt)
 import bench_meshes  # noqa: E402  (mesh colliders against the analytic shapes)
 
 bench_meshes.add_sections(section, Result, Row, fmt)
+
+import bench_broad_phase  # noqa: E402  (sweep and prune vs the static pair list, 1000 and 10000 boxes)
+
+bench_broad_phase.add_sections(section, Result, Row, fmt)
 
 
 # ----------------------------------------------------------------------------------

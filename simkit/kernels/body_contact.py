@@ -72,6 +72,7 @@ import simkit as sk
 from ..core.launch import launch
 from .bodies import point_inverse_mass, point_velocity, wrench_at
 from .contact import sticking_penalty_force
+from .broad_phase_options import broad_phase_capacity, broad_phase_mode
 from .contact_params import ground_collides
 from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, collision_pairs, pair_toward, plane_toward,
                      shape_bounding_radius, shape_distance, shape_plane_point_count, shape_point, shape_point_count,
@@ -125,12 +126,13 @@ def ground_contact(body_q: AnyArray, body_qd: AnyArray, bodies: Any, shapes: Any
 @sk.func
 def point_wrenches(k: int, kind_a: int, size_a: Any, Xa: Any, toward: Any, kind_b: int, size_b: Any, Xb: Any,
                    Xb_inv: Any, Xa_inv: Any, body_a: int, body_b: int, body_q: AnyArray, body_qd: AnyArray,
-                   bodies: Any, ke: Any, kd: Any, kf: Any, tc: Any, zeta: Any, mu: Any, slot: int,
+                   bodies: Any, ke: Any, kd: Any, kf: Any, tc: Any, zeta: Any, mu: Any, slot: int, slot_in: int,
                    stuck_in: sk.array(dtype=sk.int32), anchor_in: AnyArray, point_in: AnyArray,
                    stuck_out: sk.array(dtype=sk.int32), anchor_out: AnyArray, point_out: AnyArray):
     """The wrenches on the bodies of shapes ``a`` and ``b`` from contact point ``k`` of ``a``
     against the surface of ``b`` (zero when it does not touch); a touching point keeps its
-    anchor (in ``b``'s frame ``Xb``) in ``slot`` of ``anchor_out``."""
+    anchor (in ``b``'s frame ``Xb``) in ``slot`` of ``anchor_out``, and reads the one it had
+    from ``slot_in`` of ``anchor_in`` (-1: it had none)."""
     p_local, radius = shape_point(kind_a, size_a, k, toward)
     p = sk.transform_point(Xa, p_local)
     dist, n_local = shape_distance(kind_b, sk.transform_point(Xb_inv, p), size_b)
@@ -149,8 +151,9 @@ def point_wrenches(k: int, kind_a: int, size_a: Any, Xa: Any, toward: Any, kind_
             v = v - point_velocity(body_q[body_b], body_qd[body_b], bodies.com[body_b], c)
             inv_mass = inv_mass + point_inverse_mass(body_q[body_b], bodies, body_b, c, n)
         e = c * 0.0
-        if stuck_in[slot] != 0:  # the material point of a that stuck, from its anchor on b
-            e = sk.transform_point(Xa, point_in[slot]) - sk.transform_point(Xb, anchor_in[slot])
+        if slot_in >= 0:
+            if stuck_in[slot_in] != 0:  # the material point of a that stuck, from its anchor on b
+                e = sk.transform_point(Xa, point_in[slot_in]) - sk.transform_point(Xb, anchor_in[slot_in])
         fc, e = sticking_penalty_force(n, depth, v, e, inv_mass, ke, kd, kf, tc, zeta, mu)
         stuck_out[slot] = 1
         anchor_out[slot] = sk.transform_point(Xb_inv, c - e)
@@ -164,10 +167,12 @@ def point_wrenches(k: int, kind_a: int, size_a: Any, Xa: Any, toward: Any, kind_
 
 @sk.func
 def pair_wrenches(a: int, b: int, body_q: AnyArray, body_qd: AnyArray, bodies: Any, shapes: Any, first: int,
-                  stuck_in: sk.array(dtype=sk.int32), anchor_in: AnyArray, point_in: AnyArray,
+                  first_in: int, stuck_in: sk.array(dtype=sk.int32), anchor_in: AnyArray, point_in: AnyArray,
                   stuck_out: sk.array(dtype=sk.int32), anchor_out: AnyArray, point_out: AnyArray):
     """The summed wrenches on the bodies of shapes ``a`` and ``b`` from every point of ``a``
-    against the surface of ``b`` (point ``k``'s anchor in slot ``first + k``). Two loops of
+    against the surface of ``b`` (point ``k``'s anchor in slot ``first + k``, read from slot
+    ``first_in + k``: the pair's slots in the list of the step that wrote ``anchor_in``, or -1
+    when it was not in that list). Two loops of
     constant trip count (each within the unroll limit): the first 8 points, then the rest
     (a box's edge midpoints)."""
     kind_a = shapes.kind[a]
@@ -188,20 +193,23 @@ def pair_wrenches(a: int, b: int, body_q: AnyArray, body_qd: AnyArray, bodies: A
     zeta = 0.5 * (shapes.damping_ratio[a] + shapes.damping_ratio[b])
     mu = 0.5 * (shapes.mu[a] + shapes.mu[b])
     count = shape_point_count(kind_a)
+    read = first_in
+    if first_in < 0:
+        read = -MAX_SHAPE_POINTS  # read + k stays negative for every point
     fa = sk.vector(6, type(ke))(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     fb = fa
     for k in range(8):
         if k < count:
             wa, wb = point_wrenches(k, kind_a, size_a, Xa, toward, kind_b, size_b, Xb, Xb_inv, Xa_inv,
                                     body_a, body_b, body_q, body_qd, bodies, ke, kd, kf, tc, zeta, mu, first + k,
-                                    stuck_in, anchor_in, point_in, stuck_out, anchor_out, point_out)
+                                    read + k, stuck_in, anchor_in, point_in, stuck_out, anchor_out, point_out)
             fa = fa + wa
             fb = fb + wb
     for k in range(8, MAX_SHAPE_POINTS):
         if k < count:
             wa, wb = point_wrenches(k, kind_a, size_a, Xa, toward, kind_b, size_b, Xb, Xb_inv, Xa_inv,
                                     body_a, body_b, body_q, body_qd, bodies, ke, kd, kf, tc, zeta, mu, first + k,
-                                    stuck_in, anchor_in, point_in, stuck_out, anchor_out, point_out)
+                                    read + k, stuck_in, anchor_in, point_in, stuck_out, anchor_out, point_out)
             fa = fa + wa
             fb = fb + wb
     return fa, fb
@@ -241,8 +249,9 @@ def pair_contact(pairs: sk.array(dtype=sk.int32, ndim=2), body_q: AnyArray, body
                                                                                             shapes.params[b])
     if apart(body_q, shapes.body[a], shapes.xform[a].p, shapes.body[b], shapes.xform[b].p, reach) == 1:
         return
-    fa, fb = pair_wrenches(a, b, body_q, body_qd, bodies, shapes, offset + i * MAX_SHAPE_POINTS, stuck_in,
-                           anchor_in, point_in, stuck_out, anchor_out, point_out)
+    first = offset + i * MAX_SHAPE_POINTS
+    fa, fb = pair_wrenches(a, b, body_q, body_qd, bodies, shapes, first, first, stuck_in, anchor_in, point_in,
+                           stuck_out, anchor_out, point_out)
     body_a = shapes.body[a]
     body_b = shapes.body[b]
     if body_a >= 0:
@@ -271,7 +280,8 @@ def body_contact_kernels(real) -> SimpleNamespace:
 def contact_slot_count(model) -> int:
     """How many contacts of ``model``'s penalty body contact can stick at once: one slot per
     (shape, plane point) against the ground, then one per (pair, point of its shape ``a``)
-    of :func:`~simkit.kernels.shapes.collision_pairs`; the length of ``State.contact_anchor``.
+    of :func:`~simkit.kernels.shapes.collision_pairs`, or with the per-step broad phase one
+    per (row of its pair list, point); the length of ``State.contact_anchor``.
 
     Example::
 
@@ -279,7 +289,8 @@ def contact_slot_count(model) -> int:
     """
     if not model.shape_count or not model.body_count:
         return 0
-    return model.shape_count * MAX_PLANE_POINTS + collision_pairs(model).shape[0] * MAX_SHAPE_POINTS
+    pairs = broad_phase_capacity(model) if broad_phase_mode(model) == "sweep" else collision_pairs(model).shape[0]
+    return model.shape_count * MAX_PLANE_POINTS + pairs * MAX_SHAPE_POINTS
 
 
 def eval_body_contact_forces(model, state_in, state_out) -> None:
@@ -308,6 +319,12 @@ def eval_body_contact_forces(model, state_in, state_out) -> None:
         launch(k.ground_contact, (model.shape_count, MAX_PLANE_POINTS),
                inputs=[state_in.body_q, state_in.body_qd, model.bodies, model.shapes, model.contact, *held,
                        state_in.body_f, *out])
+    if broad_phase_mode(model) == "sweep":
+        # imported here: simkit.kernels.broad_phase builds on this module's functions
+        from .broad_phase import eval_listed_pair_contact
+
+        eval_listed_pair_contact(model, state_in, state_out, held, out)
+        return
     pairs = collision_pairs(model)
     if pairs.shape[0]:
         launch(k.pair_contact, pairs.shape[0],

@@ -329,7 +329,8 @@ def collision_pairs(model) -> A.Array:
     collides with static shapes). A sphere is only ever the ``a`` side (its center against the other surface
     is exact); other pairs are tested both ways, so a box corner and a capsule end both
     find the other shape. The contact kernels skip a pair whose bounding spheres are apart
-    (the broad phase), so the list is all pairs that could ever touch, fixed for the
+    (or, for big models, find the pairs each step instead: :mod:`simkit.kernels.broad_phase`),
+    so the list is all pairs that could ever touch, fixed for the
     model's lifetime, which keeps launches the same size every step (what a Tape and
     ``sk.capture`` need). Pairs are listed in ascending ``(a, b)`` order; the list is built
     world by world, so its size grows with the number of worlds, not with its square.

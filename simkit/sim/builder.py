@@ -28,6 +28,7 @@ import numpy as np
 
 from ..core import device as D
 from ..core import types as T
+from ..kernels.broad_phase_options import check_broad_phase_options
 from . import geometry as G
 from . import validate as V
 from .builder_mesh import MeshBuilder
@@ -89,6 +90,10 @@ class ModelBuilder(MeshBuilder, RigidBuilder, ImporterMixin):
     :attr:`~simkit.sim.model.Model.contacts_enabled` at ``finalize``: False builds a model
     whose integrators compute no contact until it is turned back on.
 
+    ``broad_phase`` (an attribute: ``"auto"``, the default, ``"static"`` or ``"sweep"``) and
+    ``broad_phase_capacity`` (None or an int) choose how the penalty body contact finds its
+    shape pairs (docs/geometry.md, "Broad phase"): ``b.broad_phase = "sweep"``.
+
     Rigid bodies, shapes and joints: see :class:`~simkit.sim.builder_rigid.RigidBuilder`.
     """
 
@@ -107,6 +112,10 @@ class ModelBuilder(MeshBuilder, RigidBuilder, ImporterMixin):
         self.particle_contact = bool(particle_contact)
         # the model's contacts_enabled at finalize (an MJCF <flag contact="disable"/> clears it)
         self.contacts_enabled = True
+        # the penalty body contact's broad phase: "auto", "static" or "sweep", and the rows of
+        # the sweep's per-step pair list (None: a default per shape); docs/geometry.md
+        self.broad_phase = "auto"
+        self.broad_phase_capacity = None
         self.contact = dict(contact_material("ModelBuilder", "contact_", contact_ke, contact_kd, contact_kf,
                                              contact_time_constant, contact_damping_ratio, PARTICLE_PENALTY),
                             mu=V.nonneg(contact_mu, "ModelBuilder: contact_mu"))
@@ -574,6 +583,7 @@ class ModelBuilder(MeshBuilder, RigidBuilder, ImporterMixin):
         if not isinstance(self.contacts_enabled, (bool, np.bool_)):
             raise TypeError(f"finalize: the builder's contacts_enabled must be a bool, got "
                             f"{type(self.contacts_enabled).__name__} {self.contacts_enabled!r}")
+        check_broad_phase_options(self.broad_phase, self.broad_phase_capacity, "finalize")
         up = np.zeros(3)
         up[_AXES[self.up_axis]] = 1.0
         data = {k: v for k, v in vars(self).items() if isinstance(v, list)}
@@ -587,5 +597,6 @@ class ModelBuilder(MeshBuilder, RigidBuilder, ImporterMixin):
                      dtype, "finalize")
         data.update(gravity=up * self.gravity, up_vector=up, up_axis=self.up_axis, ground=self.ground,
                     particle_contact=self.particle_contact, contact=dict(self.contact),
-                    contacts_enabled=self.contacts_enabled)
+                    contacts_enabled=self.contacts_enabled, broad_phase=self.broad_phase,
+                    broad_phase_capacity=self.broad_phase_capacity)
         return Model(data, device=device, requires_grad=requires_grad, dtype=dtype)

@@ -37,6 +37,7 @@ from ..core import types as T
 from ..core.launch import launch
 from ..kernels.bodies import body_kernels
 from ..kernels.body_contact import contact_slot_count
+from ..kernels.broad_phase import pair_buffers
 from ..kernels.particles import particle_kernels
 from ..kernels.meshes import build_meshes
 from ..kernels.structs import model_structs
@@ -114,6 +115,9 @@ class Model:
         self.ground = data["ground"]
         self.particle_contact = data["particle_contact"]
         self.contacts_enabled = data.get("contacts_enabled", True)
+        # the penalty body contact's broad phase (simkit.kernels.broad_phase_options), fixed at finalize
+        self.broad_phase = data.get("broad_phase", "auto")
+        self.broad_phase_capacity = data.get("broad_phase_capacity")
 
         self.particle_count = len(data["particle_mass"])
         self.particle_q = vectors(data["particle_q"], vec3)
@@ -405,7 +409,7 @@ class State:
     # What a step integrates: read from state_in, written to state_out. Forces are
     # recomputed by every step, so these fields are all a checkpoint or a copy needs.
     INTEGRATED = ("particle_q", "particle_qd", "body_q", "body_qd", "joint_q", "joint_qd", "contact_stuck",
-                  "contact_anchor", "contact_point")
+                  "contact_anchor", "contact_point", "contact_pairs", "contact_pair_count")
     _FIELDS = ("particle_q", "particle_qd", "particle_f", "body_q", "body_qd", "body_f")
 
     __setattr__ = _watched_setattr
@@ -429,6 +433,9 @@ class State:
         self.contact_stuck = A.zeros(slots, dtype=T.int32, device=model.device)
         self.contact_anchor = A.zeros(slots, dtype=model.types.vec3, device=model.device, requires_grad=requires_grad)
         self.contact_point = A.zeros(slots, dtype=model.types.vec3, device=model.device, requires_grad=requires_grad)
+        # with the per-step broad phase, the pairs the step that wrote this state tested (the
+        # slots of the anchors above) and their number (simkit.kernels.broad_phase)
+        self.contact_pairs, self.contact_pair_count = pair_buffers(model)
         # Featherstone(contact="constraint")'s warm start: the contact forces of the step that
         # wrote this state, per slot (None in a fresh state: the first solve starts from zero)
         self.contact_force = None
