@@ -85,3 +85,49 @@ def broad_phase_capacity(model) -> int:
     if capacity is None:
         capacity = PAIRS_PER_SHAPE * max(len(candidate_shapes(model)), 1)
     return int(capacity)
+
+
+def sweeps(model) -> bool:
+    """Whether ``model``'s penalty body contact sweeps (:func:`broad_phase_mode` is
+    ``"sweep"``), cached on the model for the setting it was asked with: a step asks every time.
+
+    Example::
+
+        sweeps(model)     # False for a model of a few shapes
+    """
+    setting = model.__dict__.get("broad_phase", "auto")
+    cached = model.__dict__.get("_sweeps")
+    if cached is None or cached[0] != setting:
+        cached = model.__dict__["_sweeps"] = (setting, broad_phase_mode(model) == "sweep")
+    return cached[1]
+
+
+# On a GPU the count is read (a wait for the step) every this many steps, as the constraint
+# contact's capacity check does; on the CPU after every step.
+CHECK_EVERY = 100
+
+
+def check_pair_capacity(model, state_out) -> None:
+    """Raise if the step that wrote ``state_out`` found more overlapping shape pairs than its
+    pair list holds: the contacts past the capacity were dropped, so bodies would pass through
+    each other. A step of :class:`~simkit.sim.SemiImplicitEuler` or ``Featherstone(contact=
+    "penalty")`` that sweeps calls it after each step, replayed or not.
+
+    Example::
+
+        check_pair_capacity(model, state_out)
+    """
+    count = state_out.contact_pair_count
+    if count._np is None:
+        steps = model.__dict__["_pair_checks"] = model.__dict__.get("_pair_checks", 0) + 1
+        if steps % CHECK_EVERY:
+            return
+        found = int(count.numpy()[0])
+    else:
+        found = int(count._np[0])
+    capacity = state_out.contact_pairs.shape[0]
+    if found > capacity:
+        raise RuntimeError(
+            f"broad phase: a step found {found} overlapping shape pairs, more than the pair list holds "
+            f"(broad_phase_capacity = {capacity}); the contacts past it were dropped, so bodies would pass "
+            f"through each other. Set ModelBuilder.broad_phase_capacity (at least {found}) before finalize")

@@ -49,6 +49,7 @@ from ..core.modules import compile_ahead
 from ..core.step_cache import on_replay
 from ..kernels.articulation import articulation_kernels
 from ..kernels.body_contact import body_contact_kernels, eval_body_contact_forces
+from ..kernels.broad_phase_options import check_pair_capacity, sweeps
 from ..kernels.bodies import body_kernels
 from ..kernels.contact_active_set import active_set_kernels
 from ..kernels.contact_rows import contact_row_kernels
@@ -383,6 +384,8 @@ class Featherstone(Replayed):
         (:mod:`simkit.sim.replay`)."""
         replayed_step(self, self._step, model, state_in, state_out, control, dt, featherstone_eligible,
                       featherstone_guard, featherstone_after)
+        if self.contact == "penalty" and sweeps(model):
+            on_replay(check_pair_capacity, model, state_out)
         if self.contact == "constraint":
             solve = model._featherstone["contact_solves"].get(self.max_contacts)
             if solve is not None:

@@ -14,7 +14,9 @@ import warnings
 import numpy as np
 
 from ..core.launch import launch
+from ..core.step_cache import on_replay
 from ..kernels.bodies import body_kernels
+from ..kernels.broad_phase_options import check_pair_capacity, sweeps
 from ..kernels.particles import particle_kernels
 from ..kernels.structs import JOINT_BALL, JOINT_UNIVERSAL, NO_LIMIT
 from .forces import eval_body_forces, eval_forces
@@ -127,6 +129,8 @@ class SemiImplicitEuler(Replayed):
         ``state_in.body_f`` receive the forces of ``state_in``. Called again with the same
         arguments, it replays its recorded launches (:mod:`simkit.sim.replay`)."""
         replayed_step(self, self._step, model, state_in, state_out, control, dt, particles_eligible)
+        if sweeps(model):
+            on_replay(check_pair_capacity, model, state_out)
 
     def _replay_eligible(self, model) -> bool:
         return particles_eligible(self, model)

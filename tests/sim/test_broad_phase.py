@@ -223,17 +223,52 @@ def test_auto_sweeps_a_big_model_without_building_the_static_pair_list():
     assert len(broad_phase_pairs(state)) == 0      # spheres 4 cm apart
 
 
-def test_a_pair_list_too_small_reports_the_pairs_it_dropped():
+def overlapping_row(capacity):
     b = sk.sim.ModelBuilder(ground=False)
     for i in range(4):
         body = b.add_body(sk.transform((0.03 * i, 0.0, 0.0), IDENTITY))
         b.add_shape_box((0.0, 0.0, 0.0), IDENTITY, (0.04, 0.04, 0.04), body=body)
-    b.broad_phase, b.broad_phase_capacity = "sweep", 2
-    model = b.finalize()
-    state = run(model, 1)
+    b.broad_phase, b.broad_phase_capacity = "sweep", capacity
+    return b.finalize()
+
+
+@pytest.mark.parametrize("integrator", [sk.sim.SemiImplicitEuler, sk.sim.Featherstone])
+def test_a_pair_list_too_small_stops_the_step_naming_the_pairs_it_needs(integrator):
+    model = overlapping_row(2)
+    if integrator is sk.sim.Featherstone:
+        model = overlapping_row_articulated(2)
+    s0, s1 = model.state(), model.state()
     # neighbours overlap (3 pairs) and so do second neighbours (2): each pair both ways
-    assert broad_phase_overflow(state) == 10 - 2
-    np.testing.assert_array_equal(broad_phase_pairs(state), [[0, 1], [0, 2]])
+    with pytest.raises(RuntimeError, match="found 10 overlapping shape pairs.*broad_phase_capacity = 2"):
+        integrator().step(model, s0, s1, None, 1e-3)
+    assert broad_phase_overflow(s1) == 10 - 2
+    np.testing.assert_array_equal(broad_phase_pairs(s1), [[0, 1], [0, 2]])
+
+
+def overlapping_row_articulated(capacity):
+    b = sk.sim.ModelBuilder(ground=False)
+    for i in range(4):
+        b.add_articulation()
+        body = b.add_body(sk.transform((0.03 * i, 0.0, 0.0), IDENTITY))
+        b.add_shape_box((0.0, 0.0, 0.0), IDENTITY, (0.04, 0.04, 0.04), body=body)
+        b.add_joint_free(-1, body)
+    b.broad_phase, b.broad_phase_capacity = "sweep", capacity
+    return b.finalize()
+
+
+def test_a_replayed_step_still_stops_when_the_pair_list_overflows():
+    model = overlapping_row(2)
+    apart = np.array([[0.5 * i, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0] for i in range(4)], np.float32)
+    s0, s1 = model.state(), model.state()
+    integrator = sk.sim.SemiImplicitEuler()
+    for _ in range(3):
+        s0.body_q.assign(apart)
+        integrator.step(model, s0, s1, None, 1e-3)
+    assert integrator.recorded_steps()[0].replays == 1
+    s0.body_q.assign(np.array([[0.03 * i, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0] for i in range(4)], np.float32))
+    with pytest.raises(RuntimeError, match="found 10 overlapping shape pairs"):
+        integrator.step(model, s0, s1, None, 1e-3)
+    assert integrator.recorded_steps()[0].replays == 2
 
 
 @pytest.mark.parametrize("mode, capacity, error, words", [
