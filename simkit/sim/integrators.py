@@ -17,6 +17,7 @@ from ..core.launch import launch
 from ..kernels.bodies import body_kernels
 from ..kernels.particles import particle_kernels
 from ..kernels.structs import JOINT_BALL, JOINT_UNIVERSAL, NO_LIMIT
+from .cloth_contact import eval_cloth_contact_forces
 from .forces import eval_body_forces, eval_forces
 from .model import Control, Model, State
 from .replay import Replayed, particles_eligible, replayed_step
@@ -133,6 +134,7 @@ class SemiImplicitEuler(Replayed):
         warn_ignored_joint_features(model, "SemiImplicitEuler")
         state_in.clear_forces()
         eval_forces(model, state_in, control)
+        eval_cloth_contact_forces(model, state_in, dt)
         eval_body_forces(model, state_in, control, dt, state_out)
         if model.particle_count:
             launch(particle_kernels(model.dtype).integrate_particles, model.particle_count,

@@ -109,6 +109,7 @@ from ..kernels.xpbd_body_contact import xpbd_body_contact_kernels
 from ..kernels.contact_params import shapes_touching_ground
 from ..kernels.structs import JOINT_FREE
 from ..kernels.shapes import collision_pairs, particle_shape_rows
+from .cloth_contact import find_cloth_pairs, self_contact_active, solve_cloth_contacts
 from .integrators import check_step, warn_ignored_joint_features
 from .model import Control, Model, State
 from .replay import Replayed, replayed_step
@@ -327,6 +328,9 @@ class XPBD(Replayed):
                                          s.velocities])
         if nb:
             _predict_bodies(model, state_in, control, s, dt)
+        # cloth self-contact pairs at the predicted positions, kept on state_out with the scratch
+        cloth = find_cloth_pairs(model, state_out, s.positions[0], q_prev) if n and self_contact_active(model) \
+            else None
         meshes = mesh_scratch(model, state_out, self.iterations) if model.contacts_enabled else None
         count_mesh_contacts(model, s, meshes)
         for it in range(self.iterations):
@@ -353,6 +357,8 @@ class XPBD(Replayed):
                 _solve_bodies(model, state_in, control, s, it, dt)
             solve_mesh_contacts(model, state_in, s, meshes, it, _mass_split(model) if n else None,
                                 _joint_split(model))
+            if cloth is not None:
+                solve_cloth_contacts(model, cloth, q, q_prev, split, delta)
             if n:
                 launch(k.apply_corrections, n,
                        inputs=[q, delta, s.corrections[it], s.velocities, dt, particles, contact, model.shapes,
