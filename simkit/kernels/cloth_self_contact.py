@@ -8,8 +8,8 @@ vertices, its sides the edges), of the same cloth or of different ones, within o
 Broad phase (integer bookkeeping, no gradient): two hash grids
 (:mod:`simkit.kernels.hash_grid`), one over the triangles' centroids, one over the edges'
 midpoints, rebuilt every step. A vertex searches the triangle grid around itself, an edge
-the edge grid around its midpoint (only edges of a higher index, so each pair is found
-once); the cell size covers a triangle stretched to 1.5 times its longest rest side. A
+the edge grid around its midpoint (half the cells around it, so that each pair is found
+once); the cell size covers a triangle stretched to 1.25 times its longest rest side. A
 found pair is kept when its distance is below ``2 h`` (``h`` the thickness) now or at the
 start of the step, in up to ``MAX_PAIRS`` slots per vertex or edge; more are counted in an
 overflow counter (:func:`~simkit.sim.cloth_contact.cloth_contact_overflow`).
@@ -38,7 +38,7 @@ the step; frictionless.
 Example::
 
     k = cloth_contact_kernels(sk.float32)
-    sk.launch(k.vertex_triangle_forces, (vertex_count, MAX_PAIRS), inputs=[...])
+    sk.launch(k.vertex_triangle_forces, vertex_count, inputs=[...])
 """
 
 # No ``from __future__ import annotations``: kernel annotations name closure types.
@@ -188,6 +188,36 @@ def edge_edge_gap(p0, p1, q0, q1, r0, r1, w0, w1):
 
 
 @sk.func
+def box_of(a, b):
+    """The corners ``(lo, hi)`` of the box around points ``a`` and ``b``."""
+    lo = a
+    hi = a
+    for c in range(3):
+        lo[c] = sk.min(a[c], b[c])
+        hi[c] = sk.max(a[c], b[c])
+    return lo, hi
+
+
+@sk.func
+def box_grow(lo, hi, p):
+    """The box ``(lo, hi)`` grown to hold point ``p``."""
+    l = lo
+    u = hi
+    for c in range(3):
+        l[c] = sk.min(lo[c], p[c])
+        u[c] = sk.max(hi[c], p[c])
+    return l, u
+
+
+@sk.func
+def box_gap(lo, hi, lo2, hi2):
+    """How far apart two boxes are along the axis that separates them most (<= 0: they overlap)."""
+    d = lo2 - hi
+    e = lo - hi2
+    return sk.max(sk.max(sk.max(d[0], e[0]), sk.max(d[1], e[1])), sk.max(d[2], e[2]))
+
+
+@sk.func
 def penalty_magnitude(phi, vn, h, ke, kd):
     """The normal force of a pair ``phi`` inside the band of thickness ``h``, approaching at ``-vn``:
     ``ke phi - kd min(phi / h, 1) vn``, never pulling."""
@@ -239,24 +269,34 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
     module = f"simkit.kernels.cloth_self_contact.{real.__name__}"
 
     @sk.kernel(module=module)
-    def element_centers(q: vec3s, tris: ints2, tri_count: sk.int32, edges: ints2, edge_count: sk.int32,
-                        tri_center: vec3s, tri_radius: reals, edge_center: vec3s, edge_radius: reals):
+    def element_centers(q: vec3s, q_prev: vec3s, tris: ints2, tri_count: sk.int32, edges: ints2,
+                        edge_count: sk.int32, tri_center: vec3s, tri_lo: vec3s, tri_hi: vec3s, edge_center: vec3s,
+                        edge_lo: vec3s, edge_hi: vec3s):
         # One launch for both: thread e is triangle e (when there is one) and edge e (likewise).
-        # The radius of an element's bounding sphere about its center prunes pairs before the
-        # exact distance.
+        # An element's box bounds it now and at the start of the step; boxes farther apart than
+        # the reach prune a pair before its exact distances (most pairs the grid offers).
         e = sk.tid()
         if e < tri_count:
             a = q[tris[e, 0]]
             b = q[tris[e, 1]]
             c = q[tris[e, 2]]
-            m = (a + b + c) / 3.0
-            tri_center[e] = m
-            tri_radius[e] = sk.sqrt(sk.max(sk.length_sq(a - m), sk.max(sk.length_sq(b - m), sk.length_sq(c - m))))
+            tri_center[e] = (a + b + c) / 3.0
+            lo, hi = box_of(a, q_prev[tris[e, 0]])
+            lo, hi = box_grow(lo, hi, b)
+            lo, hi = box_grow(lo, hi, c)
+            lo, hi = box_grow(lo, hi, q_prev[tris[e, 1]])
+            lo, hi = box_grow(lo, hi, q_prev[tris[e, 2]])
+            tri_lo[e] = lo
+            tri_hi[e] = hi
         if e < edge_count:
             a = q[edges[e, 0]]
             b = q[edges[e, 1]]
             edge_center[e] = (a + b) * 0.5
-            edge_radius[e] = sk.length(b - a) * 0.5
+            lo, hi = box_of(a, b)
+            lo, hi = box_grow(lo, hi, q_prev[edges[e, 0]])
+            lo, hi = box_grow(lo, hi, q_prev[edges[e, 1]])
+            edge_lo[e] = lo
+            edge_hi[e] = hi
 
     @sk.kernel(module=module)
     def start_of_step(q: vec3s, qd: vec3s, dt: real, q_prev: vec3s):
@@ -268,22 +308,29 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
     def clear_counts(count: ints):
         count[sk.tid()] = 0
 
+    # The searches visit the 27 cells around a point; ``cells`` (27, given at launch) keeps
+    # that loop from being unrolled into 27 copies of its body. An edge visits only its own
+    # cell and the 13 cells ``c + d`` with ``d`` after 0 in the cells' order (``first`` = 13): of
+    # two edges in neighbouring cells, exactly one lies after the other, so each pair is
+    # found once, from one side, at half the cost of visiting all 27.
     @sk.kernel(module=module)
     def find_vertex_triangles(verts: ints, vert_group: ints, q: vec3s, q_prev: vec3s, tris: ints2,
-                              tri_center: vec3s, tri_radius: reals, grid: Grid, params: Params, pairs: ints2,
-                              count: ints, overflow: ints):
+                              tri_center: vec3s, tri_lo: vec3s, tri_hi: vec3s, grid: Grid, params: Params,
+                              cells: sk.int32,
+                              pairs: ints2, count: ints, overflow: ints):
         v = sk.tid()
         i = verts[v]
         x = q[i]
         x0 = q_prev[i]
         reach = params.thickness[0] * 2.0
+        lo, hi = box_of(x, x0)
         g = vert_group[v]
         c = grid_cell(grid, x)
         slot = 0
         for r in range(grid_group_searches(grid, g)):
             searched = grid_searched_group(g, r)
             key = grid_group_key(searched)
-            for n in range(27):
+            for n in range(cells):
                 h = grid_hash(grid_neighbor_cell(c, n)) + key
                 b = grid_bucket(grid, h)
                 for k in range(grid.cell_start[b], grid.cell_start[b + 1]):
@@ -296,7 +343,7 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
                             if ia != i:
                                 if ib != i:
                                     if ic != i:
-                                        if sk.length(tri_center[t] - x) < tri_radius[t] + reach:
+                                        if box_gap(lo, hi, tri_lo[t], tri_hi[t]) < reach:
                                             d = vertex_triangle_distance(x, q[ia], q[ib], q[ic])
                                             if d >= reach:
                                                 d = vertex_triangle_distance(x0, q_prev[ia], q_prev[ib], q_prev[ic])
@@ -315,11 +362,14 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
 
     @sk.kernel(module=module)
     def find_edge_edges(edge_group: ints, q: vec3s, q_prev: vec3s, edges: ints2, edge_center: vec3s,
-                        edge_radius: reals, grid: Grid, params: Params, pairs: ints2, count: ints, overflow: ints):
+                        edge_lo: vec3s, edge_hi: vec3s, grid: Grid, params: Params, first: sk.int32, pairs: ints2,
+                        count: ints, overflow: ints):
         e = sk.tid()
         i0 = edges[e, 0]
         i1 = edges[e, 1]
         x = edge_center[e]
+        lo = edge_lo[e]
+        hi = edge_hi[e]
         reach = params.thickness[0] * 2.0
         g = edge_group[e]
         c = grid_cell(grid, x)
@@ -327,13 +377,14 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
         for r in range(grid_group_searches(grid, g)):
             searched = grid_searched_group(g, r)
             key = grid_group_key(searched)
-            for n in range(27):
+            for n in range(first, 27):
                 h = grid_hash(grid_neighbor_cell(c, n)) + key
                 b = grid_bucket(grid, h)
                 for k in range(grid.cell_start[b], grid.cell_start[b + 1]):
                     f = grid.sorted_index[k]
+                    # the cell itself gives the pairs with a higher edge, the others all
                     if grid.cell_hash[k] == h:
-                        if f > e:
+                        if sk.max(f - e, n - 13) > 0:
                             if grid_point_group(grid, f) == searched:
                                 j0 = edges[f, 0]
                                 j1 = edges[f, 1]
@@ -348,7 +399,7 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
                                 if j1 == i1:
                                     shared = 1
                                 if shared == 0:
-                                    if sk.length(edge_center[f] - x) < edge_radius[e] + edge_radius[f] + reach:
+                                    if box_gap(lo, hi, edge_lo[f], edge_hi[f]) < reach:
                                         d = edge_edge_distance(q[i0], q[i1], q[j0], q[j1])
                                         if d >= reach:
                                             d = edge_edge_distance(q_prev[i0], q_prev[i1], q_prev[j0], q_prev[j1])
@@ -365,17 +416,23 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
         for k in range(slot, MAX_PAIRS):
             pairs[e, k] = -1
 
+    # The responses run one thread per vertex (edge) over its slots, which the broad phase
+    # filled from the first: a thread per slot cost more in launching its empty slots than the
+    # pairs themselves. ``width`` is MAX_PAIRS, given at launch: a loop of constant bounds is
+    # unrolled, and 16 copies of the body made an empty thread cost as much as a full one.
     @sk.kernel(module=module)
     def vertex_triangle_forces(verts: ints, pairs: ints2, q: vec3s, qd: vec3s, q_prev: vec3s, tris: ints2,
-                               params: Params, f: vec3s):
-        v, k = sk.tid()
-        t = pairs[v, k]
-        if t >= 0:
-            i = verts[v]
+                               params: Params, width: sk.int32, f: vec3s):
+        v = sk.tid()
+        i = verts[v]
+        h = params.thickness[0]
+        for k in range(width):
+            t = pairs[v, k]
+            if t < 0:
+                break
             ia = tris[t, 0]
             ib = tris[t, 1]
             ic = tris[t, 2]
-            h = params.thickness[0]
             u, gap, wa, wb, wc = vertex_triangle_gap(q[i], q[ia], q[ib], q[ic], q_prev[i], q_prev[ia], q_prev[ib],
                                                      q_prev[ic])
             phi = h - gap
@@ -388,15 +445,18 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
                 f[ic] -= F * wc
 
     @sk.kernel(module=module)
-    def edge_edge_forces(pairs: ints2, q: vec3s, qd: vec3s, q_prev: vec3s, edges: ints2, params: Params, f: vec3s):
-        e, k = sk.tid()
-        o = pairs[e, k]
-        if o >= 0:
-            i0 = edges[e, 0]
-            i1 = edges[e, 1]
+    def edge_edge_forces(pairs: ints2, q: vec3s, qd: vec3s, q_prev: vec3s, edges: ints2, params: Params,
+                         width: sk.int32, f: vec3s):
+        e = sk.tid()
+        i0 = edges[e, 0]
+        i1 = edges[e, 1]
+        h = params.thickness[0]
+        for k in range(width):
+            o = pairs[e, k]
+            if o < 0:
+                break
             j0 = edges[o, 0]
             j1 = edges[o, 1]
-            h = params.thickness[0]
             u, gap, s, t = edge_edge_gap(q[i0], q[i1], q[j0], q[j1], q_prev[i0], q_prev[i1], q_prev[j0],
                                          q_prev[j1])
             phi = h - gap
@@ -410,18 +470,21 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
 
     @sk.kernel(module=module)
     def solve_vertex_triangles(verts: ints, pairs: ints2, q: vec3s, q_prev: vec3s, tris: ints2, inv_mass: reals,
-                               split: reals, count: ints, params: Params, delta: vec3s):
+                               split: reals, count: ints, params: Params, width: sk.int32, delta: vec3s):
         # C = gap - h >= 0, rigid; mass splitting over the particle's constraints and pairs
-        v, k = sk.tid()
-        t = pairs[v, k]
-        if t >= 0:
-            i = verts[v]
+        v = sk.tid()
+        i = verts[v]
+        h = params.thickness[0]
+        for k in range(width):
+            t = pairs[v, k]
+            if t < 0:
+                break
             ia = tris[t, 0]
             ib = tris[t, 1]
             ic = tris[t, 2]
             u, gap, wa, wb, wc = vertex_triangle_gap(q[i], q[ia], q[ib], q[ic], q_prev[i], q_prev[ia], q_prev[ib],
                                                      q_prev[ic])
-            C = gap - params.thickness[0]
+            C = gap - h
             if C < 0.0:
                 w = inv_mass[i]
                 w_a = inv_mass[ia]
@@ -438,17 +501,20 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
 
     @sk.kernel(module=module)
     def solve_edge_edges(pairs: ints2, q: vec3s, q_prev: vec3s, edges: ints2, inv_mass: reals, split: reals,
-                         count: ints, params: Params, delta: vec3s):
-        e, k = sk.tid()
-        o = pairs[e, k]
-        if o >= 0:
-            i0 = edges[e, 0]
-            i1 = edges[e, 1]
+                         count: ints, params: Params, width: sk.int32, delta: vec3s):
+        e = sk.tid()
+        i0 = edges[e, 0]
+        i1 = edges[e, 1]
+        h = params.thickness[0]
+        for k in range(width):
+            o = pairs[e, k]
+            if o < 0:
+                break
             j0 = edges[o, 0]
             j1 = edges[o, 1]
             u, gap, s, t = edge_edge_gap(q[i0], q[i1], q[j0], q[j1], q_prev[i0], q_prev[i1], q_prev[j0],
                                          q_prev[j1])
-            C = gap - params.thickness[0]
+            C = gap - h
             if C < 0.0:
                 w0 = inv_mass[i0] * (1.0 - s)
                 w1 = inv_mass[i1] * s

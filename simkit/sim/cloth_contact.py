@@ -35,7 +35,7 @@ from ..kernels.hash_grid import HashGrid
 from . import validate as V
 
 # Pairs are found while a triangle's sides stay below this multiple of the longest rest side.
-STRETCH_ALLOWANCE = 1.5
+STRETCH_ALLOWANCE = 1.25
 
 DEFAULTS = {"thickness": 2.0e-3, "ke": 100.0, "kd": 0.05, "kf": 0.05, "mu": 0.5}
 
@@ -139,8 +139,8 @@ class _Pairs:
         self.edge_grid = HashGrid(dtype=model.dtype, device=device)
         self.tri_center = A.zeros(cc.tri_count, dtype=vec3, device=device)
         self.edge_center = A.zeros(cc.edge_count, dtype=vec3, device=device)
-        self.tri_radius = A.zeros(cc.tri_count, dtype=model.dtype, device=device)
-        self.edge_radius = A.zeros(cc.edge_count, dtype=model.dtype, device=device)
+        self.tri_lo, self.tri_hi = (A.zeros(cc.tri_count, dtype=vec3, device=device) for _ in range(2))
+        self.edge_lo, self.edge_hi = (A.zeros(cc.edge_count, dtype=vec3, device=device) for _ in range(2))
         self.vt = A.zeros((cc.vert_count, MAX_PAIRS), dtype=T.int32, device=device)
         self.ee = A.zeros((cc.edge_count, MAX_PAIRS), dtype=T.int32, device=device)
         self.count = A.zeros(model.particle_count, dtype=T.int32, device=device)
@@ -167,17 +167,17 @@ def find_cloth_pairs(model: Any, state: Any, q, q_prev) -> _Pairs:
     k = cloth_contact_kernels(model.dtype)
     p = _pairs(model, state)
     launch(k.element_centers, max(cc.tri_count, cc.edge_count),
-           inputs=[q, cc.tris, cc.tri_count, cc.edges, cc.edge_count, p.tri_center, p.tri_radius, p.edge_center,
-                   p.edge_radius])
+           inputs=[q, q_prev, cc.tris, cc.tri_count, cc.edges, cc.edge_count, p.tri_center, p.tri_lo, p.tri_hi,
+                   p.edge_center, p.edge_lo, p.edge_hi])
     p.tri_grid.build(p.tri_center, cc.cell_size, groups=cc.tri_group if cc.grouped else None)
     p.edge_grid.build(p.edge_center, cc.cell_size, groups=cc.edge_group if cc.grouped else None)
     launch(k.clear_counts, model.particle_count, inputs=[p.count])
     launch(k.find_vertex_triangles, cc.vert_count,
-           inputs=[cc.verts, cc.vert_group, q, q_prev, cc.tris, p.tri_center, p.tri_radius, p.tri_grid.view,
-                   cc.params, p.vt, p.count, p.overflow])
+           inputs=[cc.verts, cc.vert_group, q, q_prev, cc.tris, p.tri_center, p.tri_lo, p.tri_hi, p.tri_grid.view,
+                   cc.params, 27, p.vt, p.count, p.overflow])
     launch(k.find_edge_edges, cc.edge_count,
-           inputs=[cc.edge_group, q, q_prev, cc.edges, p.edge_center, p.edge_radius, p.edge_grid.view, cc.params,
-                   p.ee, p.count, p.overflow])
+           inputs=[cc.edge_group, q, q_prev, cc.edges, p.edge_center, p.edge_lo, p.edge_hi, p.edge_grid.view,
+                   cc.params, 13, p.ee, p.count, p.overflow])
     return p
 
 
@@ -204,10 +204,10 @@ def eval_cloth_contact_forces(model: Any, state: Any, dt: float) -> None:
     q, qd = state.particle_q, state.particle_qd
     launch(k.start_of_step, model.particle_count, inputs=[q, qd, dt, p.q_prev])
     find_cloth_pairs(model, state, q, p.q_prev)
-    launch(k.vertex_triangle_forces, (cc.vert_count, MAX_PAIRS),
-           inputs=[cc.verts, p.vt, q, qd, p.q_prev, cc.tris, cc.params, state.particle_f])
-    launch(k.edge_edge_forces, (cc.edge_count, MAX_PAIRS),
-           inputs=[p.ee, q, qd, p.q_prev, cc.edges, cc.params, state.particle_f])
+    launch(k.vertex_triangle_forces, cc.vert_count,
+           inputs=[cc.verts, p.vt, q, qd, p.q_prev, cc.tris, cc.params, MAX_PAIRS, state.particle_f])
+    launch(k.edge_edge_forces, cc.edge_count,
+           inputs=[p.ee, q, qd, p.q_prev, cc.edges, cc.params, MAX_PAIRS, state.particle_f])
 
 
 def solve_cloth_contacts(model: Any, pairs: _Pairs, q, q_prev, split, delta) -> None:
@@ -221,10 +221,11 @@ def solve_cloth_contacts(model: Any, pairs: _Pairs, q, q_prev, split, delta) -> 
     cc = model.cloth_contact
     k = cloth_contact_kernels(model.dtype)
     inv_mass = model.particles.inv_mass
-    launch(k.solve_vertex_triangles, (cc.vert_count, MAX_PAIRS),
-           inputs=[cc.verts, pairs.vt, q, q_prev, cc.tris, inv_mass, split, pairs.count, cc.params, delta])
-    launch(k.solve_edge_edges, (cc.edge_count, MAX_PAIRS),
-           inputs=[pairs.ee, q, q_prev, cc.edges, inv_mass, split, pairs.count, cc.params, delta])
+    launch(k.solve_vertex_triangles, cc.vert_count,
+           inputs=[cc.verts, pairs.vt, q, q_prev, cc.tris, inv_mass, split, pairs.count, cc.params, MAX_PAIRS,
+                   delta])
+    launch(k.solve_edge_edges, cc.edge_count,
+           inputs=[pairs.ee, q, q_prev, cc.edges, inv_mass, split, pairs.count, cc.params, MAX_PAIRS, delta])
 
 
 def cloth_contact_overflow(state: Any) -> int:
