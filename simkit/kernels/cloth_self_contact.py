@@ -31,9 +31,10 @@ terms vanish); its derivative in the positions jumps there from 0 to ``ke``. It 
 vertex and (with the barycentric weights, opposite) on the triangle's corners, or on the
 edges' ends with weights ``1 - s, s`` and ``1 - t, t``: the forces of a pair sum to zero.
 
-Constraint (``XPBD``): ``C = gap - h >= 0``, rigid (compliance 0), projected with the
-inverse masses, mass-split by the particle's constraint count plus its self-contact pairs of
-the step; frictionless.
+Constraint (``XPBD``): ``C = gap - h >= 0``, rigid (compliance 0), frictionless, projected
+after each iteration's other corrections (and the ground's) with the inverse masses, each
+particle's counted as many times as it has violated pairs in that iteration (Jacobi with
+averaging: the pairs on one vertex share one full correction).
 
 Example::
 
@@ -50,7 +51,7 @@ from .hash_grid import (grid_bucket, grid_cell, grid_group_key, grid_group_searc
                         grid_point_group, grid_searched_group, grid_struct)
 
 # Candidate slots per vertex (vertex-triangle) and per edge (edge-edge pairs with a higher edge).
-MAX_PAIRS = 16
+MAX_PAIRS = 32
 
 # Two edges closer to parallel than this (the squared sine of their angle) take s = 0.
 _PARALLEL = 1.0e-6
@@ -317,7 +318,7 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
     def find_vertex_triangles(verts: ints, vert_group: ints, q: vec3s, q_prev: vec3s, tris: ints2,
                               tri_center: vec3s, tri_lo: vec3s, tri_hi: vec3s, grid: Grid, params: Params,
                               cells: sk.int32,
-                              pairs: ints2, count: ints, overflow: ints):
+                              pairs: ints2, overflow: ints):
         v = sk.tid()
         i = verts[v]
         x = q[i]
@@ -350,10 +351,6 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
                                             if d < reach:
                                                 if slot < MAX_PAIRS:
                                                     pairs[v, slot] = t
-                                                    sk.atomic_add(count, i, 1)
-                                                    sk.atomic_add(count, ia, 1)
-                                                    sk.atomic_add(count, ib, 1)
-                                                    sk.atomic_add(count, ic, 1)
                                                 else:
                                                     sk.atomic_add(overflow, 0, 1)
                                                 slot += 1
@@ -363,7 +360,7 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
     @sk.kernel(module=module)
     def find_edge_edges(edge_group: ints, q: vec3s, q_prev: vec3s, edges: ints2, edge_center: vec3s,
                         edge_lo: vec3s, edge_hi: vec3s, grid: Grid, params: Params, first: sk.int32, pairs: ints2,
-                        count: ints, overflow: ints):
+                        overflow: ints):
         e = sk.tid()
         i0 = edges[e, 0]
         i1 = edges[e, 1]
@@ -406,10 +403,6 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
                                         if d < reach:
                                             if slot < MAX_PAIRS:
                                                 pairs[e, slot] = f
-                                                sk.atomic_add(count, i0, 1)
-                                                sk.atomic_add(count, i1, 1)
-                                                sk.atomic_add(count, j0, 1)
-                                                sk.atomic_add(count, j1, 1)
                                             else:
                                                 sk.atomic_add(overflow, 0, 1)
                                             slot += 1
@@ -468,10 +461,55 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
                 f[j0] -= F * (1.0 - t)
                 f[j1] -= F * t
 
+    # XPBD: each iteration counts the violated pairs on every particle, then projects each
+    # pair with its particles' inverse masses times those counts (Jacobi with averaging: the
+    # pairs pushing one vertex share one full correction instead of each making it).
+    @sk.kernel(module=module)
+    def count_vertex_triangles(verts: ints, pairs: ints2, q: vec3s, q_prev: vec3s, tris: ints2, params: Params,
+                               width: sk.int32, active: ints):
+        v = sk.tid()
+        i = verts[v]
+        h = params.thickness[0]
+        for k in range(width):
+            t = pairs[v, k]
+            if t < 0:
+                break
+            ia = tris[t, 0]
+            ib = tris[t, 1]
+            ic = tris[t, 2]
+            u, gap, wa, wb, wc = vertex_triangle_gap(q[i], q[ia], q[ib], q[ic], q_prev[i], q_prev[ia], q_prev[ib],
+                                                     q_prev[ic])
+            if gap < h:
+                sk.atomic_add(active, i, 1)
+                sk.atomic_add(active, ia, 1)
+                sk.atomic_add(active, ib, 1)
+                sk.atomic_add(active, ic, 1)
+
+    @sk.kernel(module=module)
+    def count_edge_edges(pairs: ints2, q: vec3s, q_prev: vec3s, edges: ints2, params: Params, width: sk.int32,
+                         active: ints):
+        e = sk.tid()
+        i0 = edges[e, 0]
+        i1 = edges[e, 1]
+        h = params.thickness[0]
+        for k in range(width):
+            o = pairs[e, k]
+            if o < 0:
+                break
+            j0 = edges[o, 0]
+            j1 = edges[o, 1]
+            u, gap, s, t = edge_edge_gap(q[i0], q[i1], q[j0], q[j1], q_prev[i0], q_prev[i1], q_prev[j0],
+                                         q_prev[j1])
+            if gap < h:
+                sk.atomic_add(active, i0, 1)
+                sk.atomic_add(active, i1, 1)
+                sk.atomic_add(active, j0, 1)
+                sk.atomic_add(active, j1, 1)
+
     @sk.kernel(module=module)
     def solve_vertex_triangles(verts: ints, pairs: ints2, q: vec3s, q_prev: vec3s, tris: ints2, inv_mass: reals,
-                               split: reals, count: ints, params: Params, width: sk.int32, delta: vec3s):
-        # C = gap - h >= 0, rigid; mass splitting over the particle's constraints and pairs
+                               active: ints, params: Params, width: sk.int32, delta: vec3s):
+        # C = gap - h >= 0, rigid (compliance 0)
         v = sk.tid()
         i = verts[v]
         h = params.thickness[0]
@@ -487,21 +525,21 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
             C = gap - h
             if C < 0.0:
                 w = inv_mass[i]
-                w_a = inv_mass[ia]
-                w_b = inv_mass[ib]
-                w_c = inv_mass[ic]
-                g = (w * (split[i] + real(count[i])) + w_a * wa * wa * (split[ia] + real(count[ia]))
-                     + w_b * wb * wb * (split[ib] + real(count[ib])) + w_c * wc * wc * (split[ic] + real(count[ic])))
+                w_a = inv_mass[ia] * wa
+                w_b = inv_mass[ib] * wb
+                w_c = inv_mass[ic] * wc
+                g = (w * real(active[i]) + w_a * wa * real(active[ia]) + w_b * wb * real(active[ib])
+                     + w_c * wc * real(active[ic]))
                 if g > 0.0:
                     dl = -C / g
                     delta[i] += u * (w * dl)
-                    delta[ia] -= u * (w_a * wa * dl)
-                    delta[ib] -= u * (w_b * wb * dl)
-                    delta[ic] -= u * (w_c * wc * dl)
+                    delta[ia] -= u * (w_a * dl)
+                    delta[ib] -= u * (w_b * dl)
+                    delta[ic] -= u * (w_c * dl)
 
     @sk.kernel(module=module)
-    def solve_edge_edges(pairs: ints2, q: vec3s, q_prev: vec3s, edges: ints2, inv_mass: reals, split: reals,
-                         count: ints, params: Params, width: sk.int32, delta: vec3s):
+    def solve_edge_edges(pairs: ints2, q: vec3s, q_prev: vec3s, edges: ints2, inv_mass: reals, active: ints,
+                         params: Params, width: sk.int32, delta: vec3s):
         e = sk.tid()
         i0 = edges[e, 0]
         i1 = edges[e, 1]
@@ -520,8 +558,8 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
                 w1 = inv_mass[i1] * s
                 w2 = inv_mass[j0] * (1.0 - t)
                 w3 = inv_mass[j1] * t
-                g = (w0 * (1.0 - s) * (split[i0] + real(count[i0])) + w1 * s * (split[i1] + real(count[i1]))
-                     + w2 * (1.0 - t) * (split[j0] + real(count[j0])) + w3 * t * (split[j1] + real(count[j1])))
+                g = (w0 * (1.0 - s) * real(active[i0]) + w1 * s * real(active[i1])
+                     + w2 * (1.0 - t) * real(active[j0]) + w3 * t * real(active[j1]))
                 if g > 0.0:
                     dl = -C / g
                     delta[i0] += u * (w0 * dl)
@@ -529,7 +567,15 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
                     delta[j0] -= u * (w2 * dl)
                     delta[j1] -= u * (w3 * dl)
 
+    @sk.kernel(module=module)
+    def apply_pair_corrections(q: vec3s, corr: vec3s, delta: vec3s, q_out: vec3s, corr_out: vec3s):
+        i = sk.tid()
+        q_out[i] = q[i] + delta[i]
+        corr_out[i] = corr[i] + delta[i]
+
     return SimpleNamespace(element_centers=element_centers, start_of_step=start_of_step, clear_counts=clear_counts,
                            find_vertex_triangles=find_vertex_triangles, find_edge_edges=find_edge_edges,
                            vertex_triangle_forces=vertex_triangle_forces, edge_edge_forces=edge_edge_forces,
-                           solve_vertex_triangles=solve_vertex_triangles, solve_edge_edges=solve_edge_edges)
+                           count_vertex_triangles=count_vertex_triangles, count_edge_edges=count_edge_edges,
+                           solve_vertex_triangles=solve_vertex_triangles, solve_edge_edges=solve_edge_edges,
+                           apply_pair_corrections=apply_pair_corrections)

@@ -129,9 +129,10 @@ class ClothContact:
 
 
 class _Pairs:
-    """What one state keeps of a step's broad phase: the grids and element centers, the pair
-    slots, the pairs counted on each particle, the overflow counter and, for semi-implicit
-    Euler, the start-of-step positions."""
+    """What one state keeps of a step's broad phase: the grids, element centers and boxes, the
+    pair slots, the overflow counter; for semi-implicit Euler the start-of-step positions, for
+    XPBD per iteration the positions and corrections before the pairs' projection, the pairs'
+    corrections and the violated pairs on each particle."""
 
     def __init__(self, model: Any):
         cc, device, vec3 = model.cloth_contact, model.device, model.types.vec3
@@ -143,9 +144,18 @@ class _Pairs:
         self.edge_lo, self.edge_hi = (A.zeros(cc.edge_count, dtype=vec3, device=device) for _ in range(2))
         self.vt = A.zeros((cc.vert_count, MAX_PAIRS), dtype=T.int32, device=device)
         self.ee = A.zeros((cc.edge_count, MAX_PAIRS), dtype=T.int32, device=device)
-        self.count = A.zeros(model.particle_count, dtype=T.int32, device=device)
         self.overflow = A.zeros(1, dtype=T.int32, device=device)
         self.q_prev = None
+        self.iterations: list = []
+
+    def iteration(self, model: Any, it: int) -> tuple:
+        """The buffers of XPBD iteration ``it``: positions and corrections before the pairs'
+        projection, its corrections, its count of violated pairs per particle."""
+        while len(self.iterations) <= it:
+            n, vec3, device = model.particle_count, model.types.vec3, model.device
+            self.iterations.append(tuple(A.zeros(n, dtype=vec3, device=device) for _ in range(3))
+                                   + (A.zeros(n, dtype=T.int32, device=device),))
+        return self.iterations[it]
 
 
 def _pairs(model: Any, state: Any) -> _Pairs:
@@ -171,13 +181,12 @@ def find_cloth_pairs(model: Any, state: Any, q, q_prev) -> _Pairs:
                    p.edge_center, p.edge_lo, p.edge_hi])
     p.tri_grid.build(p.tri_center, cc.cell_size, groups=cc.tri_group if cc.grouped else None)
     p.edge_grid.build(p.edge_center, cc.cell_size, groups=cc.edge_group if cc.grouped else None)
-    launch(k.clear_counts, model.particle_count, inputs=[p.count])
     launch(k.find_vertex_triangles, cc.vert_count,
            inputs=[cc.verts, cc.vert_group, q, q_prev, cc.tris, p.tri_center, p.tri_lo, p.tri_hi, p.tri_grid.view,
-                   cc.params, 27, p.vt, p.count, p.overflow])
+                   cc.params, 27, p.vt, p.overflow])
     launch(k.find_edge_edges, cc.edge_count,
            inputs=[cc.edge_group, q, q_prev, cc.edges, p.edge_center, p.edge_lo, p.edge_hi, p.edge_grid.view,
-                   cc.params, 13, p.ee, p.count, p.overflow])
+                   cc.params, 13, p.ee, p.overflow])
     return p
 
 
@@ -210,22 +219,30 @@ def eval_cloth_contact_forces(model: Any, state: Any, dt: float) -> None:
            inputs=[p.ee, q, qd, p.q_prev, cc.edges, cc.params, MAX_PAIRS, state.particle_f])
 
 
-def solve_cloth_contacts(model: Any, pairs: _Pairs, q, q_prev, split, delta) -> None:
-    """Add one XPBD iteration's self-contact corrections at positions ``q`` into ``delta``
-    (``pairs`` from :func:`find_cloth_pairs` at the predicted positions).
+def project_cloth_contacts(model: Any, pairs: _Pairs, it: int, q, corr, q_prev, q_out, corr_out) -> None:
+    """XPBD iteration ``it``'s projection of the self-contact pairs (``pairs`` from
+    :func:`find_cloth_pairs` at the predicted positions): from positions ``q`` and summed
+    corrections ``corr`` (after the iteration's other constraints) to ``q_out``, ``corr_out``;
+    ``q_prev`` are the positions at the start of the step.
 
     Example::
 
-        solve_cloth_contacts(model, pairs, s.positions[it], state_in.particle_q, split, s.deltas[it])
+        project_cloth_contacts(model, pairs, it, q_mid, corr_mid, state_in.particle_q, q_out, corr_out)
     """
     cc = model.cloth_contact
     k = cloth_contact_kernels(model.dtype)
+    _, _, delta, active = pairs.iteration(model, it)
+    delta.zero_()
+    launch(k.clear_counts, model.particle_count, inputs=[active])
+    launch(k.count_vertex_triangles, cc.vert_count,
+           inputs=[cc.verts, pairs.vt, q, q_prev, cc.tris, cc.params, MAX_PAIRS, active])
+    launch(k.count_edge_edges, cc.edge_count, inputs=[pairs.ee, q, q_prev, cc.edges, cc.params, MAX_PAIRS, active])
     inv_mass = model.particles.inv_mass
     launch(k.solve_vertex_triangles, cc.vert_count,
-           inputs=[cc.verts, pairs.vt, q, q_prev, cc.tris, inv_mass, split, pairs.count, cc.params, MAX_PAIRS,
-                   delta])
+           inputs=[cc.verts, pairs.vt, q, q_prev, cc.tris, inv_mass, active, cc.params, MAX_PAIRS, delta])
     launch(k.solve_edge_edges, cc.edge_count,
-           inputs=[pairs.ee, q, q_prev, cc.edges, inv_mass, split, pairs.count, cc.params, MAX_PAIRS, delta])
+           inputs=[pairs.ee, q, q_prev, cc.edges, inv_mass, active, cc.params, MAX_PAIRS, delta])
+    launch(k.apply_pair_corrections, model.particle_count, inputs=[q, corr, delta, q_out, corr_out])
 
 
 def cloth_contact_overflow(state: Any) -> int:

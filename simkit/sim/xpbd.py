@@ -109,7 +109,7 @@ from ..kernels.xpbd_body_contact import xpbd_body_contact_kernels
 from ..kernels.contact_params import shapes_touching_ground
 from ..kernels.structs import JOINT_FREE
 from ..kernels.shapes import collision_pairs, particle_shape_rows
-from .cloth_contact import find_cloth_pairs, self_contact_active, solve_cloth_contacts
+from .cloth_contact import find_cloth_pairs, project_cloth_contacts, self_contact_active
 from .integrators import check_step, warn_ignored_joint_features
 from .model import Control, Model, State
 from .replay import Replayed, replayed_step
@@ -357,12 +357,15 @@ class XPBD(Replayed):
                 _solve_bodies(model, state_in, control, s, it, dt)
             solve_mesh_contacts(model, state_in, s, meshes, it, _mass_split(model) if n else None,
                                 _joint_split(model))
-            if cloth is not None:
-                solve_cloth_contacts(model, cloth, q, q_prev, split, delta)
             if n:
+                # with cloth self-contact the pairs are projected last, from buffers of their own
+                mid_q, mid_corr = cloth.iteration(model, it)[:2] if cloth is not None \
+                    else (q_out, s.corrections[it + 1])
                 launch(k.apply_corrections, n,
                        inputs=[q, delta, s.corrections[it], s.velocities, dt, particles, contact, model.shapes,
-                               statics, q_out, s.corrections[it + 1]])
+                               statics, mid_q, mid_corr])
+                if cloth is not None:
+                    project_cloth_contacts(model, cloth, it, mid_q, mid_corr, q_prev, q_out, s.corrections[it + 1])
             if nb:
                 _apply_bodies(model, state_in, s, it, s.body_poses[it + 1] if it + 1 < self.iterations
                               else state_out.body_q)
