@@ -11,14 +11,15 @@ midpoints, rebuilt every step. A vertex searches the triangle grid around itself
 the edge grid around its midpoint (half the cells around it, so that each pair is found
 once); the cell size covers a triangle stretched to 1.25 times its longest rest side. A
 found pair is kept when its distance is below ``2 h`` (``h`` the thickness) now or at the
-start of the step, in up to ``MAX_PAIRS`` slots per vertex or edge; more are counted in an
+start of the step, or when their boxes over the step come within ``2 h`` and the vertex
+changed sides of the triangle's plane (the edges' winding turned) within the step, in up to ``MAX_PAIRS`` slots per vertex or edge; more are counted in an
 overflow counter (:func:`~simkit.sim.cloth_contact.cloth_contact_overflow`).
 
 Narrow phase: the closest points (a point on the triangle with barycentric weights, or
 the parameters ``s``, ``t`` along the two edges), their distance ``d`` and direction ``u``
 (from the triangle or second edge towards the vertex or first edge). The side a pair was on
-at the start of the step decides ``u``: a vertex whose projection lies inside the triangle
-and that is now on the other side of the triangle's plane, or two edges whose closest
+at the start of the step decides ``u``: a vertex now on the other side of the triangle's
+plane whose projection lies inside the triangle now or at the start of the step, or two edges whose closest
 points now lie inside both and whose offset has turned round, have crossed within the step;
 their gap is then ``-d`` and ``u`` points back to the side they came from, so the response
 pushes them back through instead of further on. Otherwise the gap is ``d``.
@@ -124,10 +125,13 @@ def vertex_triangle_gap(p, a, b, c, p0, a0, b0, c0):
     gap = dist
     if dist > 0.0:
         u = d / dist
-        if inside == 1:
-            side = sk.dot(d, sk.cross(b - a, c - a))
-            side0 = sk.dot(p0 - a0, sk.cross(b0 - a0, c0 - a0))
-            if side * side0 < 0.0:
+        side = sk.dot(d, sk.cross(b - a, c - a))
+        side0 = sk.dot(p0 - a0, sk.cross(b0 - a0, c0 - a0))
+        if side * side0 < 0.0:
+            # on the other side of the plane now: crossed if its projection lay inside the
+            # triangle at either end of the step (not one that went round a border)
+            wa0, wb0, wc0, inside0 = triangle_closest(p0, a0, b0, c0)
+            if inside + inside0 > 0:
                 u = -u
                 gap = -dist
     return u, gap, wa, wb, wc
@@ -186,6 +190,13 @@ def edge_edge_gap(p0, p1, q0, q1, r0, r1, w0, w1):
                 u = -u
                 gap = -dist
     return u, gap, s, t
+
+
+@sk.func
+def plane_side(p, a, b, c):
+    """Six times the signed volume of the tetrahedron ``a b c p``: its sign says on which side of the
+    plane through ``a b c`` the point ``p`` lies (for edges ``a b`` and ``c p``: how they wind)."""
+    return sk.dot(p - a, sk.cross(b - a, c - a))
 
 
 @sk.func
@@ -348,6 +359,12 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
                                             d = vertex_triangle_distance(x, q[ia], q[ib], q[ic])
                                             if d >= reach:
                                                 d = vertex_triangle_distance(x0, q_prev[ia], q_prev[ib], q_prev[ic])
+                                            if d >= reach:
+                                                # fast enough to pass the band within the step: kept if
+                                                # it changed sides of the triangle's plane
+                                                if plane_side(x, q[ia], q[ib], q[ic]) * plane_side(
+                                                        x0, q_prev[ia], q_prev[ib], q_prev[ic]) < 0.0:
+                                                    d = reach * 0.0
                                             if d < reach:
                                                 if slot < MAX_PAIRS:
                                                     pairs[v, slot] = t
@@ -400,6 +417,10 @@ def cloth_contact_kernels(real) -> SimpleNamespace:
                                         d = edge_edge_distance(q[i0], q[i1], q[j0], q[j1])
                                         if d >= reach:
                                             d = edge_edge_distance(q_prev[i0], q_prev[i1], q_prev[j0], q_prev[j1])
+                                        if d >= reach:
+                                            if plane_side(q[j0], q[i0], q[i1], q[j1]) * plane_side(
+                                                    q_prev[j0], q_prev[i0], q_prev[i1], q_prev[j1]) < 0.0:
+                                                d = reach * 0.0
                                         if d < reach:
                                             if slot < MAX_PAIRS:
                                                 pairs[e, slot] = f

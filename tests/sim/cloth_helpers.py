@@ -41,7 +41,7 @@ def intersecting_triangle_pairs(q: np.ndarray, tris: np.ndarray) -> int:
     return int(hit.sum())
 
 
-def falling_sheet(n: int, self_contact: bool = True, dtype=sk.float32, **cloth):
+def falling_sheet(n: int, self_contact: bool = True, dtype=sk.float32, thickness: float = 2e-3, **cloth):
     """A 0.5 m square sheet of ``n`` x ``n`` cells, 100 g, standing nearly upright (tilted 10
     degrees) with its lower border 1 cm above the ground: it buckles and piles onto itself."""
     b = sk.sim.ModelBuilder()
@@ -50,7 +50,7 @@ def falling_sheet(n: int, self_contact: bool = True, dtype=sk.float32, **cloth):
                      mass=0.1 / (n + 1) ** 2, edge_ke=1e-4, radius=2e-3,
                      **cloth)
     if self_contact:
-        b.set_cloth_self_contact(thickness=2e-3)
+        b.set_cloth_self_contact(thickness=thickness)
     return b.finalize(dtype=dtype)
 
 
