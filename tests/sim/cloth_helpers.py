@@ -41,11 +41,11 @@ def intersecting_triangle_pairs(q: np.ndarray, tris: np.ndarray) -> int:
     return int(hit.sum())
 
 
-def falling_sheet(n: int, self_contact: bool = True, dtype=sk.float32, thickness: float = 2e-3, **cloth):
-    """A 0.5 m square sheet of ``n`` x ``n`` cells, 100 g, standing nearly upright (tilted 10
-    degrees) with its lower border 1 cm above the ground: it buckles and piles onto itself."""
+def falling_sheet(n: int, self_contact: bool = True, dtype=sk.float32, thickness: float = 2e-3, size: float = 0.5,
+                  **cloth):
+    """A square sheet of ``size`` (m) and ``n`` x ``n`` cells, 100 g, standing nearly upright (tilted
+    10 degrees) with its lower border 1 cm above the ground: it buckles and piles onto itself."""
     b = sk.sim.ModelBuilder()
-    size = 0.5
     b.add_cloth_grid((0.0, 0.01, 0.0), (0.0872, 0.0, 0.0, 0.9962), (0.0, 0.0, 0.0), n, n, size / n, size / n,
                      mass=0.1 / (n + 1) ** 2, edge_ke=1e-4, radius=2e-3,
                      **cloth)
