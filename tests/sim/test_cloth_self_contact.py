@@ -25,9 +25,7 @@ FLAT = (-0.7071068, 0.0, 0.0, 0.7071068)    # the cloth grid's local x-y plane t
 LONG = os.environ.get("SIMKIT_LONG_TESTS") == "1"
 
 
-def folded_cloth(dtype=F64, gap=1.5e-3, requires_grad=False, ke=100.0, kd=0.05):
-    """A 4 x 4-cell cloth, 5 cm cells, no gravity or ground, whose right half is laid back over
-    its left half ``gap`` above it, shifted by (13, 11) mm so that no vertex sits over a vertex."""
+def _folded_builder(gap=1.5e-3, ke=100.0, kd=0.05):
     b = sk.sim.ModelBuilder(gravity=0.0, ground=False)
     b.add_cloth_grid((0.0, 0.0, 0.0), FLAT, (0.0, 0.0, 0.0), 4, 4, 0.05, 0.05, mass=1e-3, edge_ke=0.0)
     b.set_cloth_self_contact(thickness=2e-3, ke=ke, kd=kd)
@@ -38,7 +36,13 @@ def folded_cloth(dtype=F64, gap=1.5e-3, requires_grad=False, ke=100.0, kd=0.05):
     q[right, 2] += 0.011
     for i in np.flatnonzero(right):
         b.particle_q[i] = q[i]
-    return b.finalize(dtype=dtype, requires_grad=requires_grad)
+    return b
+
+
+def folded_cloth(dtype=F64, gap=1.5e-3, requires_grad=False, ke=100.0, kd=0.05):
+    """A 4 x 4-cell cloth, 5 cm cells, no gravity or ground, whose right half is laid back over
+    its left half ``gap`` above it, shifted by (13, 11) mm so that no vertex sits over a vertex."""
+    return _folded_builder(gap, ke, kd).finalize(dtype=dtype, requires_grad=requires_grad)
 
 
 def _point_triangle_distance(p, a, b, c, samples=60) -> float:
@@ -86,6 +90,27 @@ def test_pairs_found_are_the_non_adjacent_ones_within_twice_the_thickness():
             if abs(d - reach) > band:
                 assert ((e, f) in found_ee) == (d < reach), (e, f, d)
     assert found_vt and found_ee
+
+
+def test_pairs_never_cross_worlds():
+    # two copies of the folded cloth in two worlds, in the same place: each finds its own pairs
+    one = folded_cloth()
+    single = find_cloth_pairs(one, one.state(), one.particle_q, one.particle_q)
+    world = sk.sim.ModelBuilder(gravity=0.0, ground=False)
+    world.add_builder(_folded_builder())
+    world.add_builder(_folded_builder())
+    world.set_cloth_self_contact(thickness=2e-3)
+    model = world.finalize(dtype=F64)
+    pairs = find_cloth_pairs(model, model.state(), model.particle_q, model.particle_q)
+    n, tris = one.particle_count, model.triangles.indices.numpy()
+    verts = model.cloth_contact.verts.numpy()
+    vt = [(verts[v] // n, tris[t, 0] // n) for v, row in enumerate(pairs.vt.numpy()) for t in row if t >= 0]
+    assert vt and all(a == b for a, b in vt)
+    assert len(vt) == 2 * int((single.vt.numpy() >= 0).sum())
+    edges = model.cloth_contact.edges.numpy()
+    ee = [(edges[e, 0] // n, edges[f, 0] // n) for e, row in enumerate(pairs.ee.numpy()) for f in row if f >= 0]
+    assert ee and all(a == b for a, b in ee)
+    assert len(ee) == 2 * int((single.ee.numpy() >= 0).sum())
 
 
 def test_penalty_on_a_vertex_over_a_triangle_is_ke_times_the_depth():
