@@ -12,8 +12,9 @@ the edge grid around its midpoint (half the cells around it, so that each pair i
 once); the cell size covers a triangle stretched to 1.25 times its longest rest side. A
 found pair is kept when its distance is below ``2 h`` (``h`` the thickness) now or at the
 start of the step, or when their boxes over the step come within ``2 h`` and the vertex
-changed sides of the triangle's plane (the edges' winding turned) within the step, in up to ``MAX_PAIRS`` slots per vertex or edge; more are counted in an
-overflow counter (:func:`~simkit.sim.cloth_contact.cloth_contact_overflow`).
+changed sides of the triangle's plane (the edges' winding turned) within the step, in up
+to ``MAX_PAIRS`` slots per vertex or edge; more are counted in an overflow counter
+(:func:`~simkit.sim.cloth_contact.cloth_contact_overflow`).
 
 Narrow phase: the closest points (a point on the triangle with barycentric weights, or
 the parameters ``s``, ``t`` along the two edges), their distance ``d`` and direction ``u``
