@@ -43,6 +43,9 @@ autodiff, simulation or GPU, are added the same way and show up in ``--list``):
 ``builder`` ``ModelBuilder`` build + finalize of 200x200 and 1000x1000 cloth grids and
             32^3 and 64^3 soft grids: seconds, and peak memory next to the model's bytes
             (``tools/bench_builder.py``).
+``cloth_contact`` a 1 m sheet folded onto itself, 64x64 and 256x256 cells: time per step
+            with and without cloth self-contact (XPBD, SemiImplicitEuler), and a taped
+            64x64 rollout forward / backward (``tools/bench_cloth_contact.py``).
 ``sweep``   a 16-run ``simkit.sweep`` on a local Ray with 2 CPUs against the same runs one
             after another (ratio), and the per-task overhead; skipped without Ray
             (``tools/bench_sweep.py``).
@@ -697,6 +700,10 @@ bench_meshes.add_sections(section, Result, Row, fmt)
 import bench_broad_phase  # noqa: E402  (sweep and prune vs the static pair list, 1000 and 10000 boxes)
 
 bench_broad_phase.add_sections(section, Result, Row, fmt)
+
+import bench_cloth_contact  # noqa: E402  (cloth folded onto itself, with and without self-contact)
+
+bench_cloth_contact.add_sections(section, Result, Row, fmt)
 
 
 # ----------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from . import validate as V
 from .builder_mesh import MeshBuilder
 from .builder_rigid import RigidBuilder
 from .importers import ImporterMixin
+from .cloth_contact import ClothContactBuilder
 from .columns import Column
 from .contact_material import PARTICLE_PENALTY, contact_material
 from .model import Model
@@ -50,7 +51,7 @@ _COLUMNS = {"particle_q": (3,), "particle_qd": (3,), "particle_mass": (), "parti
             "tet_k_damp": ()}
 
 
-class ModelBuilder(MeshBuilder, RigidBuilder, ImporterMixin):
+class ModelBuilder(MeshBuilder, RigidBuilder, ImporterMixin, ClothContactBuilder):
     """Collects the parts of a scene; ``finalize`` turns them into a :class:`Model`.
 
     ``gravity`` is the signed acceleration along ``up_axis`` ("x", "y" or "z");
@@ -598,5 +599,5 @@ class ModelBuilder(MeshBuilder, RigidBuilder, ImporterMixin):
         data.update(gravity=up * self.gravity, up_vector=up, up_axis=self.up_axis, ground=self.ground,
                     particle_contact=self.particle_contact, contact=dict(self.contact),
                     contacts_enabled=self.contacts_enabled, broad_phase=self.broad_phase,
-                    broad_phase_capacity=self.broad_phase_capacity)
+                    broad_phase_capacity=self.broad_phase_capacity, cloth_contact=self.cloth_contact)
         return Model(data, device=device, requires_grad=requires_grad, dtype=dtype)

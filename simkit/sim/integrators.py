@@ -19,6 +19,7 @@ from ..kernels.bodies import body_kernels
 from ..kernels.broad_phase_options import check_pair_capacity, sweeps
 from ..kernels.particles import particle_kernels
 from ..kernels.structs import JOINT_BALL, JOINT_UNIVERSAL, NO_LIMIT
+from .cloth_contact import eval_cloth_contact_forces, self_contact_active, warn_cloth_overflow
 from .forces import eval_body_forces, eval_forces
 from .model import Control, Model, State
 from .replay import Replayed, particles_eligible, replayed_step
@@ -131,6 +132,8 @@ class SemiImplicitEuler(Replayed):
         replayed_step(self, self._step, model, state_in, state_out, control, dt, particles_eligible)
         if sweeps(model):
             on_replay(check_pair_capacity, model, state_out)
+        if self_contact_active(model):
+            on_replay(warn_cloth_overflow, model, state_in)
 
     def _replay_eligible(self, model) -> bool:
         return particles_eligible(self, model)
@@ -140,6 +143,7 @@ class SemiImplicitEuler(Replayed):
         warn_ignored_joint_features(model, "SemiImplicitEuler")
         state_in.clear_forces()
         eval_forces(model, state_in, control)
+        eval_cloth_contact_forces(model, state_in, dt)
         eval_body_forces(model, state_in, control, dt, state_out)
         if model.particle_count:
             launch(particle_kernels(model.dtype).integrate_particles, model.particle_count,

@@ -41,6 +41,7 @@ from ..kernels.broad_phase import pair_buffers
 from ..kernels.particles import particle_kernels
 from ..kernels.meshes import build_meshes
 from ..kernels.structs import model_structs
+from .cloth_contact import ClothContact
 from .articulation import body_joints, coordinate_starts, initial_coordinates
 from .contact_params import mask_int32, split_rows
 
@@ -227,6 +228,9 @@ class Model:
         # the triangles of the mesh shapes (see simkit.kernels.meshes)
         shape_mesh, meshes = data.get("meshes", (np.full(self.shape_count, -1), []))
         self.meshes = build_meshes(dtype, device, shape_mesh, meshes)
+        # cloth self-contact (ModelBuilder.set_cloth_self_contact), None when off
+        config = data.get("cloth_contact")
+        self.cloth_contact = ClothContact(self, config, requires_grad) if config else None
 
     @property
     def contacts_enabled(self) -> bool:

@@ -102,6 +102,7 @@ import numpy as np
 from ..core import array as A
 from ..core import types as T
 from ..core.launch import launch
+from ..core.step_cache import on_replay
 from ..kernels.shapes import MAX_SHAPE_POINTS
 from ..kernels.xpbd import xpbd_kernels
 from ..kernels.xpbd_bodies import xpbd_body_kernels
@@ -109,6 +110,7 @@ from ..kernels.xpbd_body_contact import xpbd_body_contact_kernels
 from ..kernels.contact_params import shapes_touching_ground
 from ..kernels.structs import JOINT_FREE
 from ..kernels.shapes import collision_pairs, particle_shape_rows
+from .cloth_contact import find_cloth_pairs, project_cloth_contacts, self_contact_active, warn_cloth_overflow
 from .integrators import check_step, warn_ignored_joint_features
 from .model import Control, Model, State
 from .replay import Replayed, replayed_step
@@ -308,6 +310,8 @@ class XPBD(Replayed):
             XPBD().step(model, s0, s1, None, 1.0 / 600.0)
         """
         replayed_step(self, self._step, model, state_in, state_out, control, dt)
+        if self_contact_active(model):
+            on_replay(warn_cloth_overflow, model, state_out)
 
     def _step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         control = check_step(model, state_in, state_out, control, dt)
@@ -327,6 +331,9 @@ class XPBD(Replayed):
                                          s.velocities])
         if nb:
             _predict_bodies(model, state_in, control, s, dt)
+        # cloth self-contact pairs at the predicted positions, kept on state_out with the scratch
+        cloth = find_cloth_pairs(model, state_out, s.positions[0], q_prev) if n and self_contact_active(model) \
+            else None
         meshes = mesh_scratch(model, state_out, self.iterations) if model.contacts_enabled else None
         count_mesh_contacts(model, s, meshes)
         for it in range(self.iterations):
@@ -354,9 +361,14 @@ class XPBD(Replayed):
             solve_mesh_contacts(model, state_in, s, meshes, it, _mass_split(model) if n else None,
                                 _joint_split(model))
             if n:
+                # with cloth self-contact the pairs are projected last, from buffers of their own
+                mid_q, mid_corr = cloth.iteration(model, it)[:2] if cloth is not None \
+                    else (q_out, s.corrections[it + 1])
                 launch(k.apply_corrections, n,
                        inputs=[q, delta, s.corrections[it], s.velocities, dt, particles, contact, model.shapes,
-                               statics, q_out, s.corrections[it + 1]])
+                               statics, mid_q, mid_corr])
+                if cloth is not None:
+                    project_cloth_contacts(model, cloth, it, mid_q, mid_corr, q_prev, q_out, s.corrections[it + 1])
             if nb:
                 _apply_bodies(model, state_in, s, it, s.body_poses[it + 1] if it + 1 < self.iterations
                               else state_out.body_q)
