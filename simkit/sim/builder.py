@@ -30,6 +30,7 @@ from ..core import device as D
 from ..core import types as T
 from . import geometry as G
 from . import validate as V
+from .builder_hull import HullBuilder
 from .builder_mesh import MeshBuilder
 from .builder_rigid import RigidBuilder
 from .importers import ImporterMixin
@@ -49,7 +50,7 @@ _COLUMNS = {"particle_q": (3,), "particle_qd": (3,), "particle_mass": (), "parti
             "tet_k_damp": ()}
 
 
-class ModelBuilder(MeshBuilder, RigidBuilder, ImporterMixin):
+class ModelBuilder(HullBuilder, MeshBuilder, RigidBuilder, ImporterMixin):
     """Collects the parts of a scene; ``finalize`` turns them into a :class:`Model`.
 
     ``gravity`` is the signed acceleration along ``up_axis`` ("x", "y" or "z");
