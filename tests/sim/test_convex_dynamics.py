@@ -91,16 +91,14 @@ def test_a_hull_cube_on_a_static_20_degree_slope_with_mu_0_8_sticks():
 @pytest.mark.parametrize("integrator", ["semi-implicit", "xpbd"])
 def test_particles_dropped_on_a_static_hull_rest_on_its_top_face(integrator):
     b = sk.sim.ModelBuilder(ground=False)
-    b.add_shape_convex((0.0, 0.0, 0.0), IDENTITY, HOUSE * (3.0, 1.0, 3.0))
-    top = float(HOUSE[:, 1].max())
-    for x in (-0.2, 0.2):
-        b.add_particle((x, top - 0.1, 0.1), (0.0, 0.0, 0.0), mass=0.1, radius=0.02)   # under the ridge: on a slant
-    b.add_particle((0.0, top + 0.1, 0.09), (0.0, 0.0, 0.0), mass=0.1, radius=0.02)
+    b.add_shape_convex((0.0, 0.0, 0.0), IDENTITY, CUBE * (3.0, 1.0, 3.0))
+    for x, z in ((0.05, 0.09), (-0.2, 0.25)):
+        b.add_particle((x, HALF + 0.1, z), (0.0, 0.0, 0.0), mass=0.1, radius=0.02)
     model = b.finalize(dtype=sk.float64)
     end = sk.sim.simulate(model, INTEGRATORS[integrator](), model.state(), 1000, 1e-3, keep_states=False)[-1]
-    y = end.particle_q.numpy()[2, 1]
-    assert y == pytest.approx(top + 0.02, abs=2e-3)
-    assert np.abs(end.particle_qd.numpy()[2]).max() < 0.05
+    np.testing.assert_allclose(end.particle_q.numpy()[:, 1], HALF + 0.02, atol=2e-3)
+    np.testing.assert_allclose(end.particle_q.numpy()[:, [0, 2]], [[0.05, 0.09], [-0.2, 0.25]], atol=1e-6)
+    assert np.abs(end.particle_qd.numpy()).max() < 0.05
 
 
 @sk.kernel
