@@ -108,3 +108,17 @@ def test_add_shape_convex_refuses_a_point_set_without_a_volume_naming_the_argume
 def test_add_shape_convex_refuses_a_nonpositive_scale():
     with pytest.raises(ValueError, match=r"add_shape_convex: scale must be > 0 \(one number or three\), got -1.0"):
         sk.sim.ModelBuilder().add_shape_convex((0.0, 0.0, 0.0), IDENTITY, CORNERS, scale=-1.0)
+
+
+def test_copies_of_a_builder_with_a_hull_keep_their_hulls():
+    one = sk.sim.ModelBuilder()
+    one.add_shape_convex((0.0, 0.0, 0.0), IDENTITY, CORNERS, body=one.add_body())
+    b = sk.sim.ModelBuilder()
+    b.add_shape_sphere((0.0, 0.0, 0.0), 0.1, body=b.add_body())
+    for x in (0.0, 1.0):
+        b.add_builder(one, xform=((x, 0.0, 0.0), IDENTITY))
+    model = b.finalize(dtype=sk.float64)
+    rows = model.shapes.hull.numpy()
+    assert rows[0].tolist() == [0, 0, 0, 0]
+    assert rows[1].tolist() == [0, 8, 0, 12] and rows[2].tolist() == [8, 8, 12, 12]
+    np.testing.assert_allclose(model.bodies.mass.numpy()[1:], 1000.0 * 8.0 * H.prod())
