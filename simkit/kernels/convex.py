@@ -18,7 +18,12 @@ reported once: the leaning directions keep the first of theirs, and the first po
 ``toward``, which ties among the corners of a face resting flat and so changes with rounding)
 gives way to any leaning one. A repeated point is replaced by the vertex farthest against
 ``toward`` (the hull's far side, which touches only where the whole hull is inside the other
-shape), so that no vertex pushes twice and every point is a real vertex.
+shape), so that no vertex pushes twice and every point is a real vertex. Each point is then
+rounded as a box's corners are: moved back from the other shape (against ``toward``) by the
+hull's rounding ``params[1]`` and thickened by as much, which leaves its depth in a plane normal
+to ``toward`` exact, and moved as far towards the centroid across ``toward``, so that the corner
+of a hull stacked flush on an equal one is not on the other's side face (where its distance,
+0, would push nowhere).
 
 Example::
 
@@ -139,9 +144,10 @@ def hull_direction(u: Any, e1: Any, e2: Any, k: int):
 
 @sk.func
 def hull_point(shapes: Any, s: int, k: int, toward: Any):
-    """Contact point ``k`` of convex hull ``s`` in its frame, and its radius (0): the support
-    vertex along direction ``k`` of :func:`hull_direction` about ``toward`` (on the x axis where
-    it is zero), or for a vertex another point already is, the far side's vertex."""
+    """Contact point ``k`` of convex hull ``s`` in its frame, and its radius (its rounding,
+    ``params[1]``): the support vertex along direction ``k`` of :func:`hull_direction` about
+    ``toward`` (on the x axis where it is zero), or for a vertex another point already is, the
+    far side's vertex, rounded."""
     u = toward
     if sk.dot(u, u) == 0.0:
         u = toward * 0.0
@@ -164,4 +170,14 @@ def hull_point(shapes: Any, s: int, k: int, toward: Any):
                 repeated = 1
     if repeated == 1:
         i = hull_support(shapes.hull_vertices, first, count, -u)
-    return shapes.hull_vertices[i], u[0] * 0.0
+    # rounded as a box's corners: moved back from the other shape by the rounding and thickened
+    # by as much (its depth in a plane normal to u unchanged), and moved as far towards the
+    # centroid across u, off the sides of a hull whose face lies flush with this one's side
+    rho = shapes.params[s][1]
+    v = shapes.hull_vertices[i]
+    across = shapes.hull_center[s] - v
+    across = across - u * sk.dot(across, u)
+    p = v - u * rho
+    if sk.dot(across, across) > 0.0:
+        p = p + sk.normalize(across) * rho
+    return p, rho

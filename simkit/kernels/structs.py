@@ -152,7 +152,8 @@ def model_structs(real) -> SimpleNamespace:
         is (first vertex, vertex count, first triangle, triangle count) of shape ``s`` (zeros for
         other kinds) in ``hull_vertices`` (shape frame), ``hull_triangles`` (rows of three
         indices into ``hull_vertices``, counterclockwise seen from outside) and the triangles'
-        planes ``hull_normals . x = hull_offsets`` (outward normals)."""
+        planes ``hull_normals . x = hull_offsets`` (outward normals); ``hull_center[s]`` is the
+        centroid of hull ``s`` (shape frame)."""
         kind: ArrayType(T.int32, 1)
         body: ArrayType(T.int32, 1)
         xform: ArrayType(transform, 1)
@@ -177,6 +178,7 @@ def model_structs(real) -> SimpleNamespace:
         hull_triangles: index2d
         hull_normals: ArrayType(vec3, 1)
         hull_offsets: reals
+        hull_center: ArrayType(vec3, 1)
 
     @struct
     class Bodies:

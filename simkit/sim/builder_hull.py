@@ -59,7 +59,7 @@ class HullBuilder:
         pos = V.vec3(pos, f"{where}: pos")
         rot = V.quat(rot, f"{where}: rot")
         density = V.nonneg(density, f"{where}: density")
-        shape = self._add_shape(SHAPE_CONVEX, pos, rot, np.array([hull.radius, 0.0, 0.0]), body, 0.0,
+        shape = self._add_shape(SHAPE_CONVEX, pos, rot, np.array([hull.radius, hull.rounding, 0.0]), body, 0.0,
                                 (ke, kd, kf, mu, time_constant, damping_ratio), where, contact)
         self.shape_hulls[shape] = hull
         b = self.shape_body[shape]

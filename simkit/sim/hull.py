@@ -22,6 +22,9 @@ from .mesh_geometry import solid_properties
 # A point counts as outside a triangle when it is in front of its plane by more than this
 # fraction of the point set's extent (rounding of the planes of a 1 m hull is far below it).
 HULL_TOLERANCE = 1.0e-9
+# a hull's contact points sit this fraction of its centroid's distance to its nearest face inside
+# it (as a box's corners, by a tenth of its smallest half extent; simkit.kernels.convex)
+HULL_ROUNDING = 0.1
 
 
 def _plane(p: np.ndarray, tri) -> tuple[np.ndarray, float]:
@@ -99,7 +102,9 @@ class HullGeometry:
     """One convex hull as a shape stores it: ``vertices`` (``V x 3``, in the shape's frame),
     ``triangles`` (``T x 3``, outward), each triangle's plane (``normals``, ``offsets``:
     ``n . x = d`` on it, ``n`` outward), ``radius`` (the farthest vertex from the shape's
-    origin) and the volume, centroid and unit-density inertia (about the centroid) of the solid.
+    origin), ``rounding`` (a tenth of the centroid's distance to the nearest face: how far its
+    contact points sit inside it) and the volume, centroid and unit-density inertia (about the
+    centroid) of the solid.
 
     Example::
 
@@ -115,6 +120,7 @@ class HullGeometry:
         self.offsets = np.einsum("ij,ij->i", self.normals, a)
         self.radius = float(np.linalg.norm(self.vertices, axis=1).max())
         self.volume, self.center, self.inertia = solid_properties(self.vertices, self.triangles)
+        self.rounding = HULL_ROUNDING * float((self.offsets - self.normals @ self.center).min())
 
 
 def hull_arrays(hulls: list) -> dict:
@@ -125,6 +131,7 @@ def hull_arrays(hulls: list) -> dict:
         hull_arrays([None, HullGeometry(points, "hull")])["hull"]      # [[0, 0, 0, 0], [0, V, 0, T]]
     """
     rows = np.zeros((len(hulls), 4), dtype=np.int32)
+    centers = np.zeros((len(hulls), 3))
     vertices, triangles, normals, offsets = [np.zeros((0, 3))], [np.zeros((0, 3), dtype=np.int32)], \
         [np.zeros((0, 3))], [np.zeros(0)]
     nv = nt = 0
@@ -132,6 +139,7 @@ def hull_arrays(hulls: list) -> dict:
         if h is None:
             continue
         rows[s] = (nv, len(h.vertices), nt, len(h.triangles))
+        centers[s] = h.center
         vertices.append(h.vertices)
         triangles.append(h.triangles + nv)
         normals.append(h.normals)
@@ -139,4 +147,4 @@ def hull_arrays(hulls: list) -> dict:
         nv += len(h.vertices)
         nt += len(h.triangles)
     return {"hull": rows, "hull_vertices": np.concatenate(vertices), "hull_triangles": np.concatenate(triangles),
-            "hull_normals": np.concatenate(normals), "hull_offsets": np.concatenate(offsets)}
+            "hull_normals": np.concatenate(normals), "hull_offsets": np.concatenate(offsets), "hull_center": centers}

@@ -187,7 +187,8 @@ class Model:
                                hull=indices(hulls["hull"], 4), hull_vertices=vectors(hulls["hull_vertices"], vec3, grad=False),
                                hull_triangles=indices(hulls["hull_triangles"], 3),
                                hull_normals=vectors(hulls["hull_normals"], vec3, grad=False),
-                               hull_offsets=reals(hulls["hull_offsets"]))
+                               hull_offsets=reals(hulls["hull_offsets"]),
+                               hull_center=vectors(hulls["hull_center"], vec3, grad=False))
 
         self.joint_count = len(data["joint_kind"])
         self.joints = S.Joints(kind=ints(data["joint_kind"]), parent=ints(data["joint_parent"]),

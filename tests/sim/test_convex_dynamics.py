@@ -60,6 +60,16 @@ def test_a_hull_resting_on_its_base_stays_at_rest(integrator):
 STICKING = {"semi-implicit": 1e-3, "featherstone-constraint": 2.5e-3, "xpbd": 1e-3}
 
 
+@pytest.mark.parametrize("integrator", ["semi-implicit", "xpbd"])
+def test_two_equal_hull_cubes_stacked_flush_stand(integrator):
+    # the top cube's corners lie on the bottom one's side planes: its rounded points are off them
+    b = hull_body(CUBE, (0.0, HALF, 0.0), integrator, mu=0.5)
+    model = hull_body(CUBE, (0.0, 3.0 * HALF, 0.0), integrator, b=b, mu=0.5).finalize(dtype=sk.float64)
+    end = sk.sim.simulate(model, INTEGRATORS[integrator](), model.state(), 1000, 1e-3, keep_states=False)[-1]
+    assert end.body_q.numpy()[1, 1] == pytest.approx(3.0 * HALF, abs=4e-3)
+    assert np.abs(end.body_qd.numpy()).max() < 1e-2
+
+
 @pytest.mark.parametrize("integrator", list(STICKING))
 def test_a_hull_cube_on_a_20_degree_incline_with_mu_0_8_sticks(integrator):
     # the incline is the ground under gravity tilted by 20 degrees about z: downhill is +x
