@@ -74,9 +74,9 @@ from .bodies import point_inverse_mass, point_velocity, wrench_at
 from .contact import sticking_penalty_force
 from .broad_phase_options import broad_phase_capacity, broad_phase_mode
 from .contact_params import ground_collides
-from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, collision_pairs, pair_toward, plane_toward,
-                     shape_bounding_radius, shape_distance, shape_plane_point_count, shape_point, shape_point_count,
-                     shape_transform)
+from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, collision_pairs, plane_toward, shape_bounding_radius,
+                     shape_pair_toward, shape_plane_point_count, shape_point_count, shape_surface_distance,
+                     shape_surface_point, shape_transform)
 from .structs import model_structs
 
 AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
@@ -100,9 +100,8 @@ def ground_contact(body_q: AnyArray, body_qd: AnyArray, bodies: Any, shapes: Any
     if b < 0 or k >= shape_plane_point_count(kind) or ground_collides(shapes, contact, s) == 0:
         return
     X = sk.transform_multiply(body_q[b], shapes.xform[s])
-    size = shapes.params[s]
     n = contact.ground_normal
-    p_local, radius = shape_point(kind, size, k, plane_toward(X, n))
+    p_local, radius = shape_surface_point(shapes, s, k, plane_toward(X, n))
     p = sk.transform_point(X, p_local)
     depth = sk.dot(n, p) - radius
     if depth < 0.0:
@@ -124,7 +123,7 @@ def ground_contact(body_q: AnyArray, body_qd: AnyArray, bodies: Any, shapes: Any
 
 
 @sk.func
-def point_wrenches(k: int, kind_a: int, size_a: Any, Xa: Any, toward: Any, kind_b: int, size_b: Any, Xb: Any,
+def point_wrenches(k: int, shapes: Any, a: int, Xa: Any, toward: Any, b: int, Xb: Any,
                    Xb_inv: Any, Xa_inv: Any, body_a: int, body_b: int, body_q: AnyArray, body_qd: AnyArray,
                    bodies: Any, ke: Any, kd: Any, kf: Any, tc: Any, zeta: Any, mu: Any, slot: int, slot_in: int,
                    stuck_in: sk.array(dtype=sk.int32), anchor_in: AnyArray, point_in: AnyArray,
@@ -133,9 +132,9 @@ def point_wrenches(k: int, kind_a: int, size_a: Any, Xa: Any, toward: Any, kind_
     against the surface of ``b`` (zero when it does not touch); a touching point keeps its
     anchor (in ``b``'s frame ``Xb``) in ``slot`` of ``anchor_out``, and reads the one it had
     from ``slot_in`` of ``anchor_in`` (-1: it had none)."""
-    p_local, radius = shape_point(kind_a, size_a, k, toward)
+    p_local, radius = shape_surface_point(shapes, a, k, toward)
     p = sk.transform_point(Xa, p_local)
-    dist, n_local = shape_distance(kind_b, sk.transform_point(Xb_inv, p), size_b)
+    dist, n_local = shape_surface_distance(shapes, b, sk.transform_point(Xb_inv, p))
     depth = dist - radius
     wa = sk.vector(6, type(ke))(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     wb = wa
@@ -175,15 +174,11 @@ def pair_wrenches(a: int, b: int, body_q: AnyArray, body_qd: AnyArray, bodies: A
     when it was not in that list). Two loops of
     constant trip count (each within the unroll limit): the first 8 points, then the rest
     (a box's edge midpoints)."""
-    kind_a = shapes.kind[a]
-    kind_b = shapes.kind[b]
-    size_a = shapes.params[a]
-    size_b = shapes.params[b]
     Xa = shape_transform(shapes, body_q, a)
     Xb = shape_transform(shapes, body_q, b)
     Xb_inv = sk.transform_inverse(Xb)
     Xa_inv = sk.transform_inverse(Xa)
-    toward = pair_toward(kind_a, size_a, Xa, Xa_inv, kind_b, size_b, Xb, Xb_inv)
+    toward = shape_pair_toward(shapes, a, b, Xa, Xa_inv, Xb, Xb_inv)
     body_a = shapes.body[a]
     body_b = shapes.body[b]
     ke = 0.5 * (shapes.ke[a] + shapes.ke[b])
@@ -192,7 +187,7 @@ def pair_wrenches(a: int, b: int, body_q: AnyArray, body_qd: AnyArray, bodies: A
     tc = 0.5 * (shapes.time_constant[a] + shapes.time_constant[b])
     zeta = 0.5 * (shapes.damping_ratio[a] + shapes.damping_ratio[b])
     mu = 0.5 * (shapes.mu[a] + shapes.mu[b])
-    count = shape_point_count(kind_a)
+    count = shape_point_count(shapes.kind[a])
     read = first_in
     if first_in < 0:
         read = -MAX_SHAPE_POINTS  # read + k stays negative for every point
@@ -200,14 +195,14 @@ def pair_wrenches(a: int, b: int, body_q: AnyArray, body_qd: AnyArray, bodies: A
     fb = fa
     for k in range(8):
         if k < count:
-            wa, wb = point_wrenches(k, kind_a, size_a, Xa, toward, kind_b, size_b, Xb, Xb_inv, Xa_inv,
+            wa, wb = point_wrenches(k, shapes, a, Xa, toward, b, Xb, Xb_inv, Xa_inv,
                                     body_a, body_b, body_q, body_qd, bodies, ke, kd, kf, tc, zeta, mu, first + k,
                                     read + k, stuck_in, anchor_in, point_in, stuck_out, anchor_out, point_out)
             fa = fa + wa
             fb = fb + wb
     for k in range(8, MAX_SHAPE_POINTS):
         if k < count:
-            wa, wb = point_wrenches(k, kind_a, size_a, Xa, toward, kind_b, size_b, Xb, Xb_inv, Xa_inv,
+            wa, wb = point_wrenches(k, shapes, a, Xa, toward, b, Xb, Xb_inv, Xa_inv,
                                     body_a, body_b, body_q, body_qd, bodies, ke, kd, kf, tc, zeta, mu, first + k,
                                     read + k, stuck_in, anchor_in, point_in, stuck_out, anchor_out, point_out)
             fa = fa + wa

@@ -29,7 +29,7 @@ from typing import Any
 
 import simkit as sk
 from .bodies import point_inverse_mass, point_velocity, wrench_at
-from .shapes import shape_distance, shape_transform
+from .shapes import shape_surface_distance, shape_transform
 from .structs import model_structs
 
 AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
@@ -126,7 +126,7 @@ def shape_contact(q: AnyArray, qd: AnyArray, particles: Any, shapes: Any, rows: 
         return
     s = rows.shape[slot]
     X = shape_transform(shapes, body_q, s)
-    dist, n = shape_distance(shapes.kind[s], sk.transform_point(sk.transform_inverse(X), q[i]), shapes.params[s])
+    dist, n = shape_surface_distance(shapes, s, sk.transform_point(sk.transform_inverse(X), q[i]))
     depth = dist - particles.radius[i]
     if depth < 0.0:
         nw = sk.quat_rotate(X.q, n)

@@ -25,8 +25,9 @@ from typing import Any
 import simkit as sk
 from .body_contact import apart
 from .contact_params import ground_collides, masks_collide, pair_params
-from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, pair_toward, plane_toward, shape_bounding_radius,
-                     shape_distance, shape_plane_point_count, shape_point, shape_point_count, shape_transform)
+from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, plane_toward, shape_bounding_radius, shape_pair_toward,
+                     shape_plane_point_count, shape_point_count, shape_surface_distance, shape_surface_point,
+                     shape_transform)
 from .structs import SHAPE_BOX, SHAPE_CAPSULE, model_structs
 
 AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
@@ -69,7 +70,7 @@ def ground_rows(body_q: AnyArray, shapes: Any, contact: Any, slot_body: ints, sl
     toward = plane_toward(X, n)
     for k in range(shape_plane_point_count(kind)):
         slot = s * MAX_PLANE_POINTS + k
-        p_local, radius = shape_point(kind, size, k, toward)
+        p_local, radius = shape_surface_point(shapes, s, k, toward)
         if kind == SHAPE_BOX:
             # against a plane the box's true corner (the penalty kernels round it): the contact
             # point, and so the lever arm of its force, is where MuJoCo puts it
@@ -123,11 +124,10 @@ def pair_rows(pairs: sk.array(dtype=sk.int32, ndim=2), body_q: AnyArray, shapes:
     Xa = shape_transform(shapes, body_q, a)
     Xb = shape_transform(shapes, body_q, b)
     Xb_inv = sk.transform_inverse(Xb)
-    toward = pair_toward(kind_a, shapes.params[a], Xa, sk.transform_inverse(Xa), shapes.kind[b], shapes.params[b],
-                         Xb, Xb_inv)
-    p_local, radius = shape_point(kind_a, shapes.params[a], k, toward)
+    toward = shape_pair_toward(shapes, a, b, Xa, sk.transform_inverse(Xa), Xb, Xb_inv)
+    p_local, radius = shape_surface_point(shapes, a, k, toward)
     p = sk.transform_point(Xa, p_local)
-    d, n_local = shape_distance(shapes.kind[b], sk.transform_point(Xb_inv, p), shapes.params[b])
+    d, n_local = shape_surface_distance(shapes, b, sk.transform_point(Xb_inv, p))
     dist = d - radius
     if dist < margin:
         n = sk.quat_rotate(Xb.q, n_local)

@@ -42,9 +42,11 @@ from ..core.array import ArrayType
 from ..core.struct import struct
 from .contact_params import shapes_touching_ground
 from ..core.bvh import build_bvh
+from .closest_point import closest_point_on_triangle
 from .revolved_shapes import CONE_POINTS, CYLINDER_POINTS
-from .shapes import _pair_list, shape_bounding_radius, shape_distance, shape_point
-from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_MESH, model_structs
+from .shapes import _pair_list, shape_bounding_radius, shape_surface_distance, shape_surface_point
+from .convex import HULL_POINTS
+from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_MESH, model_structs
 
 # Two triangles whose squared distances to a point differ by less than this fraction are
 # equally close (the same edge or vertex reached through either, up to rounding), by float type.
@@ -127,43 +129,6 @@ def build_meshes(real, device, shape_mesh, meshes) -> object:
         node_skip=ints(joined(t[2] + s for t, s in zip(trees, nstart))),
         node_first=ints(joined(t[3] + s for t, s in zip(trees, tstart))),
         node_count=ints(joined(t[4] for t in trees)), node_start=ints(nstart))
-
-
-@sk.func
-def closest_point_on_triangle(p, a, b, c):
-    """The point of triangle ``abc`` closest to ``p``: a corner, a point of an edge or of the
-    face, by the signs of the barycentric coordinates of ``p``'s projection."""
-    ab = b - a
-    ac = c - a
-    ap = p - a
-    d1 = sk.dot(ab, ap)
-    d2 = sk.dot(ac, ap)
-    bp = p - b
-    d3 = sk.dot(ab, bp)
-    d4 = sk.dot(ac, bp)
-    cp = p - c
-    d5 = sk.dot(ab, cp)
-    d6 = sk.dot(ac, cp)
-    vc = d1 * d4 - d3 * d2
-    vb = d5 * d2 - d1 * d6
-    va = d3 * d6 - d5 * d4
-    x = a
-    if d1 <= 0.0 and d2 <= 0.0:
-        x = a
-    elif d3 >= 0.0 and d4 <= d3:
-        x = b
-    elif d6 >= 0.0 and d5 <= d6:
-        x = c
-    elif vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-        x = a + ab * (d1 / (d1 - d3))
-    elif vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-        x = a + ac * (d2 / (d2 - d6))
-    elif va <= 0.0 and d4 - d3 >= 0.0 and d5 - d6 >= 0.0:
-        x = b + (c - b) * ((d4 - d3) / ((d4 - d3) + (d5 - d6)))
-    else:
-        inv = 1.0 / (va + vb + vc)
-        x = a + ab * (vb * inv) + ac * (vc * inv)
-    return x
 
 
 @sk.func
@@ -275,7 +240,7 @@ def surface_distance(shapes: Any, meshes: Any, s: int, p: Any):
     if kind == SHAPE_MESH:
         dist, n = mesh_distance(meshes, meshes.shape_mesh[s], p)
     else:
-        dist, n = shape_distance(kind, p, shapes.params[s])
+        dist, n = shape_surface_distance(shapes, s, p)
     return dist, n
 
 
@@ -294,13 +259,13 @@ def reach(shapes: Any, meshes: Any, s: int):
 @sk.func
 def source_point(shapes: Any, meshes: Any, s: int, k: int, toward: Any):
     """Contact point ``k`` of shape ``s`` in its frame and its radius: a mesh's vertex ``k``
-    (radius 0), or the primitive's ``shape_point``."""
+    (radius 0), or the primitive's or the hull's ``shape_surface_point``."""
     p = toward * 0.0
     radius = type(toward[0])(0.0)
     if shapes.kind[s] == SHAPE_MESH:
         p = meshes.vertices[meshes.vertex_start[meshes.shape_mesh[s]] + k]
     else:
-        p, radius = shape_point(shapes.kind[s], shapes.params[s], k, toward)
+        p, radius = shape_surface_point(shapes, s, k, toward)
     return p, radius
 
 
@@ -347,7 +312,7 @@ def mesh_contact_rows(model) -> A.Array:
         def points(s):
             return int(vstart[shape_mesh[s] + 1] - vstart[shape_mesh[s]]) if mesh[s] else int(
                 {SHAPE_BOX: 20, SHAPE_CAPSULE: 3, SHAPE_CYLINDER: CYLINDER_POINTS,
-                 SHAPE_CONE: CONE_POINTS}.get(int(kind[s]), 1))
+                 SHAPE_CONE: CONE_POINTS, SHAPE_CONVEX: HULL_POINTS}.get(int(kind[s]), 1))
 
         found = []
         if model.ground:

@@ -6,13 +6,17 @@ Shape conventions (``Shapes``): a sphere of radius ``params[0]``; a box of half 
 ``params``; a capsule of radius ``params[0]`` around the segment from ``-params[1]`` to
 ``params[1]`` on its local y axis; a cylinder of radius ``params[0]`` whose flat faces are at
 ``y = -params[1]`` and ``y = params[1]``; a cone of base radius ``params[0]`` at ``y =
--params[1]`` and apex at ``y = params[1]``; an ellipsoid of semi-axes ``params``
-(docs/geometry.md).
+-params[1]`` and apex at ``y = params[1]``; an ellipsoid of semi-axes ``params``; a convex
+hull of bounding radius ``params[0]`` whose vertices and triangles are the ``hull*`` fields
+(:mod:`simkit.kernels.convex`; docs/geometry.md). :func:`shape_surface_distance`,
+:func:`shape_surface_point` and :func:`shape_pair_toward` take the ``Shapes`` struct and a
+shape index and serve every kind; :func:`shape_distance` and :func:`shape_point` take a kind
+and ``params`` and serve the primitives (a hull there is its bounding sphere).
 
 Example::
 
     X = shape_transform(shapes, body_q, s)
-    dist, n = shape_distance(shapes.kind[s], sk.transform_point(sk.transform_inverse(X), x), shapes.params[s])
+    dist, n = shape_surface_distance(shapes, s, sk.transform_point(sk.transform_inverse(X), x))
 """
 
 import numpy as np
@@ -22,8 +26,10 @@ from ..core import array as A
 from ..core import types as T
 from .revolved_shapes import (CONE_PLANE_POINTS, CONE_POINTS, CYLINDER_PLANE_POINTS, CYLINDER_POINTS, cone_distance,
                               cone_point, cylinder_distance, cylinder_point)
+from .convex import HULL_POINTS, hull_distance, hull_point
 from .ellipsoid import ellipsoid_distance, ellipsoid_point
-from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_MESH, SHAPE_SPHERE
+from .structs import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_MESH,
+                      SHAPE_SPHERE)
 
 
 @sk.func
@@ -124,6 +130,8 @@ def shape_point_count(kind):
         count = CYLINDER_POINTS
     elif kind == SHAPE_CONE:
         count = CONE_POINTS
+    elif kind == SHAPE_CONVEX:
+        count = HULL_POINTS
     elif kind == SHAPE_MESH:
         count = 0
     return count
@@ -133,7 +141,7 @@ def shape_point_count(kind):
 def shape_plane_point_count(kind):
     """How many of a shape's first contact points suffice against a plane (box: its 8
     corners, capsule: its 2 ends, cylinder: its 6 rim points, cone: its 3 rim points and apex,
-    sphere: its center)."""
+    convex hull: its support vertices, sphere: its center)."""
     count = 1
     if kind == SHAPE_BOX:
         count = 8
@@ -143,6 +151,8 @@ def shape_plane_point_count(kind):
         count = CYLINDER_PLANE_POINTS
     elif kind == SHAPE_CONE:
         count = CONE_PLANE_POINTS
+    elif kind == SHAPE_CONVEX:
+        count = HULL_POINTS
     elif kind == SHAPE_MESH:
         count = 0
     return count
@@ -198,6 +208,34 @@ def shape_point(kind, size, k, toward):
 
 
 @sk.func
+def shape_surface_distance(shapes, s, p):
+    """Signed distance of point ``p`` (in shape ``s``'s frame) to shape ``s`` of ``shapes``, a
+    primitive or a convex hull, and the outward normal in the shape's frame."""
+    kind = shapes.kind[s]
+    dist = p[0] * 0.0
+    n = p * 0.0
+    if kind == SHAPE_CONVEX:
+        dist, n = hull_distance(shapes, s, p)
+    else:
+        dist, n = shape_distance(kind, p, shapes.params[s])
+    return dist, n
+
+
+@sk.func
+def shape_surface_point(shapes, s, k, toward):
+    """Contact point ``k`` of shape ``s`` of ``shapes`` (a primitive or a convex hull) in its
+    frame and its radius; ``toward`` as for :func:`shape_point`."""
+    kind = shapes.kind[s]
+    p = toward * 0.0
+    radius = toward[0] * 0.0
+    if kind == SHAPE_CONVEX:
+        p, radius = hull_point(shapes, s, k, toward)
+    else:
+        p, radius = shape_point(kind, shapes.params[s], k, toward)
+    return p, radius
+
+
+@sk.func
 def plane_toward(X, n):
     """``toward`` of :func:`shape_point` for a shape of world pose ``X`` against a plane of
     normal ``n``: the direction into the plane, in the shape's frame (a unit vector)."""
@@ -215,6 +253,25 @@ def pair_toward(kind_a, size_a, Xa, Xa_inv, kind_b, size_b, Xb, Xb_inv):
     elif kind_a == SHAPE_CONE or kind_a == SHAPE_ELLIPSOID:
         d, n = shape_distance(kind_b, sk.transform_point(Xb_inv, Xa.p), size_b)
         toward = -sk.quat_rotate_inv(Xa.q, sk.quat_rotate(Xb.q, n))
+    return toward
+
+
+@sk.func
+def shape_pair_toward(shapes, a, b, Xa, Xa_inv, Xb, Xb_inv):
+    """``toward`` of :func:`shape_surface_point` for shape ``a`` against shape ``b`` of ``shapes``:
+    :func:`pair_toward`, but for a convex hull ``a``, and a cone, an ellipsoid or a cylinder
+    (across its axis) against a hull ``b``, the direction into ``b`` from ``a``'s center by
+    ``b``'s exact distance (minus its outward normal there)."""
+    kind_a = shapes.kind[a]
+    kind_b = shapes.kind[b]
+    toward = pair_toward(kind_a, shapes.params[a], Xa, Xa_inv, kind_b, shapes.params[b], Xb, Xb_inv)
+    if kind_a == SHAPE_CONVEX or (kind_b == SHAPE_CONVEX and (kind_a == SHAPE_CONE or kind_a == SHAPE_ELLIPSOID
+                                                              or kind_a == SHAPE_CYLINDER)):
+        d, n = shape_surface_distance(shapes, b, sk.transform_point(Xb_inv, Xa.p))
+        u = -sk.quat_rotate_inv(Xa.q, sk.quat_rotate(Xb.q, n))
+        if kind_a == SHAPE_CYLINDER:
+            u[1] = toward[1]
+        toward = u
     return toward
 
 

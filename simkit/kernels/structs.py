@@ -19,8 +19,9 @@ from ..core.array import ArrayType
 from ..core.struct import struct
 
 # Shape kinds (``Shapes.kind``). A mesh's triangles live in ``Model.meshes`` (see
-# simkit.kernels.meshes); its ``params`` hold its scale.
-SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_CYLINDER, SHAPE_CONE, SHAPE_ELLIPSOID = range(7)
+# simkit.kernels.meshes); its ``params`` hold its scale. A convex hull's vertices and
+# triangles are the ``hull_*`` fields of ``Shapes``; its ``params`` hold its bounding radius.
+SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_CYLINDER, SHAPE_CONE, SHAPE_ELLIPSOID, SHAPE_CONVEX = range(8)
 
 # Joint kinds (``Joints.kind``).
 JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_BALL, JOINT_FIXED, JOINT_FREE, JOINT_UNIVERSAL = 0, 1, 2, 3, 4, 5
@@ -131,7 +132,7 @@ def model_structs(real) -> SimpleNamespace:
 
     @struct
     class Shapes:
-        """Collision shapes: ``kind`` (SHAPE_SPHERE/BOX/CAPSULE/MESH/CYLINDER/CONE/ELLIPSOID), the ``body`` they
+        """Collision shapes: ``kind`` (SHAPE_SPHERE/BOX/CAPSULE/MESH/CYLINDER/CONE/ELLIPSOID/CONVEX), the ``body`` they
         are attached to (-1: static), ``xform`` in the body's frame (in the world for static shapes)
         and ``params`` (sphere: radius, box: half extents, capsule, cylinder and cone: radius and
         half height along local y (a cone's base at -y, its apex at +y), ellipsoid: semi-axes, mesh:
@@ -145,7 +146,14 @@ def model_structs(real) -> SimpleNamespace:
         the penalty contact), ``torsional_mu``, ``rolling_mu``, ``condim`` (1, 3, 4, 6),
         ``solref`` (vec2: timeconst, dampratio, or -stiffness, -damping), ``solimp``
         (5-vector: dmin, dmax, width, midpoint, power), ``margin``, ``gap``, and the
-        collision masks ``contype`` and ``conaffinity`` (32 bits, read as int32)."""
+        collision masks ``contype`` and ``conaffinity`` (32 bits, read as int32).
+
+        Convex hulls (``add_shape_convex``, :mod:`simkit.kernels.convex`): row ``s`` of ``hull``
+        is (first vertex, vertex count, first triangle, triangle count) of shape ``s`` (zeros for
+        other kinds) in ``hull_vertices`` (shape frame), ``hull_triangles`` (rows of three
+        indices into ``hull_vertices``, counterclockwise seen from outside) and the triangles'
+        planes ``hull_normals . x = hull_offsets`` (outward normals); ``hull_center[s]`` is the
+        centroid of hull ``s`` (shape frame)."""
         kind: ArrayType(T.int32, 1)
         body: ArrayType(T.int32, 1)
         xform: ArrayType(transform, 1)
@@ -165,6 +173,12 @@ def model_structs(real) -> SimpleNamespace:
         gap: reals
         contype: ints
         conaffinity: ints
+        hull: index2d
+        hull_vertices: ArrayType(vec3, 1)
+        hull_triangles: index2d
+        hull_normals: ArrayType(vec3, 1)
+        hull_offsets: reals
+        hull_center: ArrayType(vec3, 1)
 
     @struct
     class Bodies:

@@ -38,7 +38,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import simkit as sk
-from .shapes import shape_distance
+from .shapes import shape_surface_distance
 from .structs import model_structs
 
 AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
@@ -374,8 +374,7 @@ def apply_corrections(q: AnyArray, delta: AnyArray, corr: AnyArray, qd_pred: Any
         for slot in range(statics.start[row], statics.start[row + 1]):
             s = statics.shape[slot]
             X = shapes.xform[s]
-            dist, n_local = shape_distance(shapes.kind[s], sk.transform_point(sk.transform_inverse(X), x),
-                                           shapes.params[s])
+            dist, n_local = shape_surface_distance(shapes, s, sk.transform_point(sk.transform_inverse(X), x))
             push = contact_push(qd_pred[i] * dt + c, sk.quat_rotate(X.q, n_local), dist - r, mu)
             x = x + push
             c = c + push

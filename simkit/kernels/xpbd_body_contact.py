@@ -38,8 +38,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import simkit as sk
-from .shapes import (pair_toward, plane_toward, shape_bounding_radius, shape_distance, shape_plane_point_count,
-                     shape_point, shape_point_count, shape_transform)
+from .shapes import (plane_toward, shape_bounding_radius, shape_pair_toward, shape_plane_point_count,
+                     shape_point_count, shape_surface_distance, shape_surface_point, shape_transform)
 from .structs import model_structs
 from .xpbd_bodies import load_body, perpendicular, point_matrix, rotation_vector, solve_in_plane, split_of
 
@@ -111,15 +111,13 @@ def probe(Xa: Any, Xb: Any, shapes: Any, sa: int, sb: int, up: Any, k: int):
     (towards ``sa``)."""
     toward = plane_toward(Xa, up)
     if sb >= 0:
-        toward = pair_toward(shapes.kind[sa], shapes.params[sa], Xa, sk.transform_inverse(Xa), shapes.kind[sb],
-                             shapes.params[sb], Xb, sk.transform_inverse(Xb))
-    local, radius = shape_point(shapes.kind[sa], shapes.params[sa], k, toward)
+        toward = shape_pair_toward(shapes, sa, sb, Xa, sk.transform_inverse(Xa), Xb, sk.transform_inverse(Xb))
+    local, radius = shape_surface_point(shapes, sa, k, toward)
     x = sk.transform_point(Xa, local)
     dist = sk.dot(up, x)
     n = up
     if sb >= 0:
-        dist, n_local = shape_distance(shapes.kind[sb], sk.transform_point(sk.transform_inverse(Xb), x),
-                                       shapes.params[sb])
+        dist, n_local = shape_surface_distance(shapes, sb, sk.transform_point(sk.transform_inverse(Xb), x))
         n = sk.quat_rotate(Xb.q, n_local)
     return dist - radius, x - n * radius, x - n * dist, n
 
@@ -254,8 +252,7 @@ def count_particle_contacts(q: AnyArray, particles: Any, poses: AnyArray, shapes
         b = shapes.body[s]
         if particles.inv_mass[i] > 0.0:
             X = shape_transform(shapes, poses, s)
-            dist, _n = shape_distance(shapes.kind[s], sk.transform_point(sk.transform_inverse(X), q[i]),
-                                      shapes.params[s])
+            dist, _n = shape_surface_distance(shapes, s, sk.transform_point(sk.transform_inverse(X), q[i]))
             if dist < particles.radius[i]:
                 sk.atomic_add(counts, b, 1)
 
@@ -424,8 +421,7 @@ def solve_particle_contacts(q: AnyArray, q_prev: AnyArray, particles: Any, parti
         if wp > 0.0:
             x = q[i]
             X = shape_transform(shapes, poses, s)
-            dist, n_local = shape_distance(shapes.kind[s], sk.transform_point(sk.transform_inverse(X), x),
-                                           shapes.params[s])
+            dist, n_local = shape_surface_distance(shapes, s, sk.transform_point(sk.transform_inverse(X), x))
             depth = dist - particles.radius[i]
             if depth < 0.0:
                 n = sk.quat_rotate(X.q, n_local)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels.structs import SHAPE_MESH
+from ..kernels.structs import SHAPE_CONVEX, SHAPE_MESH
 from ..sim.model import Model, State
 from .geometry import (TriMesh, box_mesh, capsule_mesh, cone_mesh, cylinder_mesh, ground_mesh, shape_mesh,
                        sphere_mesh, transform_matrix, vertex_normals)
@@ -161,7 +161,7 @@ class ModelDrawables:
         self._attached: list[tuple[int, np.ndarray, Drawable]] = []
         for i in range(model.shape_count):
             mesh = shape_mesh(int(kind[i]), params[i])
-            if kind[i] == SHAPE_MESH:
+            if kind[i] in (SHAPE_MESH, SHAPE_CONVEX):
                 vertices, triangles = mesh_shape_arrays(model, i)
                 mesh = TriMesh(np.ascontiguousarray(vertices, dtype=np.float32),
                                vertex_normals(vertices, triangles),

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..kernels.structs import SHAPE_CONVEX
+
 # The four faces of a positively oriented tetrahedron (i, j, k, l), each wound
 # counter-clockwise seen from outside, so that its right-handed normal points outward.
 _TET_FACES = np.array([[0, 2, 1], [0, 1, 3], [1, 2, 3], [0, 3, 2]])
@@ -66,12 +68,17 @@ def compact_vertices(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def mesh_shape_arrays(model, s: int) -> tuple[np.ndarray, np.ndarray]:
     """The vertices (float64 ``(N, 3)``, scaled, in the shape's frame) and triangles (int64
-    ``(T, 3)``, indexing those vertices) of mesh shape ``s`` of ``model``.
+    ``(T, 3)``, indexing those vertices, outward) of mesh or convex hull shape ``s`` of ``model``.
 
     Example::
 
         vertices, triangles = mesh_shape_arrays(model, 0)
     """
+    if int(model.shapes.kind.numpy()[s]) == SHAPE_CONVEX:
+        v0, nv, t0, nt = (int(x) for x in model.shapes.hull.numpy()[s])
+        vertices = np.asarray(model.shapes.hull_vertices.numpy(), dtype=np.float64).reshape(-1, 3)[v0:v0 + nv]
+        triangles = np.asarray(model.shapes.hull_triangles.numpy(), dtype=np.int64).reshape(-1, 3)[t0:t0 + nt] - v0
+        return vertices, triangles
     m = model.meshes
     k = int(m.shape_mesh.numpy()[s])
     v0, v1 = (int(x) for x in m.vertex_start.numpy()[k:k + 2])

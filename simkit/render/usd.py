@@ -10,8 +10,9 @@ Layout of the stage (every prim under the default prim ``/World``)::
         Ground                  Plane through the origin, normal to the model's up axis
         Shapes/shape_<i>        Xform with the static shape's transform, holding ``geom``,
                                 a Sphere, a Cube (scaled to the half extents), a Capsule,
-                                a Cylinder, a Cone, or a Sphere (scaled to the semi-axes
-                                of an ellipsoid)
+                                a Cylinder, a Cone, a Sphere (scaled to the semi-axes
+                                of an ellipsoid), or a Mesh (a mesh shape's triangles, a
+                                convex hull's)
         Bodies/body_<b>         Xform with the body's time-sampled transform, holding the
             shape_<i>           shapes attached to it (their transform in the body frame)
 
@@ -38,8 +39,8 @@ from typing import Any
 import numpy as np
 from pxr import Gf, Usd, UsdGeom, Vt
 
-from ..kernels.structs import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_MESH,
-                               SHAPE_SPHERE)
+from ..kernels.structs import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_ELLIPSOID,
+                               SHAPE_MESH, SHAPE_SPHERE)
 from ..sim.model import Model, State
 from .mesh import compact_vertices, mesh_shape_arrays, tet_surface_triangles
 
@@ -150,7 +151,7 @@ def _define_shape(stage: Usd.Stage, path: str, kind: int, xform: np.ndarray, par
         cone.GetHeightAttr().Set(2.0 * h)
         cone.GetAxisAttr().Set(UsdGeom.Tokens.y)
         cone.GetExtentAttr().Set(_extent([-r, -h, -r], [r, h, r]))
-    elif kind == SHAPE_MESH and mesh is not None:
+    elif kind in (SHAPE_MESH, SHAPE_CONVEX) and mesh is not None:
         vertices, triangles = mesh
         prim = UsdGeom.Mesh.Define(stage, geom)
         prim.GetPointsAttr().Set(_vec3f_array(vertices))
@@ -178,7 +179,7 @@ class _Bodies:
             self.ops.append((frame.AddTranslateOp(UsdGeom.XformOp.PrecisionFloat), frame.AddOrientOp()))
             for i in np.flatnonzero(body == b):
                 _define_shape(stage, f"{path}/shape_{i}", int(kind[i]), xform[i], params[i],
-                              mesh_shape_arrays(model, i) if kind[i] == SHAPE_MESH else None)
+                              mesh_shape_arrays(model, i) if kind[i] in (SHAPE_MESH, SHAPE_CONVEX) else None)
         self.set(np.asarray(model.body_q.numpy(), dtype=np.float64).reshape(-1, 7), Usd.TimeCode.Default())
 
     def set(self, body_q: np.ndarray, code: Usd.TimeCode | float) -> None:
@@ -340,7 +341,7 @@ class UsdExporter:
             UsdGeom.Scope.Define(stage, "/World/Shapes")
         for i in static:
             _define_shape(stage, f"/World/Shapes/shape_{i}", int(kind[i]), xform[i], params[i],
-                          mesh_shape_arrays(model, i) if kind[i] == SHAPE_MESH else None)
+                          mesh_shape_arrays(model, i) if kind[i] in (SHAPE_MESH, SHAPE_CONVEX) else None)
         return _Bodies(stage, "/World", model, kind, xform, params, body) if model.body_count else None
 
     # -- public API --------------------------------------------------------------------

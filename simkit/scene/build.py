@@ -460,6 +460,8 @@ def _add_shape(b: ModelBuilder, e: dict, body: int, config: SceneConfig) -> None
                                  **material)
         elif e["kind"] == "ellipsoid":
             b.add_shape_ellipsoid(e["pos"], e["rot"], e["semi_axes"], body=body, density=density, **material)
+        elif e["kind"] == "convex":
+            b.add_shape_convex(e["pos"], e["rot"], e["points"], body=body, density=density, **material)
         elif e["kind"] == "cone":
             b.add_shape_cone(e["pos"], e["rot"], e["radius"], e["half_height"], body=body, density=density,
                              **material)

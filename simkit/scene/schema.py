@@ -62,7 +62,8 @@ SOFT_MESH_KEYS = ("name", "file", "pos", "rot", "scale", "velocity", "density", 
 SHAPE_KINDS = {"sphere": ("pos", "radius"), "box": ("pos", "rot", "half_extents"),
                "capsule": ("pos", "rot", "radius", "half_height"),
                "cylinder": ("pos", "rot", "radius", "half_height"),
-               "cone": ("pos", "rot", "radius", "half_height"), "ellipsoid": ("pos", "rot", "semi_axes")}
+               "cone": ("pos", "rot", "radius", "half_height"), "ellipsoid": ("pos", "rot", "semi_axes"),
+               "convex": ("pos", "rot", "points")}
 SHAPE_COMMON = ("name", "kind", "ke", "kd", "kf", "mu", "time_constant", "damping_ratio")
 BODY_KEYS = ("name", "pos", "rot", "velocity", "angular_velocity", "armature", "shapes")
 JOINT_AXIS_KEYS = ("axis", "limit_lower", "limit_upper", "limit_ke", "limit_kd", "target", "target_vel", "target_ke",
@@ -413,7 +414,7 @@ def _springs(t: Table, config: SceneConfig, folder: Path) -> dict:
 
 
 def _shape(entry: Any, path: str, file: str, static: bool) -> dict:
-    allowed = SHAPE_COMMON + ("pos", "rot", "radius", "half_extents", "half_height", "semi_axes") + (
+    allowed = SHAPE_COMMON + ("pos", "rot", "radius", "half_extents", "half_height", "semi_axes", "points") + (
         () if static else ("density",))
     t = Table(entry, path, file, allowed)
     kind = t.choice("kind", tuple(SHAPE_KINDS))
@@ -438,6 +439,8 @@ def _shape(entry: Any, path: str, file: str, static: bool) -> dict:
         out["semi_axes"] = e
     if "half_height" in takes:
         out["half_height"] = _nonneg(t, "half_height")
+    if "points" in takes:
+        out["points"] = t.points("points")
     for k in MATERIAL_KEYS + ("mu",):
         out[k] = _nonneg(t, k, None)
     if not static:

@@ -44,6 +44,7 @@ from ..kernels.structs import model_structs
 from .cloth_contact import ClothContact
 from .articulation import body_joints, coordinate_starts, initial_coordinates
 from .contact_params import mask_int32, split_rows
+from .hull import hull_arrays
 
 # The kinds of things a model holds, and the attribute that counts each.
 WORLD_KINDS = {"particle": "particle_count", "spring": "spring_count", "triangle": "tri_count",
@@ -178,6 +179,7 @@ class Model:
 
         self.shape_count = len(data["shape_kind"])
         mujoco = split_rows(data["shape_contact"])
+        hulls = hull_arrays(data.get("hulls", [None] * self.shape_count))
         self.shapes = S.Shapes(kind=ints(data["shape_kind"]), body=ints(data["shape_body"]),
                                xform=vectors(data["shape_xform"], S.transform, grad=False),
                                params=vectors(data["shape_params"], vec3, grad=False),
@@ -188,7 +190,12 @@ class Model:
                                condim=ints(mujoco["condim"]), solref=vectors(mujoco["solref"], S.vec2),
                                solimp=vectors(mujoco["solimp"], S.vec5), margin=reals(mujoco["margin"]),
                                gap=reals(mujoco["gap"]), contype=ints(mask_int32(data["shape_collision_group"])),
-                               conaffinity=ints(mask_int32(data["shape_collision_mask"])))
+                               conaffinity=ints(mask_int32(data["shape_collision_mask"])),
+                               hull=indices(hulls["hull"], 4), hull_vertices=vectors(hulls["hull_vertices"], vec3, grad=False),
+                               hull_triangles=indices(hulls["hull_triangles"], 3),
+                               hull_normals=vectors(hulls["hull_normals"], vec3, grad=False),
+                               hull_offsets=reals(hulls["hull_offsets"]),
+                               hull_center=vectors(hulls["hull_center"], vec3, grad=False))
 
         self.joint_count = len(data["joint_kind"])
         self.joints = S.Joints(kind=ints(data["joint_kind"]), parent=ints(data["joint_parent"]),

@@ -598,3 +598,17 @@ def test_an_ellipsoid_is_a_unit_usd_sphere_scaled_to_its_semi_axes(tmp_path):
     assert prim.GetTypeName() == "Sphere" and UsdGeom.Sphere(prim).GetRadiusAttr().Get() == pytest.approx(1.0)
     tip = np.array((0.5, 1.0, 0.0)) + sk.sim.geometry.quat_rotate(np.array(BOX_ROT), [0.0, 0.0, 0.3])
     np.testing.assert_allclose(world_point(stage, str(prim.GetPath()), (0, 0, 1)), tip, atol=1e-6)
+
+
+def test_a_convex_hull_is_written_as_the_usd_mesh_of_its_triangles(tmp_path):
+    corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float) * 0.1
+    b = sk.sim.ModelBuilder()
+    body = b.add_body(sk.transform((0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 1.0)))
+    b.add_shape_convex((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), np.vstack([corners, [[0.0, 0.0, 0.0]]]), body=body)
+    model = b.finalize()
+    UsdExporter(tmp_path / "hull.usda", model).close()
+    stage = Usd.Stage.Open(str(tmp_path / "hull.usda"))
+    mesh = UsdGeom.Mesh(stage.GetPrimAtPath("/World/Bodies/body_0/shape_0/geom"))
+    points = np.array(mesh.GetPointsAttr().Get())
+    assert sorted(map(tuple, np.round(points.astype(np.float64), 6))) == sorted(map(tuple, np.round(corners, 6)))   # no inner point
+    assert list(mesh.GetFaceVertexCountsAttr().Get()) == [3] * 12

@@ -680,3 +680,18 @@ def test_ellipsoid_is_a_scaled_sphere_with_the_surfaces_normals():
     np.testing.assert_allclose(mesh.normals, gradient / np.linalg.norm(gradient, axis=1, keepdims=True), atol=1e-5)
     assert enclosed_volume(mesh) == pytest.approx(4.0 / 3.0 * math.pi * e.prod(), rel=0.01)
     assert shape_mesh(SHAPE_ELLIPSOID, e).positions.shape == ellipsoid_mesh(e).positions.shape
+
+
+def test_model_drawables_draw_a_convex_hull_with_its_triangles():
+    corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float) * 0.1
+    b = sk.sim.ModelBuilder(ground=False)
+    body = b.add_body()
+    b.add_shape_convex((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), corners, body=body)
+    b.add_shape_convex((1.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), corners)
+    model = b.finalize()
+    drawables = {d.key: d for d in ModelDrawables(model).frame(model.state())}
+    static = drawables["shape_1"]
+    assert sorted(map(tuple, np.round(static.world_positions().astype(np.float64), 6))) == sorted(
+        map(tuple, np.round(corners + (1.0, 0.0, 0.0), 6)))
+    assert len(static.indices) == 12
+    assert "body_0/shape_0" in drawables

@@ -304,3 +304,28 @@ def test_a_cylinder_of_zero_height_in_a_scene_is_an_error_naming_its_key(tmp_pat
     path.write_text(CYLINDER_SCENE.replace("half_height = 0.3", "half_height = 0.0"))
     with pytest.raises(SceneError, match=r"flat.toml: shapes\[0\].*half_height must be > 0"):
         load_scene(path)
+
+
+CONVEX_SCENE = CYLINDER_SCENE.replace(
+    'shapes = [{ kind = "cylinder", radius = 0.1, half_height = 0.05, density = 500.0 }]',
+    'shapes = [{ kind = "convex", points = [[-0.1, -0.05, -0.1], [0.1, -0.05, -0.1], [-0.1, -0.05, 0.1], '
+    '[0.1, -0.05, 0.1], [0.0, 0.05, 0.0]], density = 500.0 }]')
+
+
+def test_a_convex_shape_in_a_scene_is_the_hull_of_its_points_and_lands_on_its_base(tmp_path):
+    from simkit.kernels.structs import SHAPE_CONVEX
+    path = tmp_path / "convex.toml"
+    path.write_text(CONVEX_SCENE)
+    scene = load_scene(path)
+    s = int(np.flatnonzero(scene.model.shapes.kind.numpy() == SHAPE_CONVEX)[0])
+    assert scene.model.shapes.hull.numpy()[s, 1] == 5             # a square pyramid's 5 vertices
+    assert scene.model.bodies.mass.numpy()[0] == pytest.approx(500.0 * 0.2 * 0.2 * 0.1 / 3.0)
+    y = run_scene(scene).final_state.body_q.numpy()[0, 1]
+    assert y == pytest.approx(0.05, abs=3e-3)          # landed on its base, not through the ground
+
+
+def test_a_flat_convex_shape_in_a_scene_is_an_error_naming_its_key(tmp_path):
+    path = tmp_path / "flat.toml"
+    path.write_text(CONVEX_SCENE.replace("[0.0, 0.05, 0.0]", "[0.0, -0.05, 0.0]"))
+    with pytest.raises(SceneError, match=r"flat.toml: bodies\[0\].shapes\[0\].*the points are in a plane"):
+        load_scene(path)

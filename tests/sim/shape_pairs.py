@@ -42,6 +42,8 @@ def _add(b, body, kind, size):
         b.add_shape_cone((0.0, 0.0, 0.0), I, size[0], size[1], body=body)
     elif kind == "ellipsoid":
         b.add_shape_ellipsoid((0.0, 0.0, 0.0), I, size, body=body)
+    elif kind == "convex":
+        b.add_shape_convex((0.0, 0.0, 0.0), I, size, body=body)
     else:
         raise ValueError(kind)
 
@@ -98,7 +100,11 @@ def simkit_deepest(shapes, poses):
     return float(dist[i]), sign * rows["normal"].numpy()[i], rows["point"].numpy()[i]
 
 
-def _mjcf_geom(kind, size, p, q) -> str:
+def _mjcf_geom(kind, size, p, q, name="") -> str:
+    if kind == "convex":
+        # MuJoCo collides the convex hull of a mesh geom's vertices
+        return (f'<body pos="{_numbers(p)}" quat="{_numbers([q[3], q[0], q[1], q[2]])}"><freejoint/>'
+                f'<geom type="mesh" mesh="{name}"/></body>')
     if kind in ("capsule", "cylinder"):
         q = quat_multiply(q, Y_TO_Z)
     sizes = {"sphere": size[:1], "box": size, "capsule": size[:2], "cylinder": size[:2], "ellipsoid": size}[kind]
@@ -113,10 +119,13 @@ def _numbers(values) -> str:
 def mujoco_deepest(shapes, poses):
     """As :func:`simkit_deepest`, by MuJoCo (the ground: a plane whose normal is +y)."""
     import mujoco
-    geoms = "".join(_mjcf_geom(kind, np.asarray(size, float), np.asarray(p, float), np.asarray(q, float))
-                    for (kind, size), (p, q) in zip(shapes, poses))
+    geoms = "".join(_mjcf_geom(kind, np.asarray(size, float), np.asarray(p, float), np.asarray(q, float), f"m{i}")
+                    for i, ((kind, size), (p, q)) in enumerate(zip(shapes, poses)))
+    meshes = "".join(f'<mesh name="m{i}" vertex="{_numbers(np.ravel(size))}"/>'
+                     for i, (kind, size) in enumerate(shapes) if kind == "convex")
     plane = '<geom type="plane" size="0 0 1" zaxis="0 1 0"/>' if len(shapes) == 1 else ""
-    m = mujoco.MjModel.from_xml_string(f"<mujoco><worldbody>{plane}{geoms}</worldbody></mujoco>")
+    m = mujoco.MjModel.from_xml_string(f"<mujoco><asset>{meshes}</asset><worldbody>{plane}{geoms}</worldbody>"
+                                       "</mujoco>")
     d = mujoco.MjData(m)
     mujoco.mj_forward(m, d)
     if not d.ncon:
