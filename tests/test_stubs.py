@@ -1,7 +1,8 @@
 """simkit/__init__.pyi, the stub editors and type checkers read for ``import simkit``: it is
 what tools/gen_stubs.py writes for the package as it is now, it parses, and it names every
 public attribute, the kernel builtins added at run time included (typed overloads where the
-builtin table has several entries). simkit/py.typed ships with the package."""
+builtin table has several entries). The stubs of the public aliases simkit.torch, simkit.jax
+and simkit.cuda name what their modules export. simkit/py.typed ships with the package."""
 
 import ast
 import importlib.util
@@ -14,7 +15,7 @@ import simkit as sk
 
 ROOT = Path(__file__).resolve().parents[1]
 STUB = ROOT / "simkit" / "__init__.pyi"
-REGENERATE = "regenerate it: python tools/gen_stubs.py (and commit simkit/__init__.pyi)"
+REGENERATE = "regenerate it: python tools/gen_stubs.py (and commit simkit/*.pyi)"
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +54,18 @@ def test_the_committed_stub_is_what_the_generator_writes_now(gen_stubs):
     assert STUB.read_text() == gen_stubs.generate(), f"simkit/__init__.pyi is stale: {REGENERATE}"
 
 
+@pytest.mark.parametrize("name", ["torch", "jax", "cuda"])
+def test_the_stub_of_a_public_alias_names_what_its_module_exports(gen_stubs, name):
+    path = ROOT / "simkit" / f"{name}.pyi"
+    assert path.read_text() == gen_stubs.stubs()[path], f"simkit/{name}.pyi is stale: {REGENERATE}"
+    target = gen_stubs.ALIASES[name]
+    exported = {a.asname for n in ast.parse(path.read_text()).body if isinstance(n, ast.ImportFrom) for a in n.names}
+    if name == "cuda":
+        assert exported == set(sk.cuda.__all__)
+    assert exported and all(n.module == target for n in ast.parse(path.read_text()).body
+                            if isinstance(n, ast.ImportFrom))
+
+
 def test_every_public_attribute_of_simkit_is_in_the_stub(stub):
     names = defined(stub)
     public = {k for k in dir(sk) if not k.startswith("_") and not isinstance(getattr(sk, k), type(sk))}
@@ -88,7 +101,7 @@ def test_the_stub_does_not_depend_on_which_submodules_happen_to_be_imported(gen_
     assert "scene" not in defined(ast.parse(gen_stubs.generate()))
 
 
-def test_py_typed_and_the_stub_ship_with_the_package():
+def test_py_typed_and_the_stubs_ship_with_the_package():
     assert (ROOT / "simkit" / "py.typed").is_file()
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    assert {"py.typed", "__init__.pyi"} <= set(data["simkit"])
+    assert {"py.typed", "*.pyi"} <= set(data["simkit"])
