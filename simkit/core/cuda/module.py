@@ -134,7 +134,7 @@ class CudaModule:
         self.record = ErrorRecord()
         if int(size) != ctypes.sizeof(self.record):
             raise RuntimeError(f"sk_error in module '{name}' is {size} bytes, the host expects "
-                               f"{ctypes.sizeof(self.record)}; the native headers and launch.py disagree")
+                               f"{ctypes.sizeof(self.record)}; the native headers and kernel_errors.py disagree")
         self.last = self.kernels[0] if self.kernels else None  # the kernel launched last, for error reports
 
     def function(self, entry: str) -> Any:
