@@ -167,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--write", type=Path, help="write the digest to this JSON file")
     mode.add_argument("--compare", type=Path, help="compare with the digest in this JSON file")
     args = parser.parse_args(argv)
+    if args.compare is not None and not args.compare.is_file():
+        parser.error(f"--compare {args.compare}: no such file (write one first with --write on the old code)")
     with tempfile.TemporaryDirectory() as tmp:
         digest = {"scenes": scene_digests(), "examples": example_digests(Path(tmp))}
     if args.write is not None:
