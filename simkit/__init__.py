@@ -14,6 +14,8 @@ Example::
     sk.launch(saxpy, 3, inputs=[x, y, 2.0])
 """
 
+import sys as _sys
+
 from .core.array import (Array, ArrayType, array, array1d, array2d, array3d, array4d, clone, copy, empty, empty_like,
                          from_dlpack, from_numpy, from_torch, full, full_like, ones, ones_like, to_torch, zeros,
                          zeros_like)
@@ -39,7 +41,8 @@ globals().update(WARP_NAMED_TYPES)  # vec3b (int8), vec3ub, vec3s, vec3us, vec3l
 from . import types  # noqa: E402  (sk.types.vector, sk.types.type_size, ...: Warp's wp.types)
 
 from . import autograd  # noqa: E402  (sk.autograd.jacobian, ...)
-from . import cuda  # noqa: E402  (sk.cuda.ptx, ...)
+from .core import ptx as cuda  # noqa: E402  (sk.cuda.ptx, ...)
+_sys.modules[__name__ + ".cuda"] = cuda  # import simkit.cuda, from simkit.cuda import ptx: as before
 
 globals().update({k: v for k, v in _STUBS.items() if k not in globals()})
 from .core.lang import CONSTANTS as _CONSTANTS  # noqa: E402

@@ -39,7 +39,7 @@ import numpy as np
 from ..core import types as T
 from ..core import launch as _launch
 from ..core import array as _array
-from ..core.array import Array, _refuse_in_capture, _zeros_laid_out_like
+from ..core.array import Array, _cuda_zeros_alike, _refuse_in_capture, _zeros_laid_out_like
 
 
 # Tangent buffers of host arrays up to a quarter of this are carved from chunks of it, each at a
@@ -140,9 +140,7 @@ class JVP:
             if a._np is not None:
                 t, ptr = self._host_zeros(a._np)
             else:
-                from ..core.cuda import arrays
-
-                t = arrays.zeros_alike(a)
+                t = _cuda_zeros_alike(a)
                 ptr = t._ptr if t.size else 0
             entry = self._tan[id(a)] = [a, t, ptr]
         return entry

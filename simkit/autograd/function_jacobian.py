@@ -60,7 +60,7 @@ from ..core import launch as _launch
 from ..core import types as T
 from ..core.array import Array, _refuse_in_capture
 from ..core.errors import CompileError
-from .jacobian import _component_shape, _components, _set_component
+from .components import _component_shape, _components, _set_component
 
 __all__ = ["function_jacobian", "jacobian_blocks"]
 

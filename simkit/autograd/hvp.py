@@ -35,7 +35,8 @@ from ..core import compiler
 from ..core import launch as _launch
 from ..core.array import Array, _zeros_laid_out_like
 from ..core.errors import CompileError, NativeCompileError
-from ..core.launch import ErrorRecord, Job, grain_of, raise_kernel_error, SCATTER_MIN_THREADS
+from ..core.kernel_errors import ErrorRecord, raise_kernel_error
+from ..core.launch import Job, grain_of, SCATTER_MIN_THREADS
 from ..core.private import PrivateTarget, descriptors
 from .forward import JVP, _is_float
 from .tape import Tape, _Func, accumulate

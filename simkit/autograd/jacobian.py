@@ -41,11 +41,12 @@ from typing import Any, Callable, Iterator, NamedTuple, Sequence, Union, overloa
 import numpy as np
 
 from ..core import launch as _launch
-from ..core import struct_array as SA
 from ..core import types as T
 from ..core.array import Array, _refuse_in_capture, as_array
 from ..core.errors import CompileError
 from ..core.struct import is_struct_instance
+from .components import _component_at, _component_shape, _components, _set_component
+from .function_jacobian import function_jacobian
 
 MaskKey = Union[int, str]
 """An argument named by its parameter name or by its position in ``inputs`` / ``outputs``."""
@@ -80,38 +81,6 @@ def _element(name: str, ndim: int, np_shape: tuple, flat: int) -> str:
     if len(idx) > ndim:
         text += f"[{', '.join(map(str, idx[ndim:]))}]"
     return text
-
-
-# Components of an array's values: those of ``.numpy()`` in C order, or for an array of structs
-# the float fields of each element in declaration order (struct_array.float_components).
-def _component_shape(a: Array) -> tuple:
-    if SA.is_struct(a.dtype):
-        return a.shape + (SA.float_components(np.zeros(1, a._np_dtype), a.dtype).shape[-1],)
-    return a._host_shape
-
-
-def _components(a: Array) -> np.ndarray:
-    h = a.numpy()
-    return (SA.float_components(h, a.dtype) if SA.is_struct(a.dtype) else h).astype(np.float64).reshape(-1)
-
-
-def _component_at(host: np.ndarray, dtype: Any, k: int):
-    if SA.is_struct(dtype):
-        return SA.float_components(host, dtype).reshape(-1)[k]
-    return host[np.unravel_index(k, host.shape)]  # in the array's dtype: x0 + eps rounds as it did
-
-
-def _set_component(host: np.ndarray, dtype: Any, k: int, value: float) -> float:
-    """Component ``k`` of host data ``host`` (of an array of ``dtype``) set to ``value``; returns the
-    value as stored (rounded to the dtype)."""
-    if SA.is_struct(dtype):
-        c = SA.float_components(host, dtype).reshape(-1)
-        c[k] = value
-        SA.set_float_components(host, dtype, c)
-        return float(SA.float_components(host, dtype).reshape(-1)[k])
-    idx = np.unravel_index(k, host.shape)
-    host[idx] = value
-    return float(host[idx])
 
 
 class _Problem:
@@ -397,7 +366,6 @@ def jacobian(kernel: Any, *args: Any, **kwargs: Any) -> Jacobians | np.ndarray:
                                  outputs=[s1.joint_q, s1.joint_qd])
     """
     if getattr(kernel, "arg_names", None) is None and callable(kernel):
-        from .function_jacobian import function_jacobian
         return function_jacobian(kernel, *args, **kwargs)
     return _kernel_jacobian(kernel, *args, **kwargs)
 

@@ -19,7 +19,7 @@ import numpy as np
 from . import device as D
 from . import struct_array as SA
 from . import types as T
-from .array import Array, ArrayType, GenericArrayType, _dtype, _elem_np
+from .array_base import Array, ArrayType, GenericArrayType, _dtype, _elem_np, _empty, _from_storage
 
 
 def _norm_shape(shape) -> tuple:
@@ -37,21 +37,6 @@ def _check_device(device) -> str:
     if device is None and D.state.default == "cpu" or device == "cpu":
         return "cpu"
     return D.require(device, "device")
-
-
-def _from_storage(storage: np.ndarray, dtype, device: str, requires_grad: bool, owner=None) -> Array:
-    """An array over host ``storage``; on a GPU ``device``, a device copy of it."""
-    nd = storage.ndim - len(dtype._sk_shape)
-    if device != "cpu":
-        from .cuda import arrays
-
-        a = arrays.empty(storage.shape[:nd], dtype, device)
-        arrays.write(a, storage)
-    else:
-        a = Array(storage, dtype, storage.shape[:nd], device, owner)
-    if requires_grad:
-        a.requires_grad = True
-    return a
 
 
 def _alloc(shape, dtype, device) -> np.ndarray:
@@ -169,14 +154,7 @@ def _check_ndim(a: Array, ndim) -> None:
 def empty(shape, dtype: Any = T.float32, device: str | None = None, requires_grad: bool = False) -> Array:
     """An uninitialised array of ``shape``; ``sk.empty(100, dtype=sk.vec3)``, ``sk.empty(8, dtype=Particle)``."""
     device = _check_device(device)
-    if device != "cpu":
-        from .cuda import arrays
-
-        a = arrays.empty(_norm_shape(shape), _dtype(dtype), device)
-        if requires_grad:
-            a.requires_grad = True
-        return a
-    return _from_storage(_alloc(shape, dtype, device), _dtype(dtype), device, requires_grad)
+    return _empty(_norm_shape(shape), _dtype(dtype), device, requires_grad)
 
 
 def zeros(shape, dtype: Any = T.float32, device: str | None = None, requires_grad: bool = False) -> Array:

@@ -20,7 +20,7 @@ import numpy as np
 from . import device as D
 from . import struct_array as SA
 from . import types as T
-from .array import Array, ArrayType, _dtype, _from_storage
+from .array_base import Array, ArrayType, _dtype, _from_storage
 
 
 def _check_components(shape: tuple, strides: tuple, itemsize: int, dtype, what: str) -> int:

@@ -21,9 +21,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-import signal
-import sys
-import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -35,7 +32,7 @@ from . import types as T
 from .array import Array, ArrayHeader
 from .config import config
 from .device import DeviceMismatch
-from .errors import KernelRuntimeError
+from .kernel_errors import ErrorRecord, raise_kernel_error  # noqa: F401 (ErrorRecord: importable from here)
 from .interop import as_array
 from .launch_args import with_adjoints
 from .launch_dim import launch_shape
@@ -84,13 +81,6 @@ class Job(ctypes.Structure):
 # The error code sk_launch leaves when it refuses a grid larger than an array axis that every
 # thread indexes by its thread index (runtime.cpp; Plan.check_extents is the Python twin).
 EXTENT_ERROR = 5
-
-
-class ErrorRecord(ctypes.Structure):
-    """Mirror of ``sk::error_t``."""
-
-    _fields_ = [("code", ctypes.c_int32), ("line", ctypes.c_int32), ("dim", ctypes.c_int32), ("ndim", ctypes.c_int32),
-                ("index", ctypes.c_int64 * 4), ("shape", ctypes.c_int64 * 4)]
 
 
 def _array_packer(base, off, name, t, kname):
@@ -441,41 +431,6 @@ class Plan:
             shape = tuple(i64[:i64[4] & 0xFFFFFFFF])
             self._extent_error(shape[0] if len(shape) == 1 else shape, self.extent_labels[self.extent_pairs[2 * record.dim + 1]])
         raise_kernel_error(self.kernel, self.fir, record, "cpu")
-
-
-def raise_kernel_error(kernel, fir, e: ErrorRecord, device: str) -> None:
-    """Raise what a kernel's error record says (IndexError for a bounds check, KernelRuntimeError else)."""
-    code, line = e.code, e.line
-    index = tuple(e.index[: e.ndim])
-    shape = tuple(e.shape[: e.ndim])
-    where = f"kernel '{kernel.name}' ({fir.file}:{line})"
-    if code == 1:
-        raise IndexError(f"{where}: index {index} out of bounds for array of shape {shape} (dimension {e.dim})")
-    if code == 2:
-        limit, name = ((config.max_loop_iterations, "max_loop_iterations") if device == "cpu"
-                       else (config.cuda_max_loop_iterations, "cuda_max_loop_iterations"))
-        raise KernelRuntimeError(f"{where}: the loop at line {line} ran more than sk.config.{name}={limit} "
-                                 f"iterations on {device}, which the adjoint cannot replay; raise the limit before "
-                                 "the kernel is compiled")
-    if code == 4:
-        interrupted(f"kernel '{kernel.name}' ({fir.file})")
-    if code == 3:
-        raise ZeroDivisionError(f"{where}: integer division or modulo by zero (release mode gives 0 there)")
-    if code == 6:
-        raise IndexError(f"{where}: a vector or quaternion component index out of range (release mode reads "
-                         "component 0 there and writes nothing)")
-    raise KernelRuntimeError(f"{where}: runtime error code {code}")
-
-
-def interrupted(where: str) -> None:
-    """Ctrl-C stopped a CPU launch (the runtime kept the signal from Python while the launch ran):
-    run the program's own SIGINT handler, if it set one, then raise KeyboardInterrupt, since the
-    launch's outputs are incomplete whatever that handler decided."""
-    handler = signal.getsignal(signal.SIGINT)
-    if callable(handler) and handler is not signal.default_int_handler \
-            and threading.current_thread() is threading.main_thread():
-        handler(signal.SIGINT, sys._getframe(1))
-    raise KeyboardInterrupt(f"{where}: interrupted (SIGINT); the arrays it writes hold partial results")
 
 
 def ir_cname(fir, name: str) -> str:

@@ -30,6 +30,7 @@ from . import types as T
 from .array import GenericArrayType
 from .config import config
 from .errors import CompileError
+from .launch import plan_for
 
 if TYPE_CHECKING:
     from .kernel import Kernel
@@ -298,8 +299,6 @@ def load_module(module: Any = None, device: str | None = None) -> None:
         sk.load_module()                     # this file's kernels, for the default device
         sk.load_module("my.sim", "cuda:0")
     """
-    from .launch import plan_for
-
     name = _module_name(module, "sk.load_module")
     kernels = [k for m in list(Module._registry.values()) if m.name == name or (m.parent and m.parent.name == name)
                for k in m.kernels]

@@ -25,7 +25,7 @@ import numpy as np
 from ..core import types as T
 from ..core.array import Array, zeros
 from ..core.launch import launch
-from .kernels import NORM_CHUNK, compute_type, optim_kernels
+from .updates import NORM_CHUNK, compute_type, optim_kernels
 
 Params = Array | Iterable[Array]
 

@@ -25,7 +25,7 @@ from ..sim.featherstone import Featherstone
 from ..sim.integrators import SemiImplicitEuler
 from ..sim.model import Control, Model, State
 from ..sim.xpbd import XPBD
-from .kernels import scene_kernels
+from .objectives import scene_kernels
 from .robots import Schedule, add_robot
 from .schema import MATERIAL_KEYS, SceneConfig, read_config
 from .validate import SceneError

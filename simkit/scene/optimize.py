@@ -51,7 +51,7 @@ from ..optim.rollout import Rollout
 from ..sim.model import State
 from ..sim.stability import StabilityCheck
 from .build import Body, Scene
-from .kernels import scene_kernels
+from .objectives import scene_kernels
 from .outputs import save_figure
 from .run import RunResult, SimulationError, run_scene
 from .validate import SceneError

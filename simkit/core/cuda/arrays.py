@@ -7,47 +7,54 @@ so every layout a kernel can address can also be read and written from Python.
 
 Example::
 
-    a = empty((4,), sk.float32, "cuda:0")
+    buf, strides = alloc((4,), sk.float32, "cuda:0")
+    a = Array(None, sk.float32, (4,), "cuda:0", owner=buf, ptr=buf.ptr, strides=strides)
     write(a, np.arange(4.0))
     to_host(a)          # array([0., 1., 2., 3.], dtype=float32)
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import device as D
-from ..array import Array, _c_strides, _elem_np, _extent
+from ..layout import _c_strides, _elem_np, _extent
 from . import driver, memory
 
+if TYPE_CHECKING:
+    from ..array_base import Array
 
-def empty(shape: tuple, dtype: Any, device: str) -> Array:
-    """A new uninitialised C-contiguous array on GPU ``device``.
+
+def alloc(shape: tuple, dtype: Any, device: str) -> tuple[memory.DeviceBuffer, tuple]:
+    """Uninitialised memory for a C-contiguous array of ``shape`` on GPU ``device``: the
+    buffer and the byte strides (the caller wraps them in an ``Array``).
 
     Example::
 
-        a = empty((10,), sk.vec3, "cuda:0")
+        buf, strides = alloc((10,), sk.vec3, "cuda:0")
+        Array(None, sk.vec3, (10,), "cuda:0", owner=buf, ptr=buf.ptr, strides=strides)
     """
     itemsize = _elem_np(dtype).itemsize * int(np.prod(dtype._sk_shape, dtype=np.int64))
     ctx = driver.context(D.ordinal(device))
     buf = memory.alloc(int(np.prod(shape, dtype=np.int64)) * itemsize, ctx)
-    return Array(None, dtype, shape, device, owner=buf, ptr=buf.ptr, strides=_c_strides(shape, itemsize))
+    return buf, _c_strides(shape, itemsize)
 
 
-def zeros_alike(a: Array) -> Array:
-    """Zeros on ``a``'s GPU with exactly ``a``'s strides (a grad is addressed with its data's strides).
+def zeros_span(a: Array) -> tuple[memory.DeviceBuffer, int]:
+    """Zeroed memory on ``a``'s GPU for an array with exactly ``a``'s strides (a grad is
+    addressed with its data's strides): the buffer and the address of its first element.
 
     Example::
 
-        a.grad = zeros_alike(a)
+        buf, ptr = zeros_span(a)
+        Array(None, a.dtype, a.shape, a.device, owner=buf, ptr=ptr, strides=a._strides)
     """
     lo, hi = _extent(a.shape, a._strides, a._elem_bytes) if a.size else (0, 0)
     buf = memory.alloc(hi - lo, a._ctx)
     memory.memset(a._ctx, buf.ptr, 0, hi - lo)
-    return Array(None, a.dtype, a.shape, a.device, owner=buf, ptr=buf.ptr - lo if buf.ptr else 0,
-                 strides=a._strides)
+    return buf, buf.ptr - lo if buf.ptr else 0
 
 
 def _span_view(a: Array, raw: np.ndarray, lo: int) -> np.ndarray:

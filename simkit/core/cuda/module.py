@@ -25,6 +25,7 @@ from typing import Any
 
 from .. import codegen, compiler, nvrtc
 from ..config import config
+from ..kernel_errors import ErrorRecord, raise_kernel_error
 from .driver import Context, CudaError, check
 
 # Counts real NVRTC runs; tests read it to prove a warm cache compiles nothing.
@@ -113,8 +114,6 @@ class CudaModule:
     """One loaded module on one GPU: its entry points and its ``sk_error`` record."""
 
     def __init__(self, ctx: Context, image: bytes, kind: str, kernels: list, irs: list, name: str):
-        from ..launch import ErrorRecord
-
         self.ctx = ctx
         self.name = name
         self.kernels = list(zip(kernels, irs))
@@ -135,7 +134,7 @@ class CudaModule:
         self.record = ErrorRecord()
         if int(size) != ctypes.sizeof(self.record):
             raise RuntimeError(f"sk_error in module '{name}' is {size} bytes, the host expects "
-                               f"{ctypes.sizeof(self.record)}; the native headers and launch.py disagree")
+                               f"{ctypes.sizeof(self.record)}; the native headers and kernel_errors.py disagree")
         self.last = self.kernels[0] if self.kernels else None  # the kernel launched last, for error reports
 
     def function(self, entry: str) -> Any:
@@ -145,8 +144,6 @@ class CudaModule:
 
     def check_error(self) -> None:
         """Copy the error record back (the stream must be idle), clear it, and raise what it says."""
-        from ..launch import raise_kernel_error
-
         ctx = self.ctx
         ctx.activate()
         rec = self.record

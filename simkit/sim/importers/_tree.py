@@ -18,18 +18,12 @@ import numpy as np
 
 from ...kernels.structs import JOINT_Q_COUNT, JOINT_QD_COUNT
 from .. import geometry as G
+from .errors import RobotFileError, RobotFileWarning
+from .meshes import collider_mesh
 from .mujoco_state import MujocoConversions
 
 IDENTITY_QUAT = np.array([0.0, 0.0, 0.0, 1.0])
 INERTIA_FLOOR = 1e-12      # kg m^2: the smallest principal moment of a body with mass
-
-
-class RobotFileWarning(UserWarning):
-    """A part of a robot file that simkit does not use (named with the file and element)."""
-
-
-class RobotFileError(ValueError):
-    """A robot file that cannot be imported: the message names the file and the element."""
 
 
 # -- rotations -----------------------------------------------------------------------------
@@ -452,7 +446,6 @@ def _add_collider(builder, g: Geom, X: np.ndarray, body: int, record: ImportReco
     elif g.kind == "ellipsoid":
         builder.add_shape_ellipsoid(pos, rot, g.size[:3], body=body, density=0.0, **material)
     elif g.kind == "mesh" and g.mesh is not None:
-        from .meshes import collider_mesh
         try:
             vertices, triangles = collider_mesh(g.mesh[0], g.mesh[1], g.where)
         except (ImportError, FileNotFoundError, RobotFileError) as e:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._tree import RobotFileError
+from .errors import RobotFileError
 
 
 def load_mesh(file: Path, scale, where: str):

@@ -1,4 +1,4 @@
-"""simkit.cuda: look at what simkit generates for NVIDIA GPUs, with or without one.
+"""``sk.cuda`` (``simkit.cuda``): look at what simkit generates for NVIDIA GPUs, with or without one.
 
 ``ptx(kernel)`` compiles a kernel's generated source (forward and adjoint) with
 NVRTC and returns the PTX text; it needs cuda-python and NVRTC but no GPU and no
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .core import nvrtc as _nvrtc
+from . import nvrtc as _nvrtc
 
 __all__ = ["ptx", "entry_points", "nvrtc_version"]
 

@@ -15,8 +15,8 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .autograd.tape import Tape
-from .core.array import Array, ArrayType, _dtype
+from ..autograd.tape import Tape
+from ..core.array import Array, ArrayType, _dtype
 
 
 def _signature(fn: Callable) -> inspect.Signature:
