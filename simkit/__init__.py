@@ -25,6 +25,7 @@ from .core.kernel import Kernel, func, func_grad, kernel, overload
 from .core.modules import compile_ahead, instantiate, load_module, overload_types
 from .core.lang import BUILTIN_STUBS as _STUBS
 from .core.lang import adjoint, constant, grad, static
+from .core import host_builtins as _host_builtins  # noqa: F401  (sk.cos(0.5) and the like in Python)
 from .core.launch import launch
 from .core.capture import capture, capture_begin, capture_end, capture_launch, replay
 from .core.device import ScopedDevice, get_cuda_device_count, get_device, is_cuda_available, set_device, synchronize

@@ -26,10 +26,11 @@ READS_ROOT = ("simkit.cli",)
 KNOWN = {
     # issue 34 item 2: the physics kernels are written against the public ``import simkit as sk``
     **{(f"simkit.kernels.{name}", "simkit"): "issue 34 item 2" for name in (
-        "articulation", "bending", "bodies", "body_contact", "contact", "contact_active_set", "contact_elliptic",
-        "contact_params", "contact_rows", "contact_solve", "ellipsoid", "featherstone", "hash_grid", "joints",
-        "limit_rows", "mesh_contact", "meshes", "particle_contact", "particles", "revolved_shapes", "shapes",
-        "springs", "tets", "triangles", "xpbd", "xpbd_bodies", "xpbd_body_contact", "xpbd_mesh_contact")},
+        "articulation", "bending", "bodies", "body_contact", "broad_phase", "closest_point", "cloth_self_contact",
+        "contact", "contact_active_set", "contact_elliptic", "contact_params", "contact_rows", "contact_solve",
+        "convex", "ellipsoid", "featherstone", "hash_grid", "joints", "limit_rows", "mesh_contact", "meshes",
+        "particle_contact", "particles", "revolved_shapes", "shapes", "springs", "tets", "triangles", "xpbd",
+        "xpbd_bodies", "xpbd_body_contact", "xpbd_mesh_contact")},
     ("simkit.optim.updates", "simkit"): "issue 34 item 2",
     ("simkit.scene.objectives", "simkit"): "issue 34 item 2",
     # issue 34 item 3, not broken yet because issue 31 is reworking core/builtins.py: it imports

@@ -75,6 +75,13 @@ class Weak:
 WEAK_FLOAT, WEAK_INT, WEAK_BOOL = Weak("f"), Weak("i"), Weak("b")
 
 
+def type_str(t) -> str:
+    """How an error message names a type the frontend met: a literal, an array type, a value type."""
+    if isinstance(t, Weak) or getattr(t, "_sk_kind", None) == "array":
+        return repr(t)
+    return T.type_name(t)
+
+
 def _parse(p: str):
     """Pattern string -> nested tuple, e.g. 'vec(N,F)' -> ('vec', 'N', 'F')."""
     p = p.strip()

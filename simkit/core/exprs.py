@@ -46,12 +46,7 @@ class ShapeOf:
         self.arr = arr
 
 
-def type_str(t) -> str:
-    if isinstance(t, B.Weak):
-        return repr(t)
-    if getattr(t, "_sk_kind", None) == "array":
-        return repr(t)
-    return T.type_name(t)
+type_str = B.type_str  # where the frontend's modules import it from
 
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Mod: "mod",

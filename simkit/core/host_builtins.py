@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import linecache
 import threading
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from . import builtins as B
 from . import call_keywords
+from . import lang
 from . import types as T
-from .exprs import type_str
+from .builtins import type_str
 
 KERNEL_ONLY = {"tid", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "printf", "len",
                "expect_eq", "expect_neq", "expect_near"}
@@ -68,10 +70,9 @@ def _arg_type(name: str, index: int, v: Any) -> Any:
 class _Runner:
     """The one-thread CPU kernel of one builtin overload, with the one-element arrays it reads and writes."""
 
-    def __init__(self, b: B.Builtin, arg_types: list, ret: Any):
+    def __init__(self, b: B.Builtin, arg_types: list, ret: Any, stub: Any):
         from .array import empty
         from .kernel import Kernel
-        import simkit
 
         tag = f"{b.cname}_{len(_runners)}"
         params = ", ".join(f"a{k}" for k in range(len(arg_types)))
@@ -81,7 +82,7 @@ class _Runner:
         # The frontend reads a kernel's source through linecache; an entry without an mtime is kept.
         linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
         module = f"simkit_host.{tag}"
-        env = {"_sk": simkit, "__name__": module}
+        env = {"_sk": SimpleNamespace(**{b.name: stub}), "__name__": module}
         exec(compile(source, filename, "exec"), env)
         self.arrays = [empty(1, dtype=t, device="cpu") for t in (*arg_types, ret)]
         self.views = [a.numpy() for a in self.arrays]
@@ -116,12 +117,13 @@ def _python_value(t: Any, out: np.ndarray) -> Any:
     return t._wrap(out[0])
 
 
-def call(name: str, args: tuple, kwargs: dict) -> Any:
+def call(name: str, args: tuple, kwargs: dict, stub: Any) -> Any:
     """Builtin ``name`` applied to ``args`` (and Warp's keywords) in plain Python; see the module doc.
+    ``stub`` is its Python stub (``sk.<name>``), which the one-thread kernel calls.
 
     Example::
 
-        call("cross", (sk.vec3(1.0, 0.0, 0.0), sk.vec3(0.0, 1.0, 0.0)), {})   # vec3(0, 0, 1)
+        call("cross", (sk.vec3(1.0, 0.0, 0.0), sk.vec3(0.0, 1.0, 0.0)), {}, sk.cross)   # vec3(0, 0, 1)
     """
     if is_kernel_only(name):
         raise TypeError(f"sk.{name}() only works inside kernels (an @sk.kernel or @sk.func body); "
@@ -146,7 +148,7 @@ def call(name: str, args: tuple, kwargs: dict) -> Any:
     with _lock:
         run = _runners.get((b.cname, *concrete))
         if run is None:
-            run = _runners[(b.cname, *concrete)] = _Runner(b, concrete, ret)
+            run = _runners[(b.cname, *concrete)] = _Runner(b, concrete, ret, stub)
         return run(values)
 
 
@@ -156,3 +158,6 @@ def _identity(n: int = 3, dtype: Any = float) -> Any:
         raise TypeError(f"sk.identity(n=...) takes a positive int, got {n!r}")
     t = T.matrix((int(n), int(n)), T.resolve(dtype))
     return t(np.eye(int(n)))
+
+
+lang.HOST_CALL[0] = call  # sk.<builtin>(...) in Python comes here

@@ -46,13 +46,20 @@ CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan, "half
 CONSTANTS.update({k.upper(): v for k, v in CONSTANTS.items()})
 
 
+def _no_host_call(name: str, args: tuple, kwargs: dict, stub: Any) -> Any:
+    raise RuntimeError(f"sk.{name}() in plain Python needs simkit.core.host_builtins (import simkit loads it)")
+
+
+# How a builtin runs in plain Python: host_builtins.call, set when that module is imported
+# (it builds kernels, and the kernel machinery imports this module: it cannot be imported here).
+HOST_CALL = [_no_host_call]
+
+
 def _stub(name: str):
     def f(*args, **kwargs):
         if name in PYTHON_SCOPE:
             return PYTHON_SCOPE[name](*args, **kwargs)
-        from . import host_builtins  # imports the launch machinery, which imports this module
-
-        return host_builtins.call(name, args, kwargs)
+        return HOST_CALL[0](name, args, kwargs, f)
 
     f.__name__ = name
     f.__qualname__ = name

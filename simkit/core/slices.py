@@ -28,7 +28,7 @@ import itertools
 
 from . import ir
 from . import types as T
-from .exprs import type_str
+from .builtins import type_str
 
 
 def has_slice(sl) -> bool:

@@ -55,7 +55,7 @@ tangential damper ``kf`` likewise, or resting friction chatters. ``ke/kd/kf`` = 
 0.42, 0.1 kg: 0.10), and a box resting on a slope within its friction angle holds, offset by
 ``m g sin(slope) / (n ke)`` on its tangential springs.
 
-Example::
+Example (through :func:`simkit.sim.forces.eval_body_contact_forces`, which runs these)::
 
     state.clear_forces()
     eval_body_contact_forces(model, state, next_state)
@@ -288,19 +288,18 @@ def contact_slot_count(model) -> int:
     return model.shape_count * MAX_PLANE_POINTS + pairs * MAX_SHAPE_POINTS
 
 
-def eval_body_contact_forces(model, state_in, state_out) -> None:
-    """Add the contact wrenches of every body shape (against the ground when the model has
-    one, and against the other shapes) at ``state_in`` into ``state_in.body_f``, reading the
-    contacts' anchors from ``state_in`` and writing them, for the end of the step, into
-    ``state_out`` (``contact_stuck``, ``contact_anchor``).
+def open_body_contacts(model, state_in, state_out) -> tuple | None:
+    """The first part of the body contact (:func:`simkit.sim.forces.eval_body_contact_forces`):
+    check the states' contact slots, open ``state_out``'s, and add the ground's wrenches at
+    ``state_in`` into ``state_in.body_f``. Returns the stick fields ``(held, out)`` of the two
+    states for the pairs' contact, or None when the model has no body contact.
 
     Example::
 
-        state_in.clear_forces()
-        eval_body_contact_forces(model, state_in, state_out)
+        held, out = open_body_contacts(model, state_in, state_out)
     """
     if not model.shape_count or not model.body_count or not model.contacts_enabled:
-        return
+        return None
     slots = contact_slot_count(model)
     for name, s in (("state_in", state_in), ("state_out", state_out)):
         if s.contact_anchor.shape[0] != slots:
@@ -314,14 +313,19 @@ def eval_body_contact_forces(model, state_in, state_out) -> None:
         launch(k.ground_contact, (model.shape_count, MAX_PLANE_POINTS),
                inputs=[state_in.body_q, state_in.body_qd, model.bodies, model.shapes, model.contact, *held,
                        state_in.body_f, *out])
-    if broad_phase_mode(model) == "sweep":
-        # imported here: simkit.kernels.broad_phase builds on this module's functions
-        from .broad_phase import eval_listed_pair_contact
+    return held, out
 
-        eval_listed_pair_contact(model, state_in, state_out, held, out)
-        return
+
+def eval_static_pair_contact(model, state_in, held: list, out: list) -> None:
+    """The shape pairs' wrenches at ``state_in`` over the static list (:func:`collision_pairs`),
+    into ``state_in.body_f``; ``held`` and ``out`` from :func:`open_body_contacts`.
+
+    Example::
+
+        eval_static_pair_contact(model, state_in, held, out)
+    """
     pairs = collision_pairs(model)
     if pairs.shape[0]:
-        launch(k.pair_contact, pairs.shape[0],
+        launch(body_contact_kernels(model.dtype).pair_contact, pairs.shape[0],
                inputs=[pairs, state_in.body_q, state_in.body_qd, model.bodies, model.shapes,
                        model.shape_count * MAX_PLANE_POINTS, *held, state_in.body_f, *out])

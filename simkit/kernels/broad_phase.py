@@ -460,7 +460,7 @@ def sweep_pairs(model, body_q: A.Array, pairs: A.Array, pair_count: A.Array) -> 
 
 
 def eval_listed_pair_contact(model, state_in, state_out, held: list, out: list) -> None:
-    """The pair contact of :func:`~simkit.kernels.body_contact.eval_body_contact_forces` over the
+    """The pair contact of :func:`~simkit.sim.forces.eval_body_contact_forces` over the
     pairs the sweep finds at ``state_in`` (kept in ``state_out``), reading each pair's anchors
     from its row of ``state_in``'s list. ``held`` and ``out`` are the states' stick fields.
 

@@ -48,7 +48,7 @@ from ..core.launch import launch
 from ..core.modules import compile_ahead
 from ..core.step_cache import on_replay
 from ..kernels.articulation import articulation_kernels
-from ..kernels.body_contact import body_contact_kernels, eval_body_contact_forces
+from ..kernels.body_contact import body_contact_kernels
 from ..kernels.broad_phase_options import check_pair_capacity, sweeps
 from ..kernels.bodies import body_kernels
 from ..kernels.contact_active_set import active_set_kernels
@@ -60,7 +60,7 @@ from ..kernels.particles import particle_kernels
 from ..kernels.structs import JOINT_BALL
 from .articulation import eval_fk
 from .contact_constraint import ContactSolve
-from .forces import eval_forces
+from .forces import eval_body_contact_forces, eval_forces
 from .integrators import check_step
 from .model import Control, Model, State
 from .replay import Replayed, featherstone_after, featherstone_eligible, featherstone_guard, replayed_step

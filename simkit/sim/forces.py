@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from ..core.launch import launch
 from ..kernels.bending import eval_bending_forces
-from ..kernels.body_contact import eval_body_contact_forces
+from ..kernels.body_contact import eval_static_pair_contact, open_body_contacts
+from ..kernels.broad_phase import eval_listed_pair_contact
+from ..kernels.broad_phase_options import sweeps
 from ..kernels.contact import contact_kernels
 from ..kernels.joints import eval_joint_forces
 from ..kernels.mesh_contact import eval_body_mesh_forces, eval_particle_mesh_forces
@@ -21,6 +23,27 @@ from ..kernels.shapes import particle_shape_rows
 from ..kernels.springs import spring_kernels
 from ..kernels.tets import eval_tet_forces
 from ..kernels.triangles import eval_triangle_forces
+
+
+def eval_body_contact_forces(model, state_in, state_out) -> None:
+    """Add the contact wrenches of every body shape (against the ground when the model has
+    one, and against the other shapes: the pairs of the static list, or those the broad phase
+    finds each step) at ``state_in`` into ``state_in.body_f``, reading the contacts' anchors
+    from ``state_in`` and writing them, for the end of the step, into ``state_out``
+    (``contact_stuck``, ``contact_anchor``).
+
+    Example::
+
+        state_in.clear_forces()
+        eval_body_contact_forces(model, state_in, state_out)
+    """
+    opened = open_body_contacts(model, state_in, state_out)
+    if opened is None:
+        return
+    if sweeps(model):
+        eval_listed_pair_contact(model, state_in, state_out, *opened)
+    else:
+        eval_static_pair_contact(model, state_in, *opened)
 
 
 def eval_forces(model, state, control) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 import simkit as sk
 from shape_pairs import assert_rows_gradient_matches_finite_differences, pair_model
-from simkit.kernels.body_contact import eval_body_contact_forces
+from simkit.sim.forces import eval_body_contact_forces
 from sim_helpers import central_difference
 
 G = 9.81
