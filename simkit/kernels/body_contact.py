@@ -231,21 +231,20 @@ def apart_grad(body_q: AnyArray, body_a: int, pa: Any, body_b: int, pb: Any, rea
     return 0, pa * 0.0, 0, pb * 0.0, reach * 0.0
 
 
-@sk.kernel
-def pair_contact(pairs: sk.array(dtype=sk.int32, ndim=2), body_q: AnyArray, body_qd: AnyArray, bodies: Any, shapes: Any,
-                 offset: int, stuck_in: sk.array(dtype=sk.int32), anchor_in: AnyArray, point_in: AnyArray,
-                 body_f: AnyArray, stuck_out: sk.array(dtype=sk.int32), anchor_out: AnyArray, point_out: AnyArray):
-    # One thread per pair: the broad phase, then every point of a in pair_wrenches (a
-    # separate function, so that a rejected pair does not set up its many locals).
-    i = sk.tid()
-    a = pairs[i, 0]
-    b = pairs[i, 1]
+@sk.func
+def add_pair_contact(a: int, b: int, first: int, first_in: int, body_q: AnyArray, body_qd: AnyArray, bodies: Any,
+                     shapes: Any, stuck_in: sk.array(dtype=sk.int32), anchor_in: AnyArray, point_in: AnyArray,
+                     body_f: AnyArray, stuck_out: sk.array(dtype=sk.int32), anchor_out: AnyArray,
+                     point_out: AnyArray):
+    """The contact of shapes ``a`` and ``b`` added into ``body_f``: first the broad phase of
+    the pair (their bounding spheres), then every point of ``a`` in ``pair_wrenches`` (a
+    separate function, so that a rejected pair does not set up its many locals), the anchors
+    in the slots from ``first``, read from those from ``first_in`` (-1: none)."""
     reach = shape_bounding_radius(shapes.kind[a], shapes.params[a]) + shape_bounding_radius(shapes.kind[b],
                                                                                             shapes.params[b])
     if apart(body_q, shapes.body[a], shapes.xform[a].p, shapes.body[b], shapes.xform[b].p, reach) == 1:
         return
-    first = offset + i * MAX_SHAPE_POINTS
-    fa, fb = pair_wrenches(a, b, body_q, body_qd, bodies, shapes, first, first, stuck_in, anchor_in, point_in,
+    fa, fb = pair_wrenches(a, b, body_q, body_qd, bodies, shapes, first, first_in, stuck_in, anchor_in, point_in,
                            stuck_out, anchor_out, point_out)
     body_a = shapes.body[a]
     body_b = shapes.body[b]
@@ -253,6 +252,17 @@ def pair_contact(pairs: sk.array(dtype=sk.int32, ndim=2), body_q: AnyArray, body
         body_f[body_a] += fa
     if body_b >= 0:
         body_f[body_b] += fb
+
+
+@sk.kernel
+def pair_contact(pairs: sk.array(dtype=sk.int32, ndim=2), body_q: AnyArray, body_qd: AnyArray, bodies: Any, shapes: Any,
+                 offset: int, stuck_in: sk.array(dtype=sk.int32), anchor_in: AnyArray, point_in: AnyArray,
+                 body_f: AnyArray, stuck_out: sk.array(dtype=sk.int32), anchor_out: AnyArray, point_out: AnyArray):
+    # one thread per pair of the static list, its anchors in the pair's own slots
+    i = sk.tid()
+    first = offset + i * MAX_SHAPE_POINTS
+    add_pair_contact(pairs[i, 0], pairs[i, 1], first, first, body_q, body_qd, bodies, shapes, stuck_in, anchor_in,
+                     point_in, body_f, stuck_out, anchor_out, point_out)
 
 
 @sk.overload_types

@@ -49,7 +49,7 @@ from ..core import array as A
 from ..core import types as T
 from ..core.launch import launch
 from ..autograd.tape import paused_tapes
-from .body_contact import apart, pair_wrenches
+from .body_contact import add_pair_contact
 from .broad_phase_options import broad_phase_capacity, broad_phase_mode, candidate_shapes
 from .shapes import MAX_PLANE_POINTS, MAX_SHAPE_POINTS, shape_bounding_radius, shape_transform
 from .structs import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_SPHERE,
@@ -336,22 +336,12 @@ def listed_pair_contact(pairs: pair_rows, pair_count: ints, held_pairs: pair_row
         return
     a = pairs[i, 0]
     b = pairs[i, 1]
-    reach = shape_bounding_radius(shapes.kind[a], shapes.params[a]) + shape_bounding_radius(shapes.kind[b],
-                                                                                            shapes.params[b])
-    if apart(body_q, shapes.body[a], shapes.xform[a].p, shapes.body[b], shapes.xform[b].p, reach) == 1:
-        return
     held = find_pair(held_pairs, sk.min(held_count[0], held_pairs.shape[0]), a, b)
     first_in = -1
     if held >= 0:
         first_in = offset + held * MAX_SHAPE_POINTS
-    fa, fb = pair_wrenches(a, b, body_q, body_qd, bodies, shapes, offset + i * MAX_SHAPE_POINTS, first_in,
-                           stuck_in, anchor_in, point_in, stuck_out, anchor_out, point_out)
-    body_a = shapes.body[a]
-    body_b = shapes.body[b]
-    if body_a >= 0:
-        body_f[body_a] += fa
-    if body_b >= 0:
-        body_f[body_b] += fb
+    add_pair_contact(a, b, offset + i * MAX_SHAPE_POINTS, first_in, body_q, body_qd, bodies, shapes, stuck_in,
+                     anchor_in, point_in, body_f, stuck_out, anchor_out, point_out)
 
 
 @sk.overload_types
