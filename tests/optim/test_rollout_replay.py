@@ -58,6 +58,16 @@ def velocities(model, k):
     return np.random.default_rng(k).normal(scale=0.3, size=(model.particle_count, 3))
 
 
+def replaying(model, loss):
+    """A rollout run three times over one initial state, so that its third run replayed."""
+    rollout = sk.optim.Rollout(model, sk.sim.SemiImplicitEuler(), steps=30, dt=1e-3, loss=loss)
+    s0 = model.state(requires_grad=True)
+    for _ in range(3):
+        run(rollout, s0, model, velocities(model, 0))
+    assert rollout.replays == 1
+    return rollout, s0
+
+
 @pytest.fixture(scope="module")
 def model():
     return cloth()
@@ -97,11 +107,7 @@ def test_a_parameter_changed_between_runs_is_what_the_replay_differentiates(mode
 
 def test_a_changed_value_in_the_loss_closure_runs_the_tape_instead_of_a_stale_replay(model):
     loss = Weighted(model)
-    rollout = sk.optim.Rollout(model, sk.sim.SemiImplicitEuler(), steps=30, dt=1e-3, loss=loss)
-    s0 = model.state(requires_grad=True)
-    for _ in range(3):
-        run(rollout, s0, model, velocities(model, 0))
-    assert rollout.replays == 1
+    rollout, s0 = replaying(model, loss)
     loss.scale = 3.0
     got = run(rollout, s0, model, velocities(model, 0))
     assert rollout.replays == 1                   # not replayed: the loss launches another scalar
@@ -113,11 +119,7 @@ def test_a_changed_value_in_the_loss_closure_runs_the_tape_instead_of_a_stale_re
 
 def test_a_grad_replaced_between_runs_receives_the_gradient_instead_of_a_stale_replay(model):
     loss = Weighted(model)
-    rollout = sk.optim.Rollout(model, sk.sim.SemiImplicitEuler(), steps=30, dt=1e-3, loss=loss)
-    s0 = model.state(requires_grad=True)
-    for _ in range(3):
-        run(rollout, s0, model, velocities(model, 0))
-    assert rollout.replays == 1
+    rollout, s0 = replaying(model, loss)
     k_lambda = model.triangles.k_lambda
     k_lambda.grad = sk.zeros(k_lambda.shape, dtype=k_lambda.dtype)   # the recording holds the old buffer
     run(rollout, s0, model, velocities(model, 0))
