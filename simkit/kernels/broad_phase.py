@@ -14,15 +14,16 @@ Each step, on the device, in kernels that never leave it:
 3. ``sort_keys`` then ``bitonic_step`` (``log2(N) (log2(N) + 1) / 2`` launches over ``N``,
    the shape count rounded up to a power of two): the shapes sorted by their box's low
    end on that axis, ties by shape index.
-4. ``count_pairs``: each shape sweeps forward through the sorted list until a box starts
-   past its high end, and counts, for the first shape of every candidate ordered pair,
-   the pairs whose boxes overlap on all three axes and that pass ``collision_pairs``'s
-   rules (worlds, joints, collision masks, one orientation for a sphere).
-5. ``scan_counts`` (one thread), ``write_pairs`` (the same sweep, into each first shape's
-   segment) and ``order_pairs`` (each segment sorted by its second shape): the pair list
-   in ascending ``(a, b)`` order, the order of ``collision_pairs``, whatever order the
-   atomics handed out the slots in. The true number of pairs is kept even when it passes
-   the capacity (the pairs past it are dropped: :func:`broad_phase_overflow`).
+4. ``sweep_pass`` (counting): each shape sweeps forward through the sorted list until a
+   box starts past its high end, and counts, for the first shape of every candidate
+   ordered pair, the pairs whose boxes overlap on all three axes and that pass
+   ``collision_pairs``'s rules (worlds, joints, collision masks, one orientation for a
+   sphere).
+5. ``scan_counts`` (one thread), ``sweep_pass`` again (writing: the same sweep, into each
+   first shape's segment) and ``order_pairs`` (each segment sorted by its second shape):
+   the pair list in ascending ``(a, b)`` order, the order of ``collision_pairs``, whatever
+   order the atomics handed out the slots in. The true number of pairs is kept even when
+   it passes the capacity (the pairs past it are dropped: :func:`broad_phase_overflow`).
 
 The narrow phase (``listed_pair_contact``) runs one thread per slot of the list and
 stops past its count. A pair's friction anchors live in the slots of its place in the
@@ -227,9 +228,22 @@ def boxes_overlap(lo_i: Any, hi_i: Any, lo_k: Any, hi_k: Any) -> int:
     return result
 
 
+@sk.func
+def note_pair(write: int, pairs: pair_rows, start: ints, cursor: ints, a: int, b: int):
+    # Counting (write 0) and writing (write 1) pass through the very same sweep, so the
+    # counts and the written rows always agree.
+    slot = sk.atomic_add(cursor, a, 1)
+    if write == 1:
+        slot += start[a]
+        if slot < pairs.shape[0]:
+            pairs[slot, 0] = a
+            pairs[slot, 1] = b
+
+
 @sk.kernel(enable_backward=False)
-def count_pairs(order: ints, key: AnyArray, lo: AnyArray, hi: AnyArray, axis: ints, m: int, shapes: Any,
-                world: ints, group: ints, mask: ints, joint_lo: ints, joint_hi: ints, joint_count: int, count: ints):
+def sweep_pass(order: ints, key: AnyArray, lo: AnyArray, hi: AnyArray, axis: ints, m: int, shapes: Any,
+               world: ints, group: ints, mask: ints, joint_lo: ints, joint_hi: ints, joint_count: int,
+               write: int, start: ints, cursor: ints, pairs: pair_rows):
     # The sorted keys (key[t], the low ends on the sweep axis) stop the sweep without
     # reaching into the boxes of the shapes passed over.
     j = sk.tid()
@@ -244,14 +258,14 @@ def count_pairs(order: ints, key: AnyArray, lo: AnyArray, hi: AnyArray, axis: in
         if boxes_overlap(lo_i, hi_i, lo[k], hi[k]) == 1:
             if may_collide(shapes, world, group, mask, joint_lo, joint_hi, joint_count, i, k) == 1:
                 if points_against(shapes, i, k) == 1:
-                    sk.atomic_add(count, i, 1)
+                    note_pair(write, pairs, start, cursor, i, k)
                 if points_against(shapes, k, i) == 1:
-                    sk.atomic_add(count, k, 1)
+                    note_pair(write, pairs, start, cursor, k, i)
 
 
 @sk.kernel(enable_backward=False)
 def scan_counts(count: ints, n: int, start: ints, total: ints):
-    # One thread: the segment of each first shape; the counts are cleared for write_pairs.
+    # One thread: the segment of each first shape; the counts are cleared for the writing pass.
     s = 0
     for x in range(n):
         start[x] = s
@@ -259,36 +273,6 @@ def scan_counts(count: ints, n: int, start: ints, total: ints):
         count[x] = 0
     start[n] = s
     total[0] = s
-
-
-@sk.func
-def put_pair(pairs: pair_rows, start: ints, cursor: ints, capacity: int, a: int, b: int):
-    slot = start[a] + sk.atomic_add(cursor, a, 1)
-    if slot < capacity:
-        pairs[slot, 0] = a
-        pairs[slot, 1] = b
-
-
-@sk.kernel(enable_backward=False)
-def write_pairs(order: ints, key: AnyArray, lo: AnyArray, hi: AnyArray, axis: ints, m: int, shapes: Any,
-                world: ints, group: ints, mask: ints, joint_lo: ints, joint_hi: ints, joint_count: int, start: ints,
-                cursor: ints, pairs: pair_rows):
-    j = sk.tid()
-    i = order[j]
-    lo_i = lo[i]
-    hi_i = hi[i]
-    top = hi_i[axis[0]]
-    capacity = pairs.shape[0]
-    for t in range(j + 1, m):
-        if key[t] > top:
-            break
-        k = order[t]
-        if boxes_overlap(lo_i, hi_i, lo[k], hi[k]) == 1:
-            if may_collide(shapes, world, group, mask, joint_lo, joint_hi, joint_count, i, k) == 1:
-                if points_against(shapes, i, k) == 1:
-                    put_pair(pairs, start, cursor, capacity, i, k)
-                if points_against(shapes, k, i) == 1:
-                    put_pair(pairs, start, cursor, capacity, k, i)
 
 
 @sk.kernel(enable_backward=False)
@@ -443,9 +427,9 @@ def sweep_pairs(model, body_q: A.Array, pairs: A.Array, pair_count: A.Array) -> 
             block *= 2
         bp.count.zero_()
         sweep = [bp.order, bp.key, bp.lo, bp.hi, bp.axis, bp.m, *filters]
-        launch(k.count_pairs, bp.m, inputs=[*sweep, bp.count])
+        launch(k.sweep_pass, bp.m, inputs=[*sweep, 0, bp.start, bp.count, pairs])
         launch(scan_counts, 1, inputs=[bp.count, bp.n, bp.start, pair_count])
-        launch(k.write_pairs, bp.m, inputs=[*sweep, bp.start, bp.count, pairs])
+        launch(k.sweep_pass, bp.m, inputs=[*sweep, 1, bp.start, bp.count, pairs])
         launch(order_pairs, bp.n, inputs=[bp.start, pairs])
 
 

@@ -175,9 +175,10 @@ def test_a_pile_of_mixed_shapes_steps_to_the_same_states_with_the_sweep_as_with_
 
 
 def test_a_pile_of_boxes_settles_to_the_same_rest_with_the_sweep_as_with_the_static_list():
-    static, swept = run(pile("static", 24, boxes_only=True), 1500), run(pile("sweep", 24, boxes_only=True), 1500)
+    static, swept = run(pile("static", 24, boxes_only=True), 2000), run(pile("sweep", 24, boxes_only=True), 2000)
     np.testing.assert_array_equal(swept.body_q.numpy(), static.body_q.numpy())
-    assert np.abs(swept.body_qd.numpy()).max() < 0.05    # at rest on each other
+    # at rest on each other (at 1.5 s the last box is still sliding into place: 0.06 m/s)
+    assert np.abs(swept.body_qd.numpy()).max() < 0.01
     assert swept.body_q.numpy()[:, 1].max() > 0.15       # stacked, not spread flat
 
 
