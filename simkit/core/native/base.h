@@ -6,7 +6,12 @@
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define SK_CUDA 1
 #define SK_FUNC __device__ inline
-#define SK_USER_FUNC __device__ inline
+// A large user function stays out of line on the GPU too (its forward as well as its
+// derivatives, below): inlined, the body contact's shape dispatch (spheres, boxes,
+// capsules, meshes, convex hulls) made NVRTC take 615 s on open_contacts' forward and
+// adjoint module in CI; out of line 224 s (tangent 243 s -> 168 s). Small functions
+// (codegen.INLINE_STATEMENTS) still inline through SK_FUNC.
+#define SK_USER_FUNC __device__ __noinline__
 // The adjoint or tangent of a large user function stays out of line on the GPU: NVRTC
 // inlines every device function it can, and the adjoint of a contact function (which
 // replays its forward and calls the adjoints of the functions it calls) grew the body
