@@ -13,6 +13,7 @@ pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python (cuda.bindings) i
 
 import simkit as sk  # noqa: E402
 from simkit.core import codegen, compiler, nvrtc  # noqa: E402
+from simkit.core.cuda import module as cuda_module  # noqa: E402
 
 pytestmark = pytest.mark.cpu_only("compiles with NVRTC; launches nothing")
 
@@ -282,6 +283,25 @@ def test_whole_module_compiles_together():
     assert ".target sm_80" in ptx
     want = {name for k in KERNELS for name in nvrtc.entry_names(k)}
     assert _entries(ptx) == want
+
+
+def test_a_module_compiles_to_a_cubin_for_a_real_architecture():
+    """What a launch on an sm_90 GPU loads: device machine code (an ELF image) holding every entry."""
+    source = codegen.module_source([k.build_ir() for k in KERNELS], compiler.HEADER_NAME)
+    image = nvrtc.compile_cubin(source, "sm_90", name="test_nvrtc_cubin")
+    assert image[:4] == b"\x7fELF"
+    assert all(name.encode() in image for k in KERNELS for name in nvrtc.entry_names(k))
+
+
+def test_a_gpu_this_nvrtc_knows_gets_a_cubin_and_a_newer_one_ptx_for_the_newest_it_knows():
+    newest = max(nvrtc.supported_archs())
+    assert cuda_module.target_for("sm_90") == ("cubin", "sm_90")
+    assert cuda_module.target_for(f"sm_{newest + 9}") == ("ptx", f"sm_{newest}")
+
+
+def test_a_gpu_older_than_every_architecture_of_this_nvrtc_is_refused_naming_them():
+    with pytest.raises(RuntimeError, match=f"cannot build for sm_10; it supports sm_{min(nvrtc.supported_archs())}"):
+        cuda_module.target_for("sm_10")
 
 
 def test_compile_error_carries_the_log():
