@@ -59,8 +59,10 @@ from ..core import array as _array
 from ..core import launch as _launch
 from ..core import types as T
 from ..core.array import Array, _refuse_in_capture
+from ..core.config import config
 from ..core.errors import CompileError
 from .components import _component_shape, _components, _set_component
+from .tape_replay import TapeRecorder
 
 __all__ = ["function_jacobian", "jacobian_blocks"]
 
@@ -268,8 +270,68 @@ def _reverse_sweep(tape: Any) -> list:
     return items
 
 
-def _reverse(program: _Program, call: Callable, inputs: list[Array], outputs: list[Array], J: np.ndarray) -> None:
+class _RowSweeps:
+    """One reverse sweep per call, from the seeds' current values: the inputs' grads zeroed
+    (they accumulate), then ``tape.sweep``. The first call is recorded as it runs
+    (:class:`~simkit.core.step_cache.Recorder`: the adjoint launches, those of Python steps
+    recorded with ``record_func`` and what they allocate, the clears and the seeds) and later
+    calls replay that natively. Where it cannot be recorded (a GPU, a Python adjoint that
+    reads the host, debug mode) every call sweeps as Python, each run of adjoint launches
+    replayed as one captured graph."""
+
+    def __init__(self, tape: Any, seeds: dict, leaves: list) -> None:
+        self.tape, self.seeds, self.leaves = tape, seeds, leaves
+        self.program: Any = None
+        self.fallback: Callable[[], None] | None = None
+
+    def __call__(self) -> None:
+        if self.program is not None:
+            self.program.run()
+        elif self.fallback is not None:
+            self.fallback()
+        elif config.mode == "debug" or _launch.hooks or _array.recorders:
+            self.fallback = _captured_sweeps(self.tape, self.seeds)
+            self.fallback()
+        else:
+            self._record()
+
+    def _record(self) -> None:
+        rec = TapeRecorder()
+        _launch.hooks.append(rec)
+        _array.recorders.append(rec)
+        try:
+            rec.op("clear", self.leaves, None)
+            for g in self.leaves:
+                g._write(0)
+            self.tape.sweep(self.seeds)
+        finally:
+            _launch.hooks.remove(rec)
+            _array.recorders.remove(rec)
+        if rec.reason is None:
+            self.program = rec.program()
+        else:
+            self.fallback = _captured_sweeps(self.tape, self.seeds)
+
+
+def _captured_sweeps(tape: Any, seeds: dict) -> Callable[[], None]:
+    """Reverse sweeps as Python: the grads cleared and seeded one by one, each run of adjoint
+    launches replayed as one captured graph."""
     from ..core.capture import Graph, replay
+
+    sweep = _reverse_sweep(tape)
+    grads = [a.grad for a in tape.touched.values() if a.grad is not None]
+
+    def row() -> None:
+        for g in grads:  # leaves accumulate and intermediates must start from zero
+            g._write(0)
+        for a, seed in seeds.values():
+            a.grad._write(seed)
+        for item in sweep:
+            replay(item) if isinstance(item, Graph) else item()
+    return row
+
+
+def _reverse(program: _Program, call: Callable, inputs: list[Array], outputs: list[Array], J: np.ndarray) -> None:
     from .tape import Tape
 
     for a in inputs:
@@ -280,21 +342,22 @@ def _reverse(program: _Program, call: Callable, inputs: list[Array], outputs: li
         call()
     program.check(inputs, outputs)
     tape.check_overwrites()  # once: nothing runs between the rows but the adjoints
-    sweep = _reverse_sweep(tape)
-    grads = [a.grad for a in tape.touched.values() if a.grad is not None]
+    # every output that a launch carried an input's gradient to is seeded in each row, all but
+    # one component with zero; the others' rows stay zero
+    seeded = [o for o in outputs if o.requires_grad]
+    seeds = {id(o): (o, np.zeros(o._host_shape, o._np_dtype)) for o in seeded}
+    if not seeded:
+        return
+    row = _RowSweeps(tape, seeds, [a.grad for a in inputs])
     cols, rows = _offsets(inputs), _offsets(outputs)
     for o, out in enumerate(outputs):
-        if not out.requires_grad:
-            continue  # no recorded launch carried an input's gradient to it: its rows are zero
-        seed = np.zeros(out._host_shape, out._np_dtype)
+        if id(out) not in seeds:
+            continue
+        seed = seeds[id(out)][1]
         for r in range(_count(out)):
-            for g in grads:  # leaves accumulate and intermediates must start from zero
-                g._write(0)
             _set_component(seed, out.dtype, r, 1)
-            out.grad._write(seed)
+            row()
             _set_component(seed, out.dtype, r, 0)
-            for item in sweep:
-                replay(item) if isinstance(item, Graph) else item()
             for i, a in enumerate(inputs):
                 J[rows[o] + r, cols[i]:cols[i + 1]] = _components(a.grad)
 

@@ -53,7 +53,7 @@ from ..core.step_cache import Program, Recorder, hold
 from .tape import Tape, _Copy
 
 
-class _TapeRecorder(Recorder):
+class TapeRecorder(Recorder):
     """The recorder of a taped run: takes the adjoint launches of its backward, lets it
     allocate (what a step allocates under a Tape, and the grads the Tape gives, live as long
     as the recording), and notes the launches of each ``user`` call to check them before a
@@ -203,7 +203,7 @@ class TapedRun:
         return True
 
     def _record(self, objects: tuple, guard: Any, forward: Callable) -> Any:
-        rec = _TapeRecorder()
+        rec = TapeRecorder()
         for obj in objects:
             hold(obj)
 

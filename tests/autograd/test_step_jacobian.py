@@ -209,6 +209,25 @@ def test_the_function_runs_its_python_once_per_jacobian(mode):
     assert len(calls) == 1     # reverse: one recording, forward: one run then replays
 
 
+def test_reverse_rows_after_the_first_replay_its_recording_natively_with_the_same_numbers(monkeypatch):
+    from simkit.autograd import function_jacobian
+
+    step, inputs, outputs = pendulum_step()
+    sweeps, python_rows = [], []
+    sweep, captured = sk.Tape.sweep, function_jacobian._captured_sweeps
+    monkeypatch.setattr(sk.Tape, "sweep", lambda tape, seeds: (sweeps.append(1), sweep(tape, seeds)))
+    monkeypatch.setattr(function_jacobian, "_captured_sweeps", lambda *a: (python_rows.append(1), captured(*a))[1])
+    replayed = sk.autograd.jacobian(step, inputs, outputs, mode="reverse")
+    on_cpu = inputs[0].device == "cpu"
+    # 4 rows: the first swept (and recorded); on the CPU three native replays, on a GPU Python sweeps
+    assert (len(sweeps), len(python_rows)) == ((1, 0) if on_cpu else (1, 1))
+    monkeypatch.setattr(sk.config, "mode", "debug")   # debug mode sweeps every row as Python
+    swept = sk.autograd.jacobian(step, inputs, outputs, mode="reverse")
+    assert len(python_rows) == (1 if on_cpu else 2)
+    np.testing.assert_array_equal(replayed, swept)
+    assert np.abs(replayed[2:, :2]).max() > 0.05
+
+
 @pytest.mark.parametrize("mode", ["reverse", "forward"])
 def test_the_callers_arrays_end_as_one_step_leaves_them_with_their_grads_untouched(mode):
     step, inputs, outputs = pendulum_step()
