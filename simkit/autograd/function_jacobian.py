@@ -15,8 +15,10 @@ Modes:
 
 - ``"reverse"``: ``fn`` runs once under a :class:`~simkit.autograd.Tape`; then the tape's
   reverse sweep once per output component (a one-hot seed), the grads zeroed in between.
-  ``fn``'s Python runs once, and the sweep's adjoint launches are captured once
-  (``sk.capture``) and replayed natively per row.
+  ``fn``'s Python runs once. On the CPU the first row's sweep is recorded as it runs (its
+  adjoint launches, the Python adjoints of steps such as Featherstone's solve, the clearing
+  and seeding of grads) and every later row replays that natively; on a GPU and in debug
+  mode each row sweeps from Python, each run of adjoint launches replayed as one graph.
 - ``"forward"``: one forward-mode run (:class:`~simkit.autograd.JVP`) per input component,
   seeded one-hot. The first runs ``fn`` and records its launches and its writes outside
   kernels; the others put every array the run wrote back to its value before the run and
