@@ -211,6 +211,7 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
                 if not isinstance(v, ir.Var):
                     raise _NeedReturnSlots(self.ret_types)
                 returns.append(v)
+        ir.number_locally(self.all_vars, self.block)
         fir = ir.FunctionIR(self.name, self.cname, params, self.block, returns, self.ret_types or [],
                             self.is_kernel, self.file, self.fdef.lineno, self.source, self.all_vars, self.tid_dims,
                             list(self.structs_used), list(self.funcs_used), self.reads, self.writes,
@@ -251,7 +252,8 @@ class Builder(ExprMixin, AccessMixin, CallMixin):
             value = v
         else:
             value.name = name
-            value.cname = f"{ir.cpp_ident(name.lstrip('_'))}_{value.id}"
+            value.base = ir.cpp_ident(name.lstrip('_'))
+            value.cname = f"{value.base}_{value.id}"
         if isinstance(old, ir.Var) and not self.same_type(old, value):
             self.type_conflict(name, old, value, node)
         self.vars[name] = value

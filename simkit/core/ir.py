@@ -40,7 +40,7 @@ def cpp_ident(name: str) -> str:
 class Var:
     """A typed value; ``name`` is the Python name it was bound to, if any."""
 
-    __slots__ = ("id", "name", "type", "cname", "weak_origin", "loop_depth")
+    __slots__ = ("id", "name", "type", "cname", "base", "weak_origin", "loop_depth")
 
     def __init__(self, type: Any, name: str | None = None, cname: str | None = None):
         self.id = next(_ids)
@@ -48,10 +48,9 @@ class Var:
         self.type = type
         self.weak_origin: tuple | None = None  # (name, line) when initialised from a bare literal
         self.loop_depth = 0
-        if cname is None:
-            base = cpp_ident(name.lstrip("_")) if name else ""
-            cname = f"{base}_{self.id}" if base else f"_{self.id}"
-        self.cname = cname
+        # a generated C++ name is the base and a number, renumbered per function (number_locally)
+        self.base = None if cname is not None else cpp_ident(name.lstrip("_")) if name else ""
+        self.cname = cname if cname is not None else f"{self.base}_{self.id}" if self.base else f"_{self.id}"
 
     def __repr__(self):
         return f"Var({self.cname}: {getattr(self.type, '__name__', self.type)})"
@@ -117,6 +116,36 @@ class Loop:
     cond_block: Block | None = None  # while: statements computing `cond`
     cond: Any = None
     id: int = field(default_factory=lambda: next(_ids))
+
+
+def number_locally(variables: list, block: Block) -> None:
+    """Number the generated C++ names of one function's ``variables`` (in the order they were
+    made) and its loops from 0, so its C++ text does not depend on what the process compiled
+    before: the same kernel gives the same source, and so the same cache key, in every process.
+
+    Example::
+
+        number_locally(builder.all_vars, builder.block)    # x_1042 -> x_3, L1050_n -> L0_n
+    """
+    taken = {v.cname for v in variables if v.base is None}  # a parameter may be called x_3
+    for k, v in enumerate(variables):
+        if v.base is not None:
+            v.cname = f"{v.base}_{k}" if v.base else f"_{k}"
+            while v.cname in taken:
+                v.cname += "_"
+    loops = itertools.count()
+
+    def walk(b: Block) -> None:
+        for s in b.stmts:
+            if isinstance(s, If):
+                walk(s.then)
+                walk(s.orelse)
+            elif isinstance(s, Loop):
+                s.id = next(loops)
+                if s.cond_block is not None:
+                    walk(s.cond_block)
+                walk(s.body)
+    walk(block)
 
 
 @dataclass

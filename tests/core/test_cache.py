@@ -170,20 +170,42 @@ BRANCHY = textwrap.dedent('''
         else:
             y = y - 1.0
             x = x - 3.0
+        for k in range(int(y)):
+            x = x + twice(y)
         b[i] = (x if y > 0.0 else -x) + y
 
+    if os.environ["EARLIER"]:   # another kernel (and its function) built first, as a bigger program would
+        other.source()
     print(branchy.source())
+''')
+
+BEFORE_BRANCHY = textwrap.dedent('''
+    import simkit as sk
+
+    @sk.func
+    def twice(v: float) -> float:
+        w = v + v
+        return w
+
+    @sk.kernel
+    def other(a: sk.array(dtype=float)):
+        i = sk.tid()
+        t = a[i] * 3.0
+        for j in range(3):
+            t = t + twice(t)
+        a[i] = t
 ''')
 
 
 def test_generated_source_is_the_same_in_every_process(tmp_path):
-    # Names that depend on id() or on set order would change the cache key each run.
-    script = tmp_path / "branchy.py"
-    script.write_text(BRANCHY)
+    # Names that depend on id(), on set order or on what the process built before would change
+    # the cache key from one run to the next, and a warm cache would compile again.
     sources = set()
-    for seed in ("1", "2", "3"):
-        env = dict(os.environ, PYTHONHASHSEED=seed)
+    script = tmp_path / "branchy.py"
+    script.write_text(BEFORE_BRANCHY + BRANCHY.replace("import simkit as sk\n", "import os\n"))
+    for seed, earlier in (("1", ""), ("2", ""), ("3", "1")):
+        env = dict(os.environ, PYTHONHASHSEED=seed, EARLIER=earlier)
         run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
         assert run.returncode == 0, run.stderr
         sources.add(run.stdout)
-    assert len(sources) == 1
+    assert len(sources) == 1 and "twice" in sources.pop()
