@@ -67,6 +67,18 @@ def module_key(source: str, kind: str, arch: str, options: tuple[str, ...]) -> s
     return h.hexdigest()[:24]
 
 
+def image_name(module_name: str, tangent: bool = False) -> str:
+    """The name a Python module's GPU build carries (NVRTC's program, the cached file): its
+    dotted name as an identifier, the last 40 characters (32 and ``_tangent`` for its tangent module).
+
+    Example::
+
+        image_name("simkit.kernels.springs.float32")    # 'simkit_kernels_springs_float32'
+    """
+    name = "".join(c if c.isalnum() else "_" for c in module_name)
+    return name[-32:] + "_tangent" if tangent else name[-40:]
+
+
 def build(source: str, name: str, arch: str) -> tuple[bytes, str]:
     """The image (cubin bytes, or NUL-terminated PTX) of ``source`` for a GPU of ``arch``, from the cache
     when it is there; returns ``(image, kind)``.
@@ -198,8 +210,7 @@ def load_tangent(kernel: Any, ctx: Context) -> tuple[CudaModule, Any]:
             continue  # a neighbour without a tangent rule refuses when it is used itself
         ok.append((k, fir))
     source = codegen_tangent.tangent_module_source([fir for _k, fir in ok])
-    name = "".join(c if c.isalnum() else "_" for c in kernel.module.name)[-32:] + "_tangent"
-    image, kind = build(source, name, ctx.arch)
+    image, kind = build(source, image_name(kernel.module.name, tangent=True), ctx.arch)
     module = CudaModule(ctx, image, kind, [k for k, _f in ok], [f for _k, f in ok], kernel.module.name)
     for k, fir in ok:
         k._cuda_tangent_loaded[key] = (module, fir)
@@ -219,8 +230,7 @@ def load(kernel: Any, ctx: Context) -> tuple[CudaModule, Any]:
         return entry
     batch, irs = kernel.module.batch(kernel, lambda k: key in k._cuda_loaded)
     source = codegen.module_source(irs, compiler.HEADER_NAME)
-    name = "".join(c if c.isalnum() else "_" for c in kernel.module.name)[-40:]
-    image, kind = build(source, name, ctx.arch)
+    image, kind = build(source, image_name(kernel.module.name), ctx.arch)
     module = CudaModule(ctx, image, kind, batch, irs, kernel.module.name)
     for k, fir in zip(batch, irs):
         k._cuda_loaded[key] = (module, fir)
