@@ -49,26 +49,43 @@ def set_scaled(theta: AnyArray, base: Any, first: int, out: AnyArray):
     out[first + sk.tid()] = base * sk.exp(theta[0])
 
 
+# Losses of a center: a body's origin, a particle, or the mean of a body's particles. Those that
+# need no intermediate center array allocate nothing, so a run that evaluates them can replay.
+
+@sk.func
+def masked_square(d: Any, mask: Any):
+    return mask[0] * d[0] * d[0] + mask[1] * d[1] * d[1] + mask[2] * d[2] * d[2]
+
+
 @sk.kernel
 def particle_center(q: AnyArray, first: int, weight: Any, center: AnyArray):
     sk.atomic_add(center, 0, weight * q[first + sk.tid()])
 
 
 @sk.kernel
-def body_center(body_q: AnyArray, body: int, center: AnyArray):
-    X = body_q[body]
-    sk.atomic_add(center, 0, X.p)
-
-
-@sk.kernel
 def squared_distance(center: AnyArray, target: Any, mask: Any, loss: AnyArray):
-    d = center[0] - target
-    sk.atomic_add(loss, 0, mask[0] * d[0] * d[0] + mask[1] * d[1] * d[1] + mask[2] * d[2] * d[2])
+    sk.atomic_add(loss, 0, masked_square(center[0] - target, mask))
 
 
 @sk.kernel
-def minus_travel(center: AnyArray, start: Any, direction: Any, loss: AnyArray):
-    sk.atomic_add(loss, 0, -sk.dot(center[0] - start, direction))
+def point_distance(q: AnyArray, index: int, target: Any, mask: Any, loss: AnyArray):
+    sk.atomic_add(loss, 0, masked_square(q[index] - target, mask))
+
+
+@sk.kernel
+def body_distance(body_q: AnyArray, body: int, target: Any, mask: Any, loss: AnyArray):
+    sk.atomic_add(loss, 0, masked_square(body_q[body].p - target, mask))
+
+
+@sk.kernel
+def particle_travel(q: AnyArray, first: int, weight: Any, start: Any, direction: Any, loss: AnyArray):
+    # the travel of the mean is the weighted sum of each particle's (weights summing to 1)
+    sk.atomic_add(loss, 0, -weight * sk.dot(q[first + sk.tid()] - start, direction))
+
+
+@sk.kernel
+def body_travel(body_q: AnyArray, body: int, start: Any, direction: Any, loss: AnyArray):
+    sk.atomic_add(loss, 0, -sk.dot(body_q[body].p - start, direction))
 
 
 @sk.overload_types

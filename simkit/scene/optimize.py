@@ -223,18 +223,21 @@ class SceneLoss:
             self.direction = self.vec3(*spec["direction"])
 
     def __call__(self, state: State, out: A.Array) -> None:
-        model = self.scene.model
-        center = A.zeros(1, dtype=self.vec3, device=model.device)
-        if self.body.body >= 0:
-            launch(self.kernels.body_center, 1, inputs=[state.body_q, self.body.body, center])
-        else:
-            n = len(self.body.particles)
-            launch(self.kernels.particle_center, n, inputs=[state.particle_q, self.body.particles.start, 1.0 / n,
-                                                            center])
-        if self.spec["kind"] == "position":
-            launch(self.kernels.squared_distance, 1, inputs=[center, self.target, self.mask, out])
-        else:
-            launch(self.kernels.minus_travel, 1, inputs=[center, self.start, self.direction, out])
+        k, body = self.kernels, self.body.body
+        first, n = self.body.particles.start, len(self.body.particles)
+        if self.spec["kind"] == "travel":
+            if body >= 0:
+                launch(k.body_travel, 1, inputs=[state.body_q, body, self.start, self.direction, out])
+            else:
+                launch(k.particle_travel, n, inputs=[state.particle_q, first, 1.0 / n, self.start, self.direction, out])
+        elif body >= 0:
+            launch(k.body_distance, 1, inputs=[state.body_q, body, self.target, self.mask, out])
+        elif n == 1:
+            launch(k.point_distance, 1, inputs=[state.particle_q, first, self.target, self.mask, out])
+        else:  # the squared distance of a mean needs the mean first
+            center = A.zeros(1, dtype=self.vec3, device=self.scene.model.device)
+            launch(k.particle_center, n, inputs=[state.particle_q, first, 1.0 / n, center])
+            launch(k.squared_distance, 1, inputs=[center, self.target, self.mask, out])
 
     def value(self, state: State) -> float:
         """The loss of ``state`` (no Tape).
