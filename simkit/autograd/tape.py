@@ -269,9 +269,11 @@ class Tape:
             # a copy: the seed may be the grad of an array this backward clears first
             if SA.is_struct(a.dtype):  # structured data, its fields checked by name (struct_array.host_data)
                 data = SA.host_data(seed, a.dtype, f"the seed of {_describe(a)}")
+            elif self._live_seed(a, seed):
+                data = seed   # read when the sweep writes it, so a replayed sweep reads it then
             else:
                 data = np.array(seed.numpy() if isinstance(seed, Array) else seed, dtype=a._np_dtype, copy=True)
-            if data.shape != a._host_shape:
+            if (data._host_shape if isinstance(data, Array) else data.shape) != a._host_shape:
                 raise ValueError(f"seed of shape {data.shape} does not match {_describe(a)}: its seed has the "
                                  f"shape of its .numpy(), {a._host_shape}")
             seeds[id(a)] = (a, data)
@@ -282,6 +284,13 @@ class Tape:
                 raise ValueError(f"cannot seed {_describe(a)}: it does not depend on any array that requires "
                                  "grad, so every gradient would be zero (set requires_grad=True on an input)")
         return seeds
+
+    def _live_seed(self, a: Array, seed: Any) -> bool:
+        """Whether the sk array ``seed`` of ``a`` can be read when the sweep writes it rather than
+        copied now: host memory of ``a``'s element type and shape, and no grad of this tape, which
+        the sweep could clear or accumulate into before reading it."""
+        return isinstance(seed, Array) and seed._np is not None and seed.dtype == a.dtype \
+            and seed._host_shape == a._host_shape and all(seed is not t._grad for t in self.touched.values())
 
     def sweep(self, seeds: dict) -> None:
         """The reverse sweep of :meth:`backward` for checked ``seeds`` (:meth:`seeds`): refuse
@@ -304,7 +313,7 @@ class Tape:
         for a, data in seeds.values():
             if _array.recorders:
                 _array.recorders[-1].op("seed", a.grad, data)
-            a.grad._write(data)
+            a.grad._write(data._np if isinstance(data, Array) else data)
         copied = []
         for e in reversed(self.entries):
             if isinstance(e, _Func):

@@ -129,6 +129,13 @@ def _free() -> bool:
     return not (L.hooks or D.state.capturing or A.recorders)
 
 
+def _seeds(tape: Tape, seeds: Any) -> dict:
+    """The checked seeds of a run's backward: a one-element loss array is seeded with 1; a
+    function of the Tape gives ``backward``'s ``grads`` (sk arrays on the CPU are read when the
+    sweep writes them, so a replay seeds from their values then)."""
+    return tape.seeds(loss=seeds) if isinstance(seeds, A.Array) else tape.seeds(grads=seeds(tape))
+
+
 class TapedRun:
     """One recorded taped run; see the module documentation.
 
@@ -159,8 +166,10 @@ class TapedRun:
         self._seen = None
 
     def run(self, objects: tuple, guard: Any, forward: Callable) -> tuple[Any, bool]:
-        """``forward(user)`` under a Tape, then backward from the one-element loss it returns
-        first; or the replay of what the last such call did. Returns what ``forward``
+        """``forward(user)`` under a Tape, then backward from what it returns first: a
+        one-element loss array (seeded with 1), or a function ``seeds(tape)`` giving the
+        ``grads`` of :meth:`~simkit.autograd.Tape.backward` (its sk array seeds are among
+        ``objects``); or the replay of what the last such call did. Returns what ``forward``
         returned second, and whether it was a replay.
 
         Example::
@@ -177,8 +186,8 @@ class TapedRun:
             return self._record(objects, guard, forward), False
         tape = Tape()
         with tape:
-            loss, out = forward(lambda fn, *args: fn(*args))
-        tape.backward(loss=loss)
+            seeds, out = forward(lambda fn, *args: fn(*args))
+        tape.sweep(_seeds(tape, seeds))
         self._seen = (key, mutation.count[0])
         return out, False
 
@@ -221,10 +230,10 @@ class TapedRun:
         A.recorders.append(rec)
         try:
             with tape:
-                loss, out = forward(user)
+                seeds, out = forward(user)
             if any(isinstance(e, _Copy) for e in tape.entries):
                 rec.fail("it copies an array that requires grad (clone/copy/assign), whose adjoint runs on the host")
-            tape.sweep(tape.seeds(loss=loss))
+            tape.sweep(_seeds(tape, seeds))
         finally:
             L.hooks.remove(rec)
             A.recorders.remove(rec)

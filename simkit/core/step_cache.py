@@ -48,6 +48,18 @@ from .capture import Graph
 from .config import config
 
 
+# what hold() passes over at once: values with nothing in them a setter could change in place
+_UNHELD = frozenset({A.Array, int, float, bool, str, type(None)})
+
+
+@functools.cache
+def _value_fields(struct_type: type) -> tuple[str, ...]:
+    """The fields of a struct type that hold values hold() marks (vectors, matrices, structs);
+    an array field is a header, replaced only through the struct's setter."""
+    return tuple(name for name, t in struct_type._sk_fields.items() if getattr(t, "_sk_kind", None) != "array"
+                 and not isinstance(t, T.ScalarType))
+
+
 def hold(v: Any, depth: int = 2) -> None:
     """Mark every struct and vector/matrix value reachable from ``v`` (through struct fields,
     and ``depth`` levels of attributes, lists and dicts) as held by a recording: changing one
@@ -58,12 +70,16 @@ def hold(v: Any, depth: int = 2) -> None:
 
         hold(model)     # model.gravity[2] = -1.62 now makes its recorded steps record again
     """
+    t = type(v)
+    if t in _UNHELD:
+        return
     if isinstance(v, T.Composite):
         object.__setattr__(v, "_held", True)
-    elif getattr(type(v), "_sk_kind", None) == "struct":
+    elif getattr(t, "_sk_kind", None) == "struct":
         object.__setattr__(v, "_held", True)
-        for x in v._values.values():
-            hold(x, 0)
+        values = v._values
+        for name in _value_fields(t):
+            hold(values.get(name), 0)
     elif depth and isinstance(v, (list, tuple)):
         for x in v:
             hold(x, depth - 1)
@@ -178,8 +194,8 @@ def _callable(item) -> Callable[[], None]:
         return _zeroer(a)
     if name == "clear":
         return _clearer(a)
-    if name == "seed":
-        return functools.partial(a._write, arg)
+    if name == "seed":   # host data, or an sk array read at each replay
+        return functools.partial(a._write, arg._np if isinstance(arg, A.Array) else arg)
     if name == "call":
         return arg
     return functools.partial(getattr(a, name), arg)

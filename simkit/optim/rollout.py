@@ -53,6 +53,7 @@ from ..core import launch as _launch
 from ..core import types as T
 from ..core.array import Array, clone, copy, zeros
 from ..sim.model import Control, Model, State
+from ..sim.replay import reserve_steps
 from ..sim.stability import BoundCheck, StabilityCheck
 from ..sim.validate import normal_in
 
@@ -184,7 +185,11 @@ class Rollout:
     stability ``check``. It never replays on a GPU, in debug mode, with
     ``Featherstone(contact="constraint")`` (its backward branches on the contact count on the
     host), or when a loss reads arrays on the host; ``replay_reason`` says why, ``replays``
-    counts the runs that replayed. Checkpointed runs go through the Tape every time.
+    counts the runs that replayed. A checkpointed run replays the same way, piece by piece:
+    its forward pass steps through replayed steps (the integrator keeps two per frame), and
+    each backward segment (recomputing its frames and backpropagating from the gradient the
+    next segment left at its end) is recorded on the second run and replayed from the third,
+    under the same rules; the stability ``check`` runs in the forward pass and stops nothing.
 
     ``peak_bytes`` (after a run): the most bytes of array data and grads the rollout held
     alive at once. Counted: every State it allocated (positions, velocities and forces of
@@ -247,6 +252,14 @@ class Rollout:
         self._full_loss: Array | None = None
         self._taped = TapedRun()
         self._bound: BoundCheck | None = None
+        # checkpointed runs: the recordings of the backward segments (segments over the same
+        # objects share one), kept between runs with the segment loss and seeds they bake in,
+        # and whether each segment saw a grad not its own
+        self._segments: dict[tuple, TapedRun] = {}
+        self._foreign: list[bool] = []
+        self._segment_loss: Array | None = None
+        self._seeds: dict | None = None
+        self._segment_replays = 0
 
     def _check_control(self, control: Any) -> list:
         if control is None or isinstance(control, Control):
@@ -266,24 +279,27 @@ class Rollout:
 
     @property
     def replays(self) -> int:
-        """How many full-tape runs replayed a recording instead of running the Tape (see
-        the class documentation).
+        """How many runs replayed their recordings instead of running the Tape (a checkpointed
+        run counts when every segment's backward replayed; see the class documentation).
 
         Example::
 
             rollout.replays        # 8 after 10 runs over the same initial state
         """
-        return self._taped.replays
+        return self._taped.replays if self.checkpoint_every is None else self._segment_replays
 
     @property
     def replay_reason(self) -> str | None:
-        """Why the last recorded run cannot replay (None when it can, or before any recording).
+        """Why the last recorded run (or backward segment) cannot replay (None when it can, or
+        before any recording).
 
         Example::
 
             rollout.replay_reason  # "it reads an array's contents on the host (float64(25, 3))"
         """
-        return self._taped.reason
+        if self.checkpoint_every is None:
+            return self._taped.reason
+        return next((r.reason for r in self._segments.values() if r.reason is not None), None)
 
     @property
     def segments(self) -> int:
@@ -401,8 +417,13 @@ class Rollout:
         model, h, k = self.model, self.dt / self.substeps, self.checkpoint_every
         pool = self._ensure_pool()
         loss = self._new_loss()
-        segment_loss = self._new_loss()
-        seeds = {name: zeros(a.shape, dtype=a.dtype, device=a.device) for name, a in _integrated(state)}
+        segment_loss = self._segment_loss = self._segment_loss or self._new_loss()
+        seeds = self._seeds = self._seeds or {name: zeros(a.shape, dtype=a.dtype, device=a.device)
+                                              for name, a in _integrated(state)}
+        replayable = getattr(self.integrator, "replays_taped", None)
+        replayable = replayable is not None and replayable(model)
+        if replayable:   # two states per frame whose control is its own, so the steps replay run after run
+            reserve_steps(self.integrator, 2 * len({id(c) for c in self.controls}) + 2)
 
         # forward: two alternating states, a copy of the integrated fields every k frames
         checkpoints: list[dict[str, Array] | None] = [None]
@@ -425,51 +446,94 @@ class Rollout:
         final = self._detached(cur)
         own = [pool, checkpoints, loss, segment_loss, seeds]
         self.peak_bytes = held_bytes(*own)
-
-        # backward: segments from last to first, each recomputed under its own tape
         own_ids = {id(a) for a in held_arrays(*own)}
-        foreign_grad = False
+
+        # backward: segments from last to first, each recomputed under its own tape (or its replay)
         last = len(checkpoints) - 1
+        if len(self._foreign) != last + 1:
+            self._segments.clear()
+            self._foreign = [False] * (last + 1)
+        replays = 0
         for seg in range(last, -1, -1):
-            for a in held_arrays(pool):
+            start = state if seg == 0 else pool[0]
+            for a in held_arrays(start):  # the start is a leaf: its grad would accumulate
                 if a.grad is not None:
                     a.grad.zero_()
-            segment_loss.zero_()
-            if seg == 0:
-                start = state
-            else:
-                start = pool[0]
+            if seg:
                 for name, a in _integrated(start):
                     a.assign(checkpoints[seg][name])
-            tape = Tape()
-            with tape:
-                cur, j = start, 0
-                for frame in range(seg * k, min(seg * k + k, self.steps)):
-                    for _ in range(self.substeps):
-                        j += 1
-                        self.integrator.step(model, cur, pool[j], self.controls[frame], h)
-                        cur = pool[j]
-                    if self.frame_loss is not None:
-                        self.frame_loss(frame + 1, cur, segment_loss)
-                if seg == last and self.loss is not None:
-                    self.loss(cur, segment_loss)
-            # the gradient that reached the start of the next segment flows into this one's end
-            # through every integrated field this segment wrote and made depend on a grad
-            grads: dict = {}
-            if seg == last or self.frame_loss is not None:
-                grads[segment_loss] = np.ones(1)
-            if seg != last:
-                for name, a in _integrated(cur):
-                    if a.requires_grad and id(a) in tape.touched:
-                        grads[a] = seeds[name]
-            foreign_grad = foreign_grad or any(a.requires_grad and id(a) not in own_ids
-                                               for a in tape.touched.values())
-            if seg == 0 and not foreign_grad:
-                raise ValueError(_NOTHING_REQUIRES_GRAD)
-            tape.backward(grads=grads)
-            self.peak_bytes = max(self.peak_bytes, held_bytes(*own))
+            frames = range(seg * k, min(seg * k + k, self.steps))
+            forward, tape_seeds = self._segment(seg, last, start, pool, frames, segment_loss, own_ids)
+            if replayable:
+                objects = (model, self.integrator, start, segment_loss, *seeds.values(), *pool[1:],
+                           *(self.controls[f] for f in frames))
+                # what the segment's Python depends on besides its objects: a frame loss is told the frame
+                guard = (seg == 0, seg == last, frames if self.frame_loss is not None else len(frames),
+                         self.steps, self.substeps, self.dt, self.loss, self.frame_loss)
+                _, replayed = self._segment_run(objects, guard).run(objects, guard, forward)
+                replays += replayed
+            else:
+                tape = Tape()
+                with tape:
+                    forward(lambda fn, *args: fn(*args))
+                tape.backward(grads=tape_seeds(tape))
+                replayed = False
+            if not replayed:   # a replay allocates nothing
+                self.peak_bytes = max(self.peak_bytes, held_bytes(*own))
             if seg:
                 for name, a in _integrated(start):
                     if a.grad is not None:  # the contacts' stuck flags are integers: no gradient
                         copy(seeds[name], a.grad)
+        self._segment_replays += replays == last + 1
         return value, final
+
+    def _segment_run(self, objects: tuple, guard: tuple) -> TapedRun:
+        """The recording of the backward segments over ``objects`` and ``guard``: one for all the
+        middle segments of a rollout with one control and no frame loss, one per segment otherwise;
+        as many kept as there are segments (a new initial state each run leaves old ones behind)."""
+        key = (tuple(map(id, objects)), guard)
+        run = self._segments.pop(key, None) or TapedRun()
+        self._segments[key] = run   # most recently used last
+        while len(self._segments) > len(self._foreign):
+            del self._segments[next(iter(self._segments))]
+        return run
+
+    def _segment(self, seg: int, last: int, start: State, pool: list[State], frames: range, segment_loss: Array,
+                 own_ids: set) -> tuple[Callable, Callable]:
+        """``(forward(user), seeds(tape))`` of one backward segment: the steps of ``frames`` from
+        ``start`` through the pool with their losses, and the seeds of its backward: 1 on its loss,
+        and on every integrated field of its end that depends on a grad, the gradient that reached
+        the start of the next segment (``self._seeds``)."""
+        model, h = self.model, self.dt / self.substeps
+
+        def forward(user):
+            segment_loss.zero_()
+            cur, j = start, 0
+            for frame in frames:
+                for _ in range(self.substeps):
+                    j += 1
+                    self.integrator.step(model, cur, pool[j], self.controls[frame], h)
+                    cur = pool[j]
+                if self.frame_loss is not None:
+                    user(self.frame_loss, frame + 1, cur, segment_loss)
+            if seg == last and self.loss is not None:
+                user(self.loss, cur, segment_loss)
+            return seeds_of, None
+
+        def seeds_of(tape: Tape) -> dict:
+            grads: dict = {}
+            if seg == last or self.frame_loss is not None:
+                grads[segment_loss] = np.ones(1)
+            if seg != last:
+                end = pool[j_end]
+                for name, a in _integrated(end):
+                    if a.requires_grad and id(a) in tape.touched:
+                        grads[a] = self._seeds[name]
+            # segments that replay keep what they saw when they were recorded
+            self._foreign[seg] = any(a.requires_grad and id(a) not in own_ids for a in tape.touched.values())
+            if seg == 0 and not any(self._foreign):
+                raise ValueError(_NOTHING_REQUIRES_GRAD)
+            return grads
+
+        j_end = len(frames) * self.substeps
+        return forward, seeds_of

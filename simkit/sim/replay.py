@@ -116,12 +116,34 @@ def replayed_step(integrator: Replayed, body: Callable, model, state_in, state_o
         body(model, state_in, state_out, control, dt)
         return
     if cache is None:
-        cache = StepCache()
-        object.__setattr__(integrator, "_replay_cache", cache)  # a cache, not a setting: no mutation
+        cache = _cache_of(integrator)
     extra = () if guard is None else guard(state_in)
     if cache.run((model, state_in, state_out, control), (dt, extra),
                  lambda: body(model, state_in, state_out, control, dt)) and after is not None:
         after(state_in, state_out, extra)
+
+
+def _cache_of(integrator: Replayed) -> StepCache:
+    cache = integrator.__dict__.get("_replay_cache")
+    if cache is None:
+        cache = StepCache()
+        object.__setattr__(integrator, "_replay_cache", cache)  # a cache, not a setting: no mutation
+    return cache
+
+
+def reserve_steps(integrator: Any, n: int) -> None:
+    """Let ``integrator`` keep the recordings of at least ``n`` sets of step arguments (4 by
+    default, enough for a ping-pong loop): a rollout whose control changes every frame steps
+    over two per frame, and would otherwise record them again on every run. Does nothing for an
+    integrator whose steps do not replay.
+
+    Example::
+
+        reserve_steps(integrator, 2 * frames + 2)
+    """
+    if isinstance(integrator, Replayed):
+        cache = _cache_of(integrator)
+        cache.size = max(cache.size, n)
 
 
 def _particle_contact(model) -> bool:
