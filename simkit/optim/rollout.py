@@ -456,10 +456,10 @@ class Rollout:
         replays = 0
         for seg in range(last, -1, -1):
             start = state if seg == 0 else pool[0]
-            for a in held_arrays(start):  # the start is a leaf: its grad would accumulate
-                if a.grad is not None:
-                    a.grad.zero_()
-            if seg:
+            if seg:   # the pool's start is a leaf of each segment: its grad would accumulate
+                for a in held_arrays(start):
+                    if a.grad is not None:
+                        a.grad.zero_()
                 for name, a in _integrated(start):
                     a.assign(checkpoints[seg][name])
             frames = range(seg * k, min(seg * k + k, self.steps))

@@ -118,3 +118,14 @@ def test_a_new_initial_state_each_run_still_replays_the_later_segments(model):
     assert rollout.replay_reason is None
     for r in results[1:]:
         assert r.loss == results[0].loss
+
+
+def test_gradients_accumulate_into_the_initial_state_across_runs_as_tape_backward_does(model):
+    loss = Loss(model)
+    rollout = sk.optim.Rollout(model, sk.sim.SemiImplicitEuler(), steps=12, substeps=3, dt=3e-3, loss=loss.final,
+                               checkpoint_every=3)
+    s0 = model.state(requires_grad=True)
+    once = rollout.run(s0, wrt=[s0.particle_qd]).grads[0]
+    for _ in range(3):    # the later runs record and replay
+        total = rollout.run(s0, wrt=[s0.particle_qd]).grads[0]
+    np.testing.assert_allclose(total, 4.0 * once, rtol=1e-12)
