@@ -138,9 +138,9 @@ def simkit_contenders(path: str) -> dict:
     model = ant_model(path, sk.float32, worlds=WORLDS)
     s0, s1 = standing(model, 300), model.state()
 
-    def many(n, model=model, s0=s0, s1=s1):
+    def many(n, model=model, s0=s0, s1=s1, integrator=sk.sim.Featherstone()):
         for _ in range(n):
-            sk.sim.Featherstone().step(model, s0, s1, None, DT)
+            integrator.step(model, s0, s1, None, DT)
         s1.joint_q.numpy()
 
     out[f"simkit float32 forward, {WORLDS} ants in one model, per ant"] = many
@@ -166,17 +166,18 @@ def simkit_contenders(path: str) -> dict:
     out["simkit float64 rollout+backward"] = backward
 
     def replayed(n):
-        # the optimization loop's way: one Rollout run again over the same initial state,
-        # which replays its recorded forward and backward from the third run
-        s0 = model.state(requires_grad=True)
-        for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
-            sk.copy(getattr(s0, name), getattr(start, name))
+        # the optimization loop's way: one Rollout run again over the same initial state (new
+        # values written into it), which replays its recorded forward and backward from the third run
+        s0 = replayed.s0
         for _ in range(n):
+            for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
+                sk.copy(getattr(s0, name), getattr(start, name))
             s0.joint_qd.grad.zero_()
             replayed.rollout.run(s0)
         s0.joint_qd.grad.numpy()
 
     replayed.rollout = sk.optim.Rollout(model, sk.sim.Featherstone(), steps=ROLLOUT, dt=DT, loss=torso_position)
+    replayed.s0 = model.state(requires_grad=True)
     out["simkit float64 rollout+backward, Rollout.run replayed"] = replayed
     out["simkit float64 rollout+backward, constraint contact"] = lambda n: backward(n, "constraint")
     return out

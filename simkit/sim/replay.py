@@ -51,7 +51,12 @@ class Replayed:
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
-        mutation.count[0] += 1  # a setting (friction_scale, iterations, ...) a recorded step baked in
+        # a setting (friction_scale, iterations, ...) its recorded steps, or a taped run that
+        # holds it, baked in; an integrator being made (or one that never recorded) counts nothing,
+        # so making one leaves every other recording alone
+        d = self.__dict__
+        if "_replay_cache" in d or "_held" in d:
+            mutation.count[0] += 1
 
     def __getstate__(self) -> dict:
         # pickling or copying an integrator copies its settings, not its recordings (native

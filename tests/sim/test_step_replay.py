@@ -367,3 +367,14 @@ def test_stepping_the_same_pair_of_ant_states_replays_from_the_fourth_step(conta
         integrator.step(model, a, b, None, DT)
     (entry,) = integrator.recorded_steps()
     assert entry.replays == 7                   # the first places a fresh state_in, the third records
+
+
+def test_making_another_integrator_leaves_the_recorded_steps_replaying():
+    model, integrator = cloth(), sk.sim.SemiImplicitEuler()
+    a, b = model.state(), model.state()
+    for k in range(6):
+        integrator.step(model, a, b, None, DT)
+        a, b = b, a
+        sk.sim.XPBD(iterations=2)        # as a loop making a throwaway integrator would
+    assert sum(e.replays for e in integrator.recorded_steps()) == 2   # steps 5 and 6: a, b and b, a
+
