@@ -48,6 +48,7 @@ from ..core import array as A
 from ..core import device as D
 from ..core import launch as L
 from ..core import mutation
+from ..core.array_base import grad_changes
 from ..core.config import config
 from ..core.step_cache import Program, Recorder, hold
 from .tape import Tape, _Copy
@@ -117,7 +118,7 @@ class _Checker:
 
 
 class _Recording:
-    __slots__ = ("objects", "guard", "epoch", "program", "users", "arrays", "grads", "out", "mode")
+    __slots__ = ("objects", "guard", "epoch", "program", "users", "arrays", "grads", "grad_epoch", "out", "mode")
 
 
 def _grads(arrays: list) -> list:
@@ -193,9 +194,12 @@ class TapedRun:
 
     def _replayable(self, r: _Recording, objects: tuple, guard: Any) -> bool:
         if r.epoch != mutation.count[0] or r.guard != guard or len(objects) != len(r.objects) \
-                or any(a is not b for a, b in zip(objects, r.objects)) or r.mode != config.mode \
-                or not _free() or _grads(r.arrays) != r.grads:
+                or any(a is not b for a, b in zip(objects, r.objects)) or r.mode != config.mode or not _free():
             return False
+        if r.grad_epoch != grad_changes[0]:   # some grad changed somewhere: are the run's own as recorded?
+            if _grads(r.arrays) != r.grads:
+                return False
+            r.grad_epoch = grad_changes[0]
         for fn, args, launches in r.users:
             checker = _Checker(launches)
             L.hooks.append(checker)
@@ -250,6 +254,7 @@ class TapedRun:
         r.users = rec.users
         r.arrays = list(tape.touched.values())
         r.grads = _grads(r.arrays)
+        r.grad_epoch = grad_changes[0]
         r.out = out
         self._rec = r
         return out

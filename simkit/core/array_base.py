@@ -110,6 +110,9 @@ def _written(a: "Array", source: "Array | None") -> None:
 # and hears what the step does to arrays outside kernels: ``read(a)`` for a host read of the
 # contents, ``op(name, a, arg)`` for zero_/fill_/assign, ``allocated(a)`` for a new array.
 recorders: list = []
+# Bumped whenever any array's grad is allocated, replaced or dropped: a recording that checks its
+# arrays' grads (simkit.autograd.tape_replay) looks at them one by one only when this moved.
+grad_changes: list = [0]
 
 
 def _refuse_in_capture(what: str) -> None:
@@ -177,6 +180,7 @@ class Array:
             self._check_float_for_grad()
         self._grad = g
         self._hdr.grad = g._ptr if g is not None and g.size else None
+        grad_changes[0] += 1
 
     def _check_float_for_grad(self):
         if SA.is_struct(self.dtype):
