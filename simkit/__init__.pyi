@@ -56,6 +56,7 @@ from .core.capture import capture_begin as capture_begin
 from .core.capture import capture_end as capture_end
 from .core.capture import capture_launch as capture_launch
 from .core.capture import replay as replay
+from .core.device import Device as Device
 from .core.device import ScopedDevice as ScopedDevice
 from .core.device import get_cuda_device_count as get_cuda_device_count
 from .core.device import get_device as get_device
