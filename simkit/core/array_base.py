@@ -182,13 +182,14 @@ class Array:
         self._hdr.grad = g._ptr if g is not None and g.size else None
 
     def _check_float_for_grad(self):
+        """Refuse a grad only for a struct without float fields. An integer (or bool) array may
+        require grad, as in Warp: its grad is allocated and stays zero, since no adjoint writes
+        into an integer's gradient and a launch reading it is not differentiated through it."""
         if SA.is_struct(self.dtype):
             if not SA.has_float_fields(self.dtype):
                 raise TypeError(f"only arrays with float values can require grad; struct {self.dtype.__name__} "
                                 "has no float field")
             return
-        if not self.dtype._sk_scalar.is_float:
-            raise TypeError(f"only float arrays can require grad, this one holds {T.type_name(self.dtype)}")
 
     @property
     def requires_grad(self) -> bool:
