@@ -63,6 +63,7 @@ from .core.device import get_device as get_device
 from .core.device import is_cuda_available as is_cuda_available
 from .core.device import set_device as set_device
 from .core.device import synchronize as synchronize
+from .core.device import synchronize_device as synchronize_device
 from .core.struct import struct as struct
 from .core.mesh import Mesh as Mesh
 from .core.mesh import MeshQueryPoint as MeshQueryPoint

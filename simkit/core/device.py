@@ -279,3 +279,13 @@ def synchronize(device: str | None = None) -> None:
     from .cuda import driver
 
     driver.synchronize(None)
+
+
+def synchronize_device(device: Any = None) -> None:
+    """Warp's name for :func:`synchronize` of one device (default: the default device).
+
+    Example::
+
+        sk.synchronize_device("cpu")     # returns at once: CPU launches are synchronous
+    """
+    synchronize(parse(device, "synchronize_device(device)"))

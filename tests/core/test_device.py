@@ -164,3 +164,10 @@ def test_a_device_is_capturing_only_inside_a_capture():
 def test_arrays_can_be_made_on_a_device_object():
     a = sk.zeros(3, device=sk.get_device("cpu"))
     assert a.device == "cpu" and a.numpy().tolist() == [0.0, 0.0, 0.0]
+
+
+def test_synchronize_device_is_warps_name_for_synchronizing_one_device():
+    sk.synchronize_device("cpu")
+    sk.synchronize_device()
+    with pytest.raises(ValueError, match="synchronize_device"):
+        sk.synchronize_device("tpu")
