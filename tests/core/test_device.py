@@ -171,3 +171,11 @@ def test_synchronize_device_is_warps_name_for_synchronizing_one_device():
     sk.synchronize_device()
     with pytest.raises(ValueError, match="synchronize_device"):
         sk.synchronize_device("tpu")
+
+
+def test_the_cpu_device_answers_as_warps_does():
+    wp = pytest.importorskip("warp")
+    w, s = wp.get_device("cpu"), sk.get_device("cpu")
+    assert [getattr(s, k) for k in ("is_cpu", "is_cuda", "ordinal", "arch", "alias", "is_capturing")] == \
+        [getattr(w, k) for k in ("is_cpu", "is_cuda", "ordinal", "arch", "alias", "is_capturing")]
+    assert str(s) == str(w)
