@@ -28,7 +28,8 @@ from .core.lang import adjoint, constant, grad, static
 from .core import host_builtins as _host_builtins  # noqa: F401  (sk.cos(0.5) and the like in Python)
 from .core.launch import launch
 from .core.capture import capture, capture_begin, capture_end, capture_launch, replay
-from .core.device import ScopedDevice, get_cuda_device_count, get_device, is_cuda_available, set_device, synchronize
+from .core.device import (Device, ScopedDevice, get_cuda_device_count, get_device, is_cuda_available, set_device,
+                          synchronize, synchronize_device)
 from .core.struct import struct
 from .core.mesh import Mesh, MeshQueryPoint, MeshQueryRay
 from .core.threads import get_threads, set_threads

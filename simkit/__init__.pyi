@@ -56,12 +56,14 @@ from .core.capture import capture_begin as capture_begin
 from .core.capture import capture_end as capture_end
 from .core.capture import capture_launch as capture_launch
 from .core.capture import replay as replay
+from .core.device import Device as Device
 from .core.device import ScopedDevice as ScopedDevice
 from .core.device import get_cuda_device_count as get_cuda_device_count
 from .core.device import get_device as get_device
 from .core.device import is_cuda_available as is_cuda_available
 from .core.device import set_device as set_device
 from .core.device import synchronize as synchronize
+from .core.device import synchronize_device as synchronize_device
 from .core.struct import struct as struct
 from .core.mesh import Mesh as Mesh
 from .core.mesh import MeshQueryPoint as MeshQueryPoint

@@ -190,7 +190,7 @@ class Tape:
         """Record one forward launch: its reads (with their versions), writes and grad propagation."""
         reads = _launch.resolve_arrays(values, plan.reads)
         writes = _launch.resolve_arrays(values, plan.writes)
-        if any(a.requires_grad for _k, _p, a in reads):
+        if any(a.requires_grad and T.holds_floats(a.dtype) for _k, _p, a in reads):
             for _k, _p, a in writes:
                 if not a.requires_grad and T.holds_floats(a.dtype):
                     a.requires_grad = True

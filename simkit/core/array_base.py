@@ -40,7 +40,7 @@ class ArrayType:
     _sk_ctypes = ArrayHeader
 
     def __init__(self, dtype: Any, ndim: int = 1):
-        dtype = _dtype(dtype)
+        dtype = _dtype(dtype, element=False)
         if not isinstance(ndim, (int, np.integer)) or isinstance(ndim, bool) or ndim not in (1, 2, 3, 4):
             raise ValueError(f"arrays have 1 to 4 dimensions, got ndim={ndim!r}")
         ndim = int(ndim)
@@ -77,14 +77,17 @@ class GenericArrayType:
         return f"array(dtype=Any, ndim={self.ndim})"
 
 
-def _dtype(dtype: Any) -> Any:
+def _dtype(dtype: Any, element: bool = True) -> Any:
     """``dtype`` as a simkit value type: simkit types, ``float``/``int``/``bool``, a numpy scalar dtype,
-    or an ``@sk.struct`` of values (an array of structs, see struct_array.py)."""
+    or an ``@sk.struct`` of values (an array of structs, see struct_array.py). With ``element=False``
+    (an annotation) a struct holding arrays passes too: only making such an array is refused, so a
+    module declaring one still imports and its other kernels run."""
     t = T.resolve(dtype)
     if T.is_value_type(t):
         return t
     if SA.is_struct(t):
-        SA.check_element_type(t)
+        if element:
+            SA.check_element_type(t)
         return t
     if isinstance(t, (np.dtype, str)) or (isinstance(t, type) and issubclass(t, np.generic)):
         try:
@@ -183,13 +186,14 @@ class Array:
         grad_changes[0] += 1
 
     def _check_float_for_grad(self):
+        """Refuse a grad only for a struct without float fields. An integer (or bool) array may
+        require grad, as in Warp: its grad is allocated and stays zero, since no adjoint writes
+        into an integer's gradient and a launch reading it is not differentiated through it."""
         if SA.is_struct(self.dtype):
             if not SA.has_float_fields(self.dtype):
                 raise TypeError(f"only arrays with float values can require grad; struct {self.dtype.__name__} "
                                 "has no float field")
             return
-        if not self.dtype._sk_scalar.is_float:
-            raise TypeError(f"only float arrays can require grad, this one holds {T.type_name(self.dtype)}")
 
     @property
     def requires_grad(self) -> bool:

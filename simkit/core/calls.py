@@ -173,7 +173,7 @@ class CallMixin:
         if name in ("atomic_add", "atomic_sub", "atomic_min", "atomic_max"):
             if len(args) < 3:
                 self.error(f"{name}(array, index..., value) needs at least 3 arguments", node)
-            return self.atomic(name, args[0], [self.convert(i, T.int32, node) if isinstance(i, ir.Const) else i
+            return self.atomic(name, args[0], [self.index_const(i, node) if isinstance(i, ir.Const) else i
                                                for i in args[1:-1]], args[-1], node,
                                want_result=node is not self.statement_call)
         if name is not None:

@@ -221,11 +221,14 @@ class ArrayConstructor:
     """``sk.array`` (and ``sk.array1d`` .. ``sk.array4d``): called, what :func:`array` does;
     subscripted, the kernel annotation as Warp 1.19 spells it, ``sk.array[float]``,
     ``sk.array[sk.vec3, 2]`` (a dtype and optionally ``ndim``), ``sk.array2d[float]``.
+    ``sk.array2d(data, dtype=...)`` makes an array as Warp's does (its data must have 2
+    dimensions); ``sk.array2d(dtype=...)`` alone is the annotation.
 
     Example::
 
         @sk.kernel
         def k(x: sk.array[float], m: sk.array2d[sk.vec3]): ...
+        a = sk.array2d(np.zeros((2, 3)), dtype=float)     # shape (2, 3)
     """
 
     def __init__(self, make, ndim: int | None = None, name: str = "array"):
@@ -234,12 +237,15 @@ class ArrayConstructor:
         self.__wrapped__ = make
 
     def __call__(self, *args, **kwargs):
-        if self._ndim is not None:
-            if args or set(kwargs) - {"dtype"}:
-                raise TypeError(f"sk.{self.__name__}(dtype=...) is an annotation only; make the array with "
-                                f"sk.array(data, ...) or sk.zeros(shape, ...)")
+        if self._ndim is None:
+            return self._make(*args, **kwargs)
+        if not args and not set(kwargs) - {"dtype"}:
             return self._make(dtype=kwargs.get("dtype"), ndim=self._ndim)
-        return self._make(*args, **kwargs)
+        made = self._make(*args, **kwargs)
+        if made.ndim != self._ndim:
+            raise ValueError(f"sk.{self.__name__}(...) makes an array of {self._ndim} dimensions; this data "
+                             f"gives one of shape {made.shape}")
+        return made
 
     def __getitem__(self, key):
         dtype, ndim = (key, self._ndim or 1) if not isinstance(key, tuple) else (key + (None,))[:2]

@@ -42,6 +42,72 @@ state = _State()
 _checked: set = set()
 
 
+class Device(str):
+    """A canonical device name (``"cpu"``, ``"cuda:N"``) that also answers Warp's ``Device``
+    questions, so code written for ``wp.get_device()`` ports: it is still the string, equal to
+    ``"cpu"``, usable as a dict key and wherever a device is taken.
+
+    Example::
+
+        d = sk.get_device("cpu")
+        d == "cpu", d.is_cpu, d.is_cuda, d.ordinal      # True True False -1
+    """
+
+    __slots__ = ()
+
+    @property
+    def alias(self) -> str:
+        """The name as a plain string, ``"cpu"`` or ``"cuda:N"`` (Warp's ``Device.alias``)."""
+        return str.__str__(self)
+
+    @property
+    def is_cpu(self) -> bool:
+        """True for the CPU."""
+        return self == "cpu"
+
+    @property
+    def is_cuda(self) -> bool:
+        """True for a GPU."""
+        return self != "cpu"
+
+    @property
+    def ordinal(self) -> int:
+        """The GPU index, -1 for the CPU (as Warp)."""
+        return -1 if self == "cpu" else ordinal(self)
+
+    @property
+    def arch(self) -> int:
+        """The GPU's compute capability as Warp gives it (``90`` for sm_90), 0 for the CPU."""
+        if self == "cpu":
+            return 0
+        from .cuda import driver
+
+        major, minor = driver.context(ordinal(self)).compute_capability
+        return 10 * major + minor
+
+    @property
+    def is_capturing(self) -> bool:
+        """True while a capture (``sk.capture()``, ``capture_begin()``) is open: it records launches on
+        every device."""
+        return state.capturing
+
+
+_devices: dict = {}
+
+
+def device_object(name: str) -> Device:
+    """The one :class:`Device` for a canonical name (made once per name).
+
+    Example::
+
+        device_object("cpu").is_cpu     # True
+    """
+    dev = _devices.get(name)
+    if dev is None:
+        dev = _devices[name] = Device(name)
+    return dev
+
+
 class DeviceMismatch(Exception):
     """Raised while packing a launch when an argument lives on another device than the one packed for.
 
@@ -119,17 +185,18 @@ def require(device: Any, param: str = "device") -> str:
     return dev
 
 
-def get_device(device: Any = None) -> str:
+def get_device(device: Any = None) -> Device:
     """The default device: where arrays are allocated when no device is given; given a device
     (``"cpu"``, ``"cuda"``, ``"cuda:N"``), its canonical name, checked to exist, as Warp's
-    ``wp.get_device(ident)`` (which returns a ``Device`` object: simkit names devices by strings).
+    ``wp.get_device(ident)``. The result is a :class:`Device`: the name as a string, with Warp's
+    ``is_cpu``, ``is_cuda``, ``ordinal``, ``arch``, ``alias`` and ``is_capturing``.
 
     Example::
 
-        sk.get_device()          # "cpu" unless sk.set_device() chose a GPU
-        sk.get_device("cpu")     # "cpu"
+        sk.get_device()                  # "cpu" unless sk.set_device() chose a GPU
+        sk.get_device("cpu").is_cuda     # False
     """
-    return state.default if device is None else require(device, "get_device(device)")
+    return device_object(state.default if device is None else require(device, "get_device(device)"))
 
 
 def set_device(device: str) -> None:
@@ -212,3 +279,13 @@ def synchronize(device: str | None = None) -> None:
     from .cuda import driver
 
     driver.synchronize(None)
+
+
+def synchronize_device(device: Any = None) -> None:
+    """Warp's name for :func:`synchronize` of one device (default: the default device).
+
+    Example::
+
+        sk.synchronize_device("cpu")     # returns at once: CPU launches are synchronous
+    """
+    synchronize(parse(device, "synchronize_device(device)"))

@@ -259,8 +259,17 @@ class ExprMixin:
             v = self.expr(e)
             if not self.is_int_value(v):
                 self.error(f"indices must be integers, got {type_str(getattr(v, 'type', v))}", node)
-            out.append(self.convert(v, T.int32, node) if isinstance(v, ir.Const) else v)
+            out.append(self.index_const(v, node) if isinstance(v, ir.Const) else v)
         return out
+
+    def index_const(self, v, node):
+        """A constant index as an int32 constant: a literal, or a constant of any integer type
+        (``a[sk.uint8(0)]``, ``sk.atomic_min(a, sk.uint32(0), x)``, as Warp accepts)."""
+        if isinstance(v.type, T.ScalarType) and v.type.is_int and v.type is not T.int32:
+            if not -2**31 <= int(v.value) < 2**31:
+                self.error(f"index {int(v.value)} does not fit an int32", node)
+            return ir.Const(int(v.value), T.int32)
+        return self.convert(v, T.int32, node)
 
     def is_int_value(self, v) -> bool:
         t = getattr(v, "type", None)

@@ -51,8 +51,9 @@ def _scalar_dtype(np_dtype, dtype, what: str):
     return dtype
 
 
-def from_numpy(arr: np.ndarray, dtype: Any = None, requires_grad: bool = False) -> Array:
+def from_numpy(arr: np.ndarray, dtype: Any = None, requires_grad: bool = False, *, device: Any = None) -> Array:
     """Wrap a numpy array without copying. ``dtype`` may be a composite whose shape matches the last dims.
+    ``device`` (Warp's keyword): on the CPU (or None) the wrap; on a GPU a copy there.
 
     Example::
 
@@ -62,11 +63,14 @@ def from_numpy(arr: np.ndarray, dtype: Any = None, requires_grad: bool = False) 
     """
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(arr).__name__}")
+    where = "cpu" if device is None else D.require(device, "from_numpy(device)")
     if arr.dtype.names is not None or SA.is_struct(T.resolve(dtype)):
-        return _wrap_structs(arr, dtype, requires_grad)
-    dtype = _scalar_dtype(arr.dtype, dtype, "from_numpy")
-    _check_components(arr.shape, arr.strides, arr.itemsize, dtype, "from_numpy")
-    return _from_storage(arr, dtype, "cpu", requires_grad, owner=arr)
+        wrapped = _wrap_structs(arr, dtype, requires_grad)
+    else:
+        dtype = _scalar_dtype(arr.dtype, dtype, "from_numpy")
+        _check_components(arr.shape, arr.strides, arr.itemsize, dtype, "from_numpy")
+        wrapped = _from_storage(arr, dtype, "cpu", requires_grad, owner=arr)
+    return wrapped if where == "cpu" else wrapped.to(where)
 
 
 def _wrap_structs(arr: np.ndarray, dtype: Any, requires_grad: bool) -> Array:

@@ -493,9 +493,13 @@ _cache: dict[tuple, type] = {}
 
 
 def _make(base: type, name: str, shape: tuple[int, ...], scalar: ScalarType, ctype: str) -> type:
+    """The one type of ``base`` with this shape and scalar; it also carries Warp's class attributes
+    ``_shape_``, ``_length_`` (components) and ``_wp_scalar_type_``, which Warp code reads."""
     key = (base, shape, scalar)
     if key not in _cache:
-        t = type(name, (base,), {"__slots__": (), "_sk_shape": shape, "_sk_scalar": scalar, "_sk_ctype": ctype, "__module__": "simkit"})
+        t = type(name, (base,), {"__slots__": (), "_sk_shape": shape, "_sk_scalar": scalar, "_sk_ctype": ctype,
+                                 "_shape_": shape, "_length_": int(np.prod(shape)), "_wp_scalar_type_": scalar,
+                                 "__module__": "simkit"})
         _cache[key] = t
     return _cache[key]
 

@@ -304,12 +304,35 @@ def test_clearing_requires_grad_drops_the_grad():
     assert a.grad is None and not a.requires_grad
 
 
-def test_integer_arrays_refuse_requires_grad():
-    a = sk.zeros(3, dtype=int)
-    with pytest.raises(TypeError, match="only float arrays"):
-        a.requires_grad = True
-    with pytest.raises(TypeError, match="vec3i"):
-        sk.zeros(3, dtype=sk.vec3i, requires_grad=True)
+def test_an_integer_array_may_require_grad_and_its_grad_is_zero_as_in_warp():
+    a = sk.zeros(3, dtype=sk.vec3i, requires_grad=True)
+    assert a.grad.dtype is sk.vec3i and not a.grad.numpy().any()
+
+
+@sk.kernel
+def scale_by_count(n: sk.array(dtype=int), x: sk.array(dtype=float), y: sk.array(dtype=float)):
+    i = sk.tid()
+    y[i] = float(n[i]) * x[i]
+
+
+def test_a_taped_launch_reading_an_integer_array_that_requires_grad_leaves_its_grad_zero():
+    n = sk.array(np.array([2, 3], np.int32), requires_grad=True)
+    x = sk.array(np.array([1.0, 1.0], np.float32), requires_grad=True)
+    y = sk.zeros(2, requires_grad=True)
+    with sk.Tape() as tape:
+        sk.launch(scale_by_count, 2, inputs=[n, x], outputs=[y])
+    tape.backward(grads={y: np.ones(2, np.float32)})
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 3.0])
+    np.testing.assert_array_equal(n.grad.numpy(), [0, 0])
+
+
+def test_only_integer_reads_do_not_make_a_taped_launchs_outputs_require_grad():
+    n = sk.array(np.array([2, 3], np.int32), requires_grad=True)
+    x = sk.array(np.array([1.0, 1.0], np.float32))
+    y = sk.zeros(2)
+    with sk.Tape():
+        sk.launch(scale_by_count, 2, inputs=[n, x], outputs=[y])
+    assert not y.requires_grad
 
 
 def test_grad_of_a_vector_array_has_the_vector_dtype():

@@ -51,11 +51,24 @@ def test_a_subscript_that_is_not_a_dtype_and_ndim_is_refused(bad):
         sk.array[bad]
 
 
-def test_array2d_is_an_annotation_only():
-    with pytest.raises(TypeError, match="annotation only"):
-        sk.array2d([[1.0]])
+def test_array2d_subscripted_takes_a_dtype_only():
     with pytest.raises(TypeError, match="takes a dtype"):
         sk.array2d[float, 2]
+
+
+def test_array2d_with_data_makes_a_2d_array_as_warps_does():
+    a = sk.array2d(np.arange(6.0).reshape(2, 3), dtype=sk.float64, requires_grad=True)
+    assert a.shape == (2, 3) and a.dtype is sk.float64 and a.requires_grad
+    assert a.numpy().tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+
+
+def test_array2d_refuses_data_of_another_dimension():
+    with pytest.raises(ValueError, match=r"sk.array2d\(...\) makes an array of 2 dimensions; .* shape \(3,\)"):
+        sk.array2d([1.0, 2.0, 3.0], dtype=float)
+
+
+def test_array2d_with_only_a_dtype_is_the_annotation():
+    assert sk.array2d(dtype=float) == sk.array(dtype=float, ndim=2)
 
 
 def test_warp_runs_the_same_subscripted_kernel_to_the_same_numbers():

@@ -146,3 +146,28 @@ def test_a_constant_index_past_either_end_is_refused_at_compile_time():
 
     with pytest.raises(sk.CompileError, match="index -4 out of range for length 3"):
         sk.launch(too_far, 1, inputs=[sk.zeros(1, dtype=vec3d)])
+
+
+def _narrow_index_kernel(M):
+    def narrow_indices(a: M.array(dtype=float), out: M.array(dtype=float), v: M.vec3):
+        x = a[M.uint8(1)] + v[M.int16(2)] + v[M.uint64(0)]
+        M.atomic_min(out, M.uint32(0), x)
+        M.atomic_add(out, M.int64(1), x)
+    return M.kernel(narrow_indices)
+
+
+def _run_narrow_indices(M):
+    a = M.array(np.array([1.0, 2.0], np.float32), dtype=float)
+    out = M.array(np.array([100.0, 0.0], np.float32), dtype=float)
+    M.launch(_narrow_index_kernel(M), 1, inputs=[a, out, M.vec3(10.0, 0.0, 3.0)])
+    return out.numpy()
+
+
+def test_constant_indices_of_any_integer_type_index_arrays_components_and_atomics_as_in_warp():
+    np.testing.assert_array_equal(_run_narrow_indices(sk), [15.0, 15.0])
+
+
+def test_constant_indices_of_any_integer_type_agree_with_warp():
+    wp = pytest.importorskip("warp")
+    wp.set_device("cpu")
+    np.testing.assert_array_equal(_run_narrow_indices(sk), _run_narrow_indices(wp))

@@ -139,3 +139,43 @@ def test_get_device_of_a_name_gives_its_canonical_name_as_warps_get_device_ident
     assert sk.get_device("cpu") == "cpu" and sk.get_device(None) == sk.get_device()
     with pytest.raises(ValueError, match="get_device"):
         sk.get_device("tpu")
+
+
+# -- Warp's Device questions ---------------------------------------------------------------
+
+def test_get_device_answers_warps_device_questions_on_the_cpu():
+    d = sk.get_device("cpu")
+    assert (d.is_cpu, d.is_cuda, d.ordinal, d.arch, d.alias) == (True, False, -1, 0, "cpu")
+
+
+def test_a_device_is_still_its_name():
+    d = sk.get_device()
+    assert isinstance(d, str) and d == "cpu" and {d: 1}["cpu"] == 1 and type(d.alias) is str
+
+
+def test_a_device_is_capturing_only_inside_a_capture():
+    d = sk.get_device("cpu")
+    assert not d.is_capturing
+    with sk.capture():
+        assert d.is_capturing
+    assert not d.is_capturing
+
+
+def test_arrays_can_be_made_on_a_device_object():
+    a = sk.zeros(3, device=sk.get_device("cpu"))
+    assert a.device == "cpu" and a.numpy().tolist() == [0.0, 0.0, 0.0]
+
+
+def test_synchronize_device_is_warps_name_for_synchronizing_one_device():
+    sk.synchronize_device("cpu")
+    sk.synchronize_device()
+    with pytest.raises(ValueError, match="synchronize_device"):
+        sk.synchronize_device("tpu")
+
+
+def test_the_cpu_device_answers_as_warps_does():
+    wp = pytest.importorskip("warp")
+    w, s = wp.get_device("cpu"), sk.get_device("cpu")
+    assert [getattr(s, k) for k in ("is_cpu", "is_cuda", "ordinal", "arch", "alias", "is_capturing")] == \
+        [getattr(w, k) for k in ("is_cpu", "is_cuda", "ordinal", "arch", "alias", "is_capturing")]
+    assert str(s) == str(w)

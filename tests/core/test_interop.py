@@ -208,3 +208,15 @@ def test_torch_tensor_that_requires_grad_is_wrapped_without_copying():
     t = torch.zeros(3, dtype=torch.float32, requires_grad=True)
     a = sk.from_torch(t)
     assert a.ptr == t.data_ptr()
+
+
+def test_from_numpy_on_the_cpu_device_still_wraps_without_copying():
+    x = np.zeros(3, np.float32)
+    a = sk.from_numpy(x, device="cpu")
+    x[1] = 5.0
+    assert a.device == "cpu" and a.numpy()[1] == 5.0
+
+
+def test_from_numpy_refuses_a_malformed_device():
+    with pytest.raises(ValueError, match=r"from_numpy\(device\)"):
+        sk.from_numpy(np.zeros(3, np.float32), device="gpu")

@@ -403,7 +403,26 @@ def test_a_struct_holding_arrays_cannot_be_an_array_element():
     with pytest.raises(TypeError, match="WithArray structs is not supported: its field\\(s\\) a hold arrays"):
         sk.zeros(2, dtype=WithArray)
     with pytest.raises(TypeError, match="WithArray"):
-        sk.array(dtype=WithArray)
+        sk.array([WithArray()], dtype=WithArray)
+
+
+@sk.kernel
+def reads_holders(h: sk.array(dtype=WithArray), out: sk.array(dtype=float)):
+    i = sk.tid()
+    out[i] = h[i].a[0]
+
+
+@sk.kernel
+def doubles_in_the_same_module(x: sk.array(dtype=float)):
+    i = sk.tid()
+    x[i] = 2.0 * x[i]
+
+
+def test_an_annotation_of_an_array_of_array_holding_structs_does_not_stop_its_module():
+    assert sk.array(dtype=WithArray).dtype is WithArray
+    x = sk.array(np.ones(2, np.float32))
+    sk.launch(doubles_in_the_same_module, 2, inputs=[x])
+    np.testing.assert_array_equal(x.numpy(), [2.0, 2.0])
 
 
 def test_a_struct_without_float_fields_cannot_require_grad():

@@ -125,3 +125,11 @@ def test_the_scalar_type_tuples_hold_warps_types_by_kind():
 def test_type_ctype_refuses_what_is_not_a_value_type():
     with pytest.raises(TypeError, match="type_ctype: expected a scalar, vector, matrix, quat or transform type"):
         sk.types.type_ctype("float32")
+
+
+@pytest.mark.parametrize("name", ["vec3", "vec2d", "mat22", "mat33d", "quat", "transform",
+                                  "spatial_vector", "vec4h"])
+def test_composite_types_carry_warps_shape_length_and_scalar_class_attributes(name):
+    s, w = getattr(sk, name), getattr(wp, name)
+    assert (s._shape_, s._length_) == (w._shape_, w._length_)
+    assert s._wp_scalar_type_.__name__ == w._wp_scalar_type_.__name__

@@ -18,6 +18,8 @@
 // contact module into one that took 100 s to compile per float type (its tangent module
 // 60 s); out of line, 13 s (4 s). The forward stays inline.
 #define SK_DERIVED_FUNC __device__ __noinline__
+// The float16 conversions (base.h, below): the GPU inlines them as it likes.
+#define SK_HALF_CONV __device__ inline
 #define SK_GLOBAL_ATTR __device__
 #define SK_UNROLL _Pragma("unroll")
 #if defined(__CUDACC_RTC__)
@@ -53,6 +55,11 @@ typedef unsigned long long uint64_t;
 #define SK_UNROLL _Pragma("GCC unroll 16")
 // A kernel entry's dense loop (codegen.cpu_entry): optimized apart from its strided loop.
 #define SK_NOINLINE __attribute__((noinline))
+// The float16 conversions stay out of line on the CPU: forced inline at every operation of a
+// half kernel, their branches (subnormals, rounding, inf and NaN) made g++ -O3 take 43 s on one
+// kernel of Warp's matrix tests (its float32 twin 0.7 s), and a module of them 20 minutes;
+// out of line 1.6 s.
+#define SK_HALF_CONV inline __attribute__((noinline))
 // Hidden: kernels reach their error record without a GOT load (a `while` loop checks it
 // every iteration); Python reaches it through sk_get_error.
 #define SK_GLOBAL_ATTR __attribute__((visibility("hidden")))
@@ -155,7 +162,7 @@ SK_FUNC float f32_of_bits_(uint32_t x) {
     float f; memcpy(&f, &x, 4); return f;
 #endif
 }
-SK_FUNC uint16_t half_bits_(float f) {
+SK_HALF_CONV uint16_t half_bits_(float f) {
     uint32_t x = f32_bits_(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
     if (ax >= 0x7f800000u) return uint16_t(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));  // inf, NaN
     if (ax >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds past 65504: inf
@@ -170,7 +177,7 @@ SK_FUNC uint16_t half_bits_(float f) {
     if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) ++r;  // a carry moves into the exponent, as it should
     return uint16_t(sign | r);
 }
-SK_FUNC float half_to_float_(uint16_t h) {
+SK_HALF_CONV float half_to_float_(uint16_t h) {
     uint32_t sign = uint32_t(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
     if (e == 0x1fu) return f32_of_bits_(sign | 0x7f800000u | (mant << 13));
     if (e == 0) {
