@@ -158,15 +158,18 @@ class Module:
         safe = "".join(c if c.isalnum() else "_" for c in self.name)[-40:]
         return batch, irs, codegen.module_source(irs, compiler.HEADER_NAME), safe
 
-    def load_ahead(self) -> None:
+    def load_ahead(self) -> tuple[int, Any] | None:
         """Start compiling this module's not-yet-loaded kernels for the CPU on a compiler thread
-        (:func:`compile_ahead`); their first launch waits for that run instead of starting one."""
+        (:func:`compile_ahead`, which announces it); their first launch waits for that run
+        instead of starting one. Returns (how many kernels, the run), or None when nothing
+        needed compiling."""
         mode = config.mode
         first = next((k for k in self.kernels if mode not in k._loaded), None)
         if first is None:
-            return
+            return None
         batch, _irs, source, safe = self._source(first)
-        compiler.build_shared_ahead(source, safe, what=f"{_kernels(len(batch))} of module {self.name}")
+        run = compiler.build_shared_ahead(source, safe, announce=False)
+        return None if run is None else (len(batch), run)
 
     def load(self, kernel: "Kernel"):
         """Compile (or load from cache) every not-yet-loaded kernel of this module together with ``kernel``."""
@@ -319,7 +322,9 @@ def compile_ahead(*kernels: Any) -> None:
     :func:`instantiate` gives) that are not loaded yet, each on a compiler thread of its own
     (one per core), and return at once: independent modules then compile at the same time,
     and each first launch waits only for its own module. The integrators call it before
-    their first step's launches.
+    their first step's launches. The runs it starts are announced once, together, from their
+    start until the last one ends ("simkit: compiling 12 kernels of 3 modules at once: ..."
+    at INFO on the ``simkit`` logger; a line with its time ticking under ``simkit run``).
 
     Example::
 
@@ -328,6 +333,7 @@ def compile_ahead(*kernels: Any) -> None:
     """
     mode = config.mode
     seen = set()
+    started = []   # (module name, kernel count, run) of each run started here
     for item in kernels:
         for k in vars(item).values() if isinstance(item, SimpleNamespace) else [item]:
             m = getattr(k, "module", None)
@@ -335,4 +341,14 @@ def compile_ahead(*kernels: Any) -> None:
                 continue
             seen.add(id(m))
             m.ahead.add(mode)
-            m.load_ahead()
+            run = m.load_ahead()
+            if run is not None:
+                started.append((m.name, *run))
+    if not started:
+        return
+    if len(started) == 1:
+        what = f"{_kernels(started[0][1])} of module {started[0][0]}"
+    else:
+        what = (f"{_kernels(sum(n for _, n, _ in started))} of {len(started)} modules at once: "
+                + ", ".join(name for name, _, _ in started))
+    compiler.announce_runs(what, [run for _, _, run in started])

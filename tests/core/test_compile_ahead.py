@@ -30,6 +30,26 @@ PROGRAM = textwrap.dedent('''
     print(a.numpy()[0])
 ''')
 
+ANNOUNCED = textwrap.dedent('''
+    import logging, sys, time
+    import simkit as sk
+    from simkit.core import compiler
+    import mod_a, mod_b
+
+    @sk.kernel
+    def warm(a: sk.array(dtype=float)):
+        a[sk.tid()] = 1.0
+
+    sk.launch(warm, 4, inputs=[sk.ones(4)])   # the runtime compiles before what is measured
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
+    before, started = compiler.stats["compile_seconds"], time.perf_counter()
+    sk.compile_ahead(mod_a.scale, mod_b.scale)
+    a = sk.ones(4)
+    sk.launch(mod_a.scale, 4, inputs=[a])
+    sk.launch(mod_b.scale, 4, inputs=[a])
+    print("wall", time.perf_counter() - started, "compiling", compiler.stats["compile_seconds"] - before)
+''')
+
 FEATHERSTONE = textwrap.dedent('''
     import simkit as sk
 
@@ -95,3 +115,19 @@ def test_featherstones_first_step_compiles_each_of_its_modules_once(project, con
     assert float(run(FEATHERSTONE.replace("CONTACT", repr(contact)))) < 0.3
     names = [p.name.rsplit("-", 1)[0] for p in (cache / "modules").glob("*.so")]
     assert len(names) == len(set(names)) == events().count("start")
+
+
+def test_modules_compiled_ahead_are_announced_in_one_line_naming_them(project):
+    run, _, _ = project
+    lines = [line for line in run(ANNOUNCED).splitlines() if "compiling" in line and "mod_" in line]
+    assert len(lines) == 1
+    assert lines[0].startswith("simkit: compiling 2 kernels of 2 modules at once: mod_a, mod_b (first run only")
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: the compiler runs take turns")
+def test_compiler_runs_at_the_same_time_count_once_in_the_compile_time(project):
+    # each run takes a second at least; summed, the two would exceed the wall time they took
+    run, _, _ = project
+    words = run(ANNOUNCED).split()
+    wall, compiling = float(words[words.index("wall") + 1]), float(words[words.index("compiling") + 1])
+    assert 1.0 < compiling <= wall
