@@ -135,7 +135,7 @@ class Module:
     def batch(self, kernel: "Kernel", loaded: Callable[["Kernel"], bool]) -> tuple[list, list]:
         """``kernel`` and every other kernel of this module not ``loaded`` yet, with their IRs:
         what one compiler run builds (for the CPU, or for one GPU). In the module's order,
-        whichever kernel asks: the same source, so the run :meth:`load_ahead` started is the
+        whichever kernel asks: the same source, so the run :func:`compile_ahead` started is the
         one a first launch waits for."""
         batch, irs = [], []
         for k in self.kernels + ([] if kernel in self.kernels else [kernel]):
@@ -158,18 +158,17 @@ class Module:
         safe = "".join(c if c.isalnum() else "_" for c in self.name)[-40:]
         return batch, irs, codegen.module_source(irs, compiler.HEADER_NAME), safe
 
-    def load_ahead(self) -> tuple[int, Any] | None:
-        """Start compiling this module's not-yet-loaded kernels for the CPU on a compiler thread
-        (:func:`compile_ahead`, which announces it); their first launch waits for that run
-        instead of starting one. Returns (how many kernels, the run), or None when nothing
-        needed compiling."""
+    def ahead_source(self) -> tuple[int, str, str] | None:
+        """(how many kernels, C++ source, library name) of the CPU compiler run that loads this
+        module's not-yet-loaded kernels, which :func:`compile_ahead` starts on a compiler
+        thread (their first launch then waits for that run instead of starting one); None
+        when all are loaded."""
         mode = config.mode
         first = next((k for k in self.kernels if mode not in k._loaded), None)
         if first is None:
             return None
         batch, _irs, source, safe = self._source(first)
-        run = compiler.build_shared_ahead(source, safe, announce=False)
-        return None if run is None else (len(batch), run)
+        return len(batch), source, safe
 
     def load(self, kernel: "Kernel"):
         """Compile (or load from cache) every not-yet-loaded kernel of this module together with ``kernel``."""
@@ -319,12 +318,13 @@ def load_module(module: Any = None, device: str | None = None) -> None:
 
 def compile_ahead(*kernels: Any) -> None:
     """Start compiling the CPU modules of ``kernels`` (kernels, or namespaces of them as
-    :func:`instantiate` gives) that are not loaded yet, each on a compiler thread of its own
-    (one per core), and return at once: independent modules then compile at the same time,
-    and each first launch waits only for its own module. The integrators call it before
-    their first step's launches. The runs it starts are announced once, together, from their
-    start until the last one ends ("simkit: compiling 12 kernels of 3 modules at once: ..."
-    at INFO on the ``simkit`` logger; a line with its time ticking under ``simkit run``).
+    :func:`instantiate` gives) that are not loaded yet, on compiler threads (one per core;
+    the longest sources start first), and return at once: independent modules then compile
+    at the same time, and each first launch waits only for its own module. The integrators
+    call it before their first step's launches. The runs it starts are announced once,
+    together, from their start until the last one ends ("simkit: compiling 12 kernels of 3
+    modules at once: ..." at INFO on the ``simkit`` logger; a line with its time ticking
+    under ``simkit run``).
 
     Example::
 
@@ -333,7 +333,7 @@ def compile_ahead(*kernels: Any) -> None:
     """
     mode = config.mode
     seen = set()
-    started = []   # (module name, kernel count, run) of each run started here
+    sources = []   # (module name, kernel count, source, library name) of each module to compile
     for item in kernels:
         for k in vars(item).values() if isinstance(item, SimpleNamespace) else [item]:
             m = getattr(k, "module", None)
@@ -341,9 +341,15 @@ def compile_ahead(*kernels: Any) -> None:
                 continue
             seen.add(id(m))
             m.ahead.add(mode)
-            run = m.load_ahead()
-            if run is not None:
-                started.append((m.name, *run))
+            found = m.ahead_source()
+            if found is not None:
+                sources.append((m.name, *found))
+    # the longest sources first: with more modules than cores, the last to start is a short one
+    started = []   # (module name, kernel count, run)
+    for name, n, source, safe in sorted(sources, key=lambda found: -len(found[2])):
+        run = compiler.build_shared_ahead(source, safe, announce=False)
+        if run is not None:
+            started.append((name, n, run))
     if not started:
         return
     if len(started) == 1:

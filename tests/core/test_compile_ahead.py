@@ -1,12 +1,16 @@
 """sk.compile_ahead: the modules of a step compile at the same time, one per core, and each
 first launch waits for its own module's run instead of starting one (issue 30, item 5)."""
 
+import importlib
 import os
 import subprocess
 import sys
 import textwrap
+import uuid
 
 import pytest
+
+import simkit as sk
 
 pytestmark = pytest.mark.cpu_only("the CPU compiler runs")
 
@@ -128,6 +132,23 @@ def test_modules_compiled_ahead_are_announced_in_one_line_naming_them(project):
 def test_compiler_runs_at_the_same_time_count_once_in_the_compile_time(project):
     # each run takes a second at least; summed, the two would exceed the wall time they took
     run, _, _ = project
-    words = run(ANNOUNCED).split()
+    words = run(ANNOUNCED).splitlines()[-1].split()
     wall, compiling = float(words[words.index("wall") + 1]), float(words[words.index("compiling") + 1])
     assert 1.0 < compiling <= wall
+
+
+def test_the_longest_module_source_starts_compiling_first(tmp_path, monkeypatch):
+    # with more modules than cores the last run to start should be a short one
+    from simkit.core import compiler
+
+    suffix = uuid.uuid4().hex[:8]
+    kernel = MODULE.replace("import simkit as sk", "")
+    kernels = "".join(kernel.replace("scale", f"scale{i}").replace("FACTOR", f"{i + 1.0}") for i in range(6))
+    (tmp_path / f"short_{suffix}.py").write_text(MODULE.replace("FACTOR", "2.0"))
+    (tmp_path / f"long_{suffix}.py").write_text("import simkit as sk\n" + kernels)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    short, long = (importlib.import_module(f"{name}_{suffix}") for name in ("short", "long"))
+    started = []
+    monkeypatch.setattr(compiler, "build_shared_ahead", lambda source, name, announce: started.append(name))
+    sk.compile_ahead(short.scale, long.scale0)
+    assert [name.split("_")[0] for name in started] == ["long", "short"]
