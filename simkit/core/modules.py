@@ -94,6 +94,7 @@ class Module:
         # (sk.Kernel(options=...), @sk.kernel(enable_backward=False)), so these are the defaults.
         self.options = {"enable_backward": True}
         self.ahead: set = set()   # the modes compile_ahead has started this module's compile for
+        self._ahead_made: tuple | None = None   # (mode, kernels, C++ source) compile_ahead generated
 
     @classmethod
     def of(cls, name: str) -> "Module":
@@ -156,6 +157,9 @@ class Module:
         mode = config.mode
         batch, irs = self.batch(kernel, lambda k: mode in k._loaded)
         safe = "".join(c if c.isalnum() else "_" for c in self.name)[-40:]
+        made, self._ahead_made = self._ahead_made, None
+        if made is not None and made[0] == mode and made[1] == tuple(batch):
+            return batch, irs, made[2], safe   # the source compile_ahead generated: not twice
         return batch, irs, codegen.module_source(irs, compiler.HEADER_NAME), safe
 
     def ahead_source(self) -> tuple[int, str, str] | None:
@@ -168,6 +172,7 @@ class Module:
         if first is None:
             return None
         batch, _irs, source, safe = self._source(first)
+        self._ahead_made = (mode, tuple(batch), source)   # for the first launch's load
         return len(batch), source, safe
 
     def load(self, kernel: "Kernel"):
