@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 import warnings
+from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
@@ -43,8 +44,10 @@ HEADER_NAME = "simkit_builtins.h"
 CXX_FLAGS = ["-std=c++17", "-O3", "-fPIC", "-shared", "-w", "-fno-math-errno", "-march=native", "-pthread"]
 
 # Counts real compiler invocations; tests read it to prove a warm cache compiles nothing.
-# compile_seconds: the wall time they took (the CLI leaves it out of its steps/s).
+# compile_seconds: the wall time during which at least one of them ran (runs at the same
+# time count once), which the CLI leaves out of its steps/s.
 stats = {"compiles": 0, "cache_hits": 0, "compile_seconds": 0.0}
+_running = [0, 0.0]   # compiler runs in progress, and when the first of them started
 
 log = logging.getLogger("simkit")
 
@@ -287,19 +290,25 @@ def _cached(lib: Path, src: Path, source: str) -> bool:
     return False
 
 
-def _compile(cxx: str, source: str, out_dir: Path, lib: Path, src: Path, extra: tuple, what: str) -> Path:
-    """One compiler run: ``source`` into the cache entry ``lib`` (any thread)."""
+def _compile(cxx: str, source: str, out_dir: Path, lib: Path, src: Path, extra: tuple, what: str | None) -> Path:
+    """One compiler run: ``source`` into the cache entry ``lib`` (any thread), announced as
+    ``what`` (None: the caller announces it, :func:`announce_runs`)."""
     _atomic_write(src, source.encode())
     tmp = out_dir / f".{lib.stem}.{os.getpid()}.{threading.get_ident()}.so"
     cmd = [cxx, *CXX_FLAGS, *extra, f"-I{NATIVE_DIR}", f"-I{include_dir()}", str(src), "-o", str(tmp)]
-    started = time.perf_counter()
+    with _ahead_lock:
+        if not _running[0]:
+            _running[1] = time.perf_counter()
+        _running[0] += 1
     try:
-        with compile_notice(what):
+        with compile_notice(what) if what is not None else contextlib.nullcontext():
             proc = subprocess.run(cmd, capture_output=True, text=True)
     finally:
         with _ahead_lock:
             stats["compiles"] += 1
-            stats["compile_seconds"] += time.perf_counter() - started
+            _running[0] -= 1
+            if not _running[0]:
+                stats["compile_seconds"] += time.perf_counter() - _running[1]
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)
         raise NativeCompileError(
@@ -327,10 +336,13 @@ def build_shared(source: str, name: str, extra: tuple = (), what: str | None = N
     return _compile(cxx, source, out_dir, lib, src, extra, what or f"module {name}")
 
 
-def build_shared_ahead(source: str, name: str, extra: tuple = (), what: str | None = None) -> None:
+def build_shared_ahead(source: str, name: str, extra: tuple = (), what: str | None = None,
+                       announce: bool = True) -> Future | None:
     """Start compiling ``source`` on a compiler thread (one per core) unless it is cached or
     already running, so that independent modules compile at the same time; the
-    :func:`build_shared` that needs it then waits for that run.
+    :func:`build_shared` that needs it then waits for that run. Returns the run it started
+    (None: none). ``announce=False`` leaves its :data:`compile_notice` to the caller, who
+    names several runs in one (:func:`announce_runs`).
 
     Example::
 
@@ -341,15 +353,38 @@ def build_shared_ahead(source: str, name: str, extra: tuple = (), what: str | No
     cxx, _key, out_dir, lib, src = _entry_paths(source, name)
     with _ahead_lock:
         if lib in _ahead:
-            return
+            return None
     if _cached(lib, src, source):
-        return
+        return None
     with _ahead_lock:
         if lib in _ahead:
-            return
+            return None
         if _workers is None:
             _workers = ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1), thread_name_prefix="simkit-compile")
-        _ahead[lib] = _workers.submit(_compile, cxx, source, out_dir, lib, src, extra, what or f"module {name}")
+        run = _ahead[lib] = _workers.submit(_compile, cxx, source, out_dir, lib, src, extra,
+                                            (what or f"module {name}") if announce else None)
+    return run
+
+
+def announce_runs(what: str, runs: list[Future]) -> None:
+    """One :data:`compile_notice` named ``what`` for the compiler ``runs`` started together
+    (:func:`build_shared_ahead` with ``announce=False``), from their start until the last of
+    them ends, on a thread of its own: a step's modules compiling at once say so in one line,
+    not one per module.
+
+    Example::
+
+        runs = [compiler.build_shared_ahead(s, n, announce=False) for s, n in modules]
+        compiler.announce_runs("2 modules at once: a, b", [r for r in runs if r is not None])
+    """
+    if not runs:
+        return
+    notice = compile_notice
+
+    def wait() -> None:
+        with notice(what):
+            futures.wait(runs)
+    threading.Thread(target=wait, name="simkit-compile-notice", daemon=True).start()
 
 
 def source_path(lib: Path) -> Path:

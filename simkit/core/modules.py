@@ -94,6 +94,7 @@ class Module:
         # (sk.Kernel(options=...), @sk.kernel(enable_backward=False)), so these are the defaults.
         self.options = {"enable_backward": True}
         self.ahead: set = set()   # the modes compile_ahead has started this module's compile for
+        self._ahead_made: tuple | None = None   # (mode, kernels, C++ source) compile_ahead generated
 
     @classmethod
     def of(cls, name: str) -> "Module":
@@ -135,7 +136,7 @@ class Module:
     def batch(self, kernel: "Kernel", loaded: Callable[["Kernel"], bool]) -> tuple[list, list]:
         """``kernel`` and every other kernel of this module not ``loaded`` yet, with their IRs:
         what one compiler run builds (for the CPU, or for one GPU). In the module's order,
-        whichever kernel asks: the same source, so the run :meth:`load_ahead` started is the
+        whichever kernel asks: the same source, so the run :func:`compile_ahead` started is the
         one a first launch waits for."""
         batch, irs = [], []
         for k in self.kernels + ([] if kernel in self.kernels else [kernel]):
@@ -156,17 +157,23 @@ class Module:
         mode = config.mode
         batch, irs = self.batch(kernel, lambda k: mode in k._loaded)
         safe = "".join(c if c.isalnum() else "_" for c in self.name)[-40:]
+        made, self._ahead_made = self._ahead_made, None
+        if made is not None and made[0] == mode and made[1] == tuple(batch):
+            return batch, irs, made[2], safe   # the source compile_ahead generated: not twice
         return batch, irs, codegen.module_source(irs, compiler.HEADER_NAME), safe
 
-    def load_ahead(self) -> None:
-        """Start compiling this module's not-yet-loaded kernels for the CPU on a compiler thread
-        (:func:`compile_ahead`); their first launch waits for that run instead of starting one."""
+    def ahead_source(self) -> tuple[int, str, str] | None:
+        """(how many kernels, C++ source, library name) of the CPU compiler run that loads this
+        module's not-yet-loaded kernels, which :func:`compile_ahead` starts on a compiler
+        thread (their first launch then waits for that run instead of starting one); None
+        when all are loaded."""
         mode = config.mode
         first = next((k for k in self.kernels if mode not in k._loaded), None)
         if first is None:
-            return
+            return None
         batch, _irs, source, safe = self._source(first)
-        compiler.build_shared_ahead(source, safe, what=f"{_kernels(len(batch))} of module {self.name}")
+        self._ahead_made = (mode, tuple(batch), source)   # for the first launch's load
+        return len(batch), source, safe
 
     def load(self, kernel: "Kernel"):
         """Compile (or load from cache) every not-yet-loaded kernel of this module together with ``kernel``."""
@@ -316,10 +323,13 @@ def load_module(module: Any = None, device: str | None = None) -> None:
 
 def compile_ahead(*kernels: Any) -> None:
     """Start compiling the CPU modules of ``kernels`` (kernels, or namespaces of them as
-    :func:`instantiate` gives) that are not loaded yet, each on a compiler thread of its own
-    (one per core), and return at once: independent modules then compile at the same time,
-    and each first launch waits only for its own module. The integrators call it before
-    their first step's launches.
+    :func:`instantiate` gives) that are not loaded yet, on compiler threads (one per core;
+    the longest sources start first), and return at once: independent modules then compile
+    at the same time, and each first launch waits only for its own module. The integrators
+    call it before their first step's launches. The runs it starts are announced once,
+    together, from their start until the last one ends ("simkit: compiling 12 kernels of 3
+    modules at once: ..." at INFO on the ``simkit`` logger; a line with its time ticking
+    under ``simkit run``).
 
     Example::
 
@@ -328,6 +338,7 @@ def compile_ahead(*kernels: Any) -> None:
     """
     mode = config.mode
     seen = set()
+    sources = []   # (module name, kernel count, source, library name) of each module to compile
     for item in kernels:
         for k in vars(item).values() if isinstance(item, SimpleNamespace) else [item]:
             m = getattr(k, "module", None)
@@ -335,4 +346,20 @@ def compile_ahead(*kernels: Any) -> None:
                 continue
             seen.add(id(m))
             m.ahead.add(mode)
-            m.load_ahead()
+            found = m.ahead_source()
+            if found is not None:
+                sources.append((m.name, *found))
+    # the longest sources first: with more modules than cores, the last to start is a short one
+    started = []   # (module name, kernel count, run)
+    for name, n, source, safe in sorted(sources, key=lambda found: -len(found[2])):
+        run = compiler.build_shared_ahead(source, safe, announce=False)
+        if run is not None:
+            started.append((name, n, run))
+    if not started:
+        return
+    if len(started) == 1:
+        what = f"{_kernels(started[0][1])} of module {started[0][0]}"
+    else:
+        what = (f"{_kernels(sum(n for _, n, _ in started))} of {len(started)} modules at once: "
+                + ", ".join(name for name, _, _ in started))
+    compiler.announce_runs(what, [run for _, _, run in started])

@@ -32,7 +32,7 @@ from ..core import array as A
 from ..core import types as T
 from ..core.launch import launch
 from ..kernels.cloth_self_contact import MAX_PAIRS, cloth_contact_kernels, cloth_params_struct
-from ..kernels.hash_grid import HashGrid
+from ..kernels.hash_grid import HashGrid, hash_grid_kernels
 from . import validate as V
 
 # Pairs are found while a triangle's sides stay below this multiple of the longest rest side.
@@ -194,6 +194,19 @@ def find_cloth_pairs(model: Any, state: Any, q, q_prev) -> _Pairs:
 def self_contact_active(model: Any) -> bool:
     """Whether a step of ``model`` computes cloth self-contact."""
     return model.cloth_contact is not None and model.contacts_enabled
+
+
+def cloth_contact_kernel_modules(model: Any) -> list:
+    """The kernel namespaces, one per module, that a step's cloth self-contact launches for
+    ``model`` now (none without it).
+
+    Example::
+
+        sk.compile_ahead(*cloth_contact_kernel_modules(model))
+    """
+    if not model.particle_count or not self_contact_active(model):
+        return []
+    return [cloth_contact_kernels(model.dtype), hash_grid_kernels(model.dtype)]
 
 
 def eval_cloth_contact_forces(model: Any, state: Any, dt: float) -> None:

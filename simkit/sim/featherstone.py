@@ -45,10 +45,8 @@ from ..core import array as A
 from ..core import types as T
 from ..core.launch import hooks as _launch_hooks
 from ..core.launch import launch
-from ..core.modules import compile_ahead
 from ..core.step_cache import on_replay
 from ..kernels.articulation import articulation_kernels
-from ..kernels.body_contact import body_contact_kernels
 from ..kernels.broad_phase_options import check_pair_capacity, sweeps
 from ..kernels.bodies import body_kernels
 from ..kernels.contact_active_set import active_set_kernels
@@ -60,8 +58,8 @@ from ..kernels.particles import particle_kernels
 from ..kernels.structs import JOINT_BALL
 from .articulation import eval_fk
 from .contact_constraint import ContactSolve
-from .forces import eval_body_contact_forces, eval_forces
-from .integrators import check_step
+from .forces import body_contact_kernel_modules, eval_body_contact_forces, eval_forces, force_kernel_modules
+from .integrators import check_step, compile_step_ahead
 from .model import Control, Model, State
 from .replay import Replayed, featherstone_after, featherstone_eligible, featherstone_guard, replayed_step
 
@@ -394,6 +392,14 @@ class Featherstone(Replayed):
     def _replay_eligible(self, model) -> bool:
         return featherstone_eligible(self, model)
 
+    def _kernel_modules(self, model: Model) -> list:
+        """The kernels, one per module (or a module's namespace of them), that a step of
+        ``model`` launches (the constraint contact's modules whether or not it touches)."""
+        real = model.dtype
+        contact = body_contact_kernel_modules(model) if self.contact == "penalty" else \
+            [contact_row_kernels(real), contact_solve_kernels(real), active_set_kernels(real), limit_row_kernels(real)]
+        return [featherstone_kernels(real), articulation_kernels(real), *force_kernel_modules(model), *contact]
+
     def _step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         control = check_step(model, state_in, state_out, control, dt)
         if not model.articulation_count:
@@ -410,13 +416,7 @@ class Featherstone(Replayed):
                                  "body in an articulation with a free joint)")
         real = model.dtype
         k = featherstone_kernels(real)
-        ahead = topo.setdefault("compiled_ahead", set())
-        if self.contact not in ahead and model.device == "cpu":
-            # the step's modules compile at once, one per core, before the first of them is launched
-            ahead.add(self.contact)
-            contact = [body_contact_kernels(real)] if self.contact == "penalty" else \
-                [contact_row_kernels(real), contact_solve_kernels(real), active_set_kernels(real), limit_row_kernels(real)]
-            compile_ahead(k, articulation_kernels(real), body_kernels(real), *contact)
+        compile_step_ahead(model, f"Featherstone({self.contact})", self._kernel_modules)
         if not _fk_current(state_in):
             # bodies not (or no longer) placed by a step from these coordinates: place them, on
             # the tape, so that gradients reach the coordinates through the bodies too

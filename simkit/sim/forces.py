@@ -11,18 +11,22 @@ Example::
 from __future__ import annotations
 
 from ..core.launch import launch
-from ..kernels.bending import eval_bending_forces
-from ..kernels.body_contact import eval_static_pair_contact, open_body_contacts
-from ..kernels.broad_phase import eval_listed_pair_contact
+from ..kernels.bending import bending_kernels, eval_bending_forces
+from ..kernels.bodies import body_kernels
+from ..kernels.body_contact import body_contact_kernels, eval_static_pair_contact, open_body_contacts
+from ..kernels.broad_phase import broad_phase_kernels, eval_listed_pair_contact, scan_counts
 from ..kernels.broad_phase_options import sweeps
 from ..kernels.contact import contact_kernels
-from ..kernels.joints import eval_joint_forces
-from ..kernels.mesh_contact import eval_body_mesh_forces, eval_particle_mesh_forces
-from ..kernels.particle_contact import eval_particle_contact_forces
+from ..kernels.hash_grid import hash_grid_kernels
+from ..kernels.joints import eval_joint_forces, joint_kernels
+from ..kernels.mesh_contact import eval_body_mesh_forces, eval_particle_mesh_forces, mesh_contact_kernels
+from ..kernels.meshes import mesh_contact_rows
+from ..kernels.particle_contact import eval_particle_contact_forces, particle_contact_kernels
+from ..kernels.particles import particle_kernels
 from ..kernels.shapes import particle_shape_rows
 from ..kernels.springs import spring_kernels
-from ..kernels.tets import eval_tet_forces
-from ..kernels.triangles import eval_triangle_forces
+from ..kernels.tets import eval_tet_forces, tet_kernels
+from ..kernels.triangles import eval_triangle_forces, triangle_kernels
 
 
 def eval_body_contact_forces(model, state_in, state_out) -> None:
@@ -93,3 +97,59 @@ def eval_contact_forces(model, state) -> None:
         eval_particle_mesh_forces(model, state)
     if model.particle_contact:
         eval_particle_contact_forces(model, state)
+
+
+def force_kernel_modules(model) -> list:
+    """The kernels, one per module (or a module's namespace of them), that clearing the
+    forces, :func:`eval_forces` and integrating the particles and bodies launch for ``model``
+    now: what a step starts compiling at once before its first launch
+    (:func:`~simkit.sim.integrators.compile_step_ahead`).
+
+    Example::
+
+        sk.compile_ahead(*force_kernel_modules(model))   # springs, triangles, ... compile at once
+    """
+    real, n = model.dtype, model.particle_count
+    counted = ((n, particle_kernels), (model.body_count, body_kernels), (model.spring_count, spring_kernels),
+               (model.tri_count, triangle_kernels), (model.edge_count, bending_kernels),
+               (model.tet_count, tet_kernels))
+    out = [kernels(real) for count, kernels in counted if count]
+    if n and model.contacts_enabled:
+        if model.ground or (model.shape_count and particle_shape_rows(model, "all")[1]):
+            out.append(contact_kernels(real))
+        if model.shape_count and len(model.meshes.radius) and particle_shape_rows(model, "mesh")[1]:
+            out.append(mesh_contact_kernels(real))
+        if model.particle_contact and n > 1:
+            out += [particle_contact_kernels(real), hash_grid_kernels(real)]
+    return out
+
+
+def body_contact_kernel_modules(model) -> list:
+    """The kernels, one per module (or a module's namespace of them), that
+    :func:`eval_body_contact_forces` launches for ``model`` now (see :func:`force_kernel_modules`).
+
+    Example::
+
+        sk.compile_ahead(*body_contact_kernel_modules(model))
+    """
+    if not model.shape_count or not model.body_count or not model.contacts_enabled:
+        return []
+    real = model.dtype
+    return [body_contact_kernels(real)] + ([broad_phase_kernels(real), scan_counts] if sweeps(model) else [])
+
+
+def body_force_kernel_modules(model) -> list:
+    """The kernels, one per module (or a module's namespace of them), that
+    :func:`eval_body_forces` launches for ``model`` now (see :func:`force_kernel_modules`).
+
+    Example::
+
+        sk.compile_ahead(*body_force_kernel_modules(model))
+    """
+    if not model.body_count:
+        return []
+    real = model.dtype
+    out = body_contact_kernel_modules(model) + ([joint_kernels(real)] if model.joint_count else [])
+    if model.contacts_enabled and len(model.meshes.radius) and len(mesh_contact_rows(model)):
+        out.append(mesh_contact_kernels(real))
+    return out

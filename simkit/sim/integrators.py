@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Callable
 
 import numpy as np
 
+from ..core.config import config
 from ..core.launch import launch
+from ..core.modules import compile_ahead
 from ..core.step_cache import on_replay
 from ..kernels.bodies import body_kernels
 from ..kernels.broad_phase_options import check_pair_capacity, sweeps
 from ..kernels.particles import particle_kernels
 from ..kernels.structs import JOINT_BALL, JOINT_UNIVERSAL, NO_LIMIT
-from .cloth_contact import eval_cloth_contact_forces, self_contact_active, warn_cloth_overflow
-from .forces import eval_body_forces, eval_forces
+from .cloth_contact import cloth_contact_kernel_modules, eval_cloth_contact_forces, self_contact_active, \
+    warn_cloth_overflow
+from .forces import body_force_kernel_modules, eval_body_forces, eval_forces, force_kernel_modules
 from .model import Control, Model, State
 from .replay import Replayed, particles_eligible, replayed_step
 from .validate import normal_in
@@ -51,6 +55,38 @@ def check_step(model: Model, state_in: State, state_out: State, control: Control
     elif control.model is not model:
         raise ValueError("step: control was made by another model (use model.control())")
     return control
+
+
+def compile_step_ahead(model: Model, integrator: str, modules: Callable[[Model], list]) -> None:
+    """Before the first step of ``integrator`` (a name) for ``model`` on the CPU, start
+    compiling the kernel modules that ``modules(model)`` lists (kernels or namespaces of them,
+    those the step launches) at once, one per core (:func:`~simkit.core.modules.compile_ahead`),
+    so that from an empty cache they compile side by side, not one after another as the step
+    reaches each. Asked again only when ``model.contacts_enabled`` or the debug mode changes
+    (what the step launches depends on them).
+
+    Example::
+
+        compile_step_ahead(model, "SemiImplicitEuler", semi_implicit_kernel_modules)
+    """
+    if model.device != "cpu":
+        return
+    started = model.__dict__.setdefault("_compiled_ahead", set())
+    key = (integrator, bool(model.contacts_enabled), config.mode)
+    if key not in started:
+        started.add(key)
+        compile_ahead(*modules(model))
+
+
+def semi_implicit_kernel_modules(model: Model) -> list:
+    """The kernels, one per module (or a module's namespace of them), that a
+    :class:`SemiImplicitEuler` step of ``model`` launches now.
+
+    Example::
+
+        sk.compile_ahead(*semi_implicit_kernel_modules(model))
+    """
+    return force_kernel_modules(model) + cloth_contact_kernel_modules(model) + body_force_kernel_modules(model)
 
 
 class IgnoredJointFeatureWarning(UserWarning):
@@ -141,6 +177,7 @@ class SemiImplicitEuler(Replayed):
     def _step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         control = check_step(model, state_in, state_out, control, dt)
         warn_ignored_joint_features(model, "SemiImplicitEuler")
+        compile_step_ahead(model, "SemiImplicitEuler", semi_implicit_kernel_modules)
         state_in.clear_forces()
         eval_forces(model, state_in, control)
         eval_cloth_contact_forces(model, state_in, dt)

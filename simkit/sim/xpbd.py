@@ -110,11 +110,12 @@ from ..kernels.xpbd_body_contact import xpbd_body_contact_kernels
 from ..kernels.contact_params import shapes_touching_ground
 from ..kernels.structs import JOINT_FREE
 from ..kernels.shapes import collision_pairs, particle_shape_rows
-from .cloth_contact import find_cloth_pairs, project_cloth_contacts, self_contact_active, warn_cloth_overflow
-from .integrators import check_step, warn_ignored_joint_features
+from .cloth_contact import (cloth_contact_kernel_modules, find_cloth_pairs, project_cloth_contacts,
+                            self_contact_active, warn_cloth_overflow)
+from .integrators import check_step, compile_step_ahead, warn_ignored_joint_features
 from .model import Control, Model, State
 from .replay import Replayed, replayed_step
-from .xpbd_meshes import count_mesh_contacts, mesh_scratch, solve_mesh_contacts
+from .xpbd_meshes import count_mesh_contacts, mesh_kernel_modules, mesh_scratch, solve_mesh_contacts
 
 
 def _mass_split(model: Model) -> A.Array:
@@ -202,6 +203,21 @@ def _joint_split(model: Model) -> A.Array:
         split = A.array(count, dtype=T.int32, device=model.device)
         model._xpbd_joint_split = split
     return split
+
+
+def xpbd_kernel_modules(model: Model) -> list:
+    """The kernels, one per module (or a module's namespace of them), that an :class:`XPBD`
+    step of ``model`` launches now.
+
+    Example::
+
+        sk.compile_ahead(*xpbd_kernel_modules(model))
+    """
+    real, n, nb = model.dtype, model.particle_count, model.body_count
+    out = ([xpbd_kernels(real)] if n else []) + ([xpbd_body_kernels(real)] if nb else [])
+    if nb and (len(_active_patches(model)) or _particles_meet_bodies(model)):
+        out.append(xpbd_body_contact_kernels(real))
+    return out + cloth_contact_kernel_modules(model) + mesh_kernel_modules(model)
 
 
 class _Scratch:
@@ -319,6 +335,7 @@ class XPBD(Replayed):
         if model.particle_contact:
             raise NotImplementedError("XPBD does not handle particle-particle contact (particle_contact=True); "
                                       "use SemiImplicitEuler for such models")
+        compile_step_ahead(model, "XPBD", xpbd_kernel_modules)
         k = xpbd_kernels(model.dtype)
         s = _scratch(model, state_out, self.iterations)
         n, nb = model.particle_count, model.body_count

@@ -20,6 +20,16 @@ from ..kernels.xpbd_mesh_contact import xpbd_mesh_contact_kernels
 from .model import Model, State
 
 
+def _sizes(model: Model) -> tuple[int, int]:
+    """(rows of ``mesh_contact_rows``, widest row of the particles' mesh slots) of ``model``."""
+    return (len(mesh_contact_rows(model)) if model.body_count else 0,
+            particle_shape_rows(model, "mesh")[1] if model.particle_count else 0)
+
+
+def _has_meshes(model: Model) -> bool:
+    return bool(model.shape_count and len(model.meshes.radius))
+
+
 class MeshScratch:
     """The normal and tangential multipliers of the mesh contacts before and after each
     iteration: one per row of ``mesh_contact_rows`` and one per (particle, mesh slot)."""
@@ -27,8 +37,7 @@ class MeshScratch:
     def __init__(self, model: Model, iterations: int):
         real, vec3, device = model.dtype, model.types.vec3, model.device
         self.iterations = iterations
-        self.rows = len(mesh_contact_rows(model)) if model.body_count else 0
-        self.width = particle_shape_rows(model, "mesh")[1] if model.particle_count else 0
+        self.rows, self.width = _sizes(model)
         pairs = (model.particle_count, self.width) if self.width else (0, 0)
 
         def multipliers(shape, dtype):
@@ -43,12 +52,28 @@ class MeshScratch:
 def mesh_scratch(model: Model, state: State, iterations: int) -> MeshScratch | None:
     """The mesh multipliers of ``state`` (an XPBD output state), or None for a model without
     mesh shapes."""
-    if not model.shape_count or not len(model.meshes.radius):
+    if not _has_meshes(model):
         return None
     m = state.__dict__.get("_xpbd_mesh_scratch")
     if m is None or m.iterations != iterations:
         m = state._xpbd_mesh_scratch = MeshScratch(model, iterations)
     return m
+
+
+def mesh_kernel_modules(model: Model) -> list:
+    """The kernel namespaces, one per module, that :func:`count_mesh_contacts` and
+    :func:`solve_mesh_contacts` launch in an XPBD step of ``model`` now.
+
+    Example::
+
+        sk.compile_ahead(*mesh_kernel_modules(model))
+    """
+    if not model.contacts_enabled or not _has_meshes(model):
+        return []
+    rows, width = _sizes(model)
+    real = model.dtype
+    out = [mesh_contact_kernels(real)] if rows else []
+    return out + ([xpbd_mesh_contact_kernels(real)] if rows or width else [])
 
 
 def count_mesh_contacts(model: Model, s, m: MeshScratch | None) -> None:

@@ -1,12 +1,16 @@
 """sk.compile_ahead: the modules of a step compile at the same time, one per core, and each
 first launch waits for its own module's run instead of starting one (issue 30, item 5)."""
 
+import importlib
 import os
 import subprocess
 import sys
 import textwrap
+import uuid
 
 import pytest
+
+import simkit as sk
 
 pytestmark = pytest.mark.cpu_only("the CPU compiler runs")
 
@@ -28,6 +32,26 @@ PROGRAM = textwrap.dedent('''
     sk.launch(mod_a.scale, 4, inputs=[a])
     sk.launch(mod_b.scale, 4, inputs=[a])
     print(a.numpy()[0])
+''')
+
+ANNOUNCED = textwrap.dedent('''
+    import logging, sys, time
+    import simkit as sk
+    from simkit.core import compiler
+    import mod_a, mod_b
+
+    @sk.kernel
+    def warm(a: sk.array(dtype=float)):
+        a[sk.tid()] = 1.0
+
+    sk.launch(warm, 4, inputs=[sk.ones(4)])   # the runtime compiles before what is measured
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
+    before, started = compiler.stats["compile_seconds"], time.perf_counter()
+    sk.compile_ahead(mod_a.scale, mod_b.scale)
+    a = sk.ones(4)
+    sk.launch(mod_a.scale, 4, inputs=[a])
+    sk.launch(mod_b.scale, 4, inputs=[a])
+    print("wall", time.perf_counter() - started, "compiling", compiler.stats["compile_seconds"] - before)
 ''')
 
 FEATHERSTONE = textwrap.dedent('''
@@ -95,3 +119,36 @@ def test_featherstones_first_step_compiles_each_of_its_modules_once(project, con
     assert float(run(FEATHERSTONE.replace("CONTACT", repr(contact)))) < 0.3
     names = [p.name.rsplit("-", 1)[0] for p in (cache / "modules").glob("*.so")]
     assert len(names) == len(set(names)) == events().count("start")
+
+
+def test_modules_compiled_ahead_are_announced_in_one_line_naming_them(project):
+    run, _, _ = project
+    lines = [line for line in run(ANNOUNCED).splitlines() if "compiling" in line and "mod_" in line]
+    assert len(lines) == 1
+    assert lines[0].startswith("simkit: compiling 2 kernels of 2 modules at once: mod_a, mod_b (first run only")
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: the compiler runs take turns")
+def test_compiler_runs_at_the_same_time_count_once_in_the_compile_time(project):
+    # each run takes a second at least; summed, the two would exceed the wall time they took
+    run, _, _ = project
+    words = run(ANNOUNCED).splitlines()[-1].split()
+    wall, compiling = float(words[words.index("wall") + 1]), float(words[words.index("compiling") + 1])
+    assert 1.0 < compiling <= wall
+
+
+def test_the_longest_module_source_starts_compiling_first(tmp_path, monkeypatch):
+    # with more modules than cores the last run to start should be a short one
+    from simkit.core import compiler
+
+    suffix = uuid.uuid4().hex[:8]
+    kernel = MODULE.replace("import simkit as sk", "")
+    kernels = "".join(kernel.replace("scale", f"scale{i}").replace("FACTOR", f"{i + 1.0}") for i in range(6))
+    (tmp_path / f"short_{suffix}.py").write_text(MODULE.replace("FACTOR", "2.0"))
+    (tmp_path / f"long_{suffix}.py").write_text("import simkit as sk\n" + kernels)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    short, long = (importlib.import_module(f"{name}_{suffix}") for name in ("short", "long"))
+    started = []
+    monkeypatch.setattr(compiler, "build_shared_ahead", lambda source, name, announce: started.append(name))
+    sk.compile_ahead(short.scale, long.scale0)
+    assert [name.split("_")[0] for name in started] == ["long", "short"]
