@@ -372,7 +372,7 @@ def test_stepping_the_same_pair_of_ant_states_replays_from_the_fourth_step(conta
 def test_making_another_integrator_leaves_the_recorded_steps_replaying():
     model, integrator = cloth(), sk.sim.SemiImplicitEuler()
     a, b = model.state(), model.state()
-    for k in range(6):
+    for _ in range(6):
         integrator.step(model, a, b, None, DT)
         a, b = b, a
         sk.sim.XPBD(iterations=2)        # as a loop making a throwaway integrator would
