@@ -48,6 +48,7 @@ WARP_PARAMS: dict[str, tuple[tuple[str, ...], ...]] = {
     "transform_get_rotation": (("xform",),), "transform_get_translation": (("xform",),),
     "transform_inverse": (("xform",),), "transform_multiply": (("a", "b"),),
     "transform_point": (("xform", "point"), ("mat", "point")), "transform_vector": (("xform", "vec"), ("mat", "vec")),
+    "skew": (("vec",),), "velocity_at_point": (("qd", "r"),),
     "spatial_adjoint": (("r", "s"),), "spatial_bottom": (("svec",),), "spatial_top": (("svec",),),
     "spatial_cross": (("a", "b"),), "spatial_cross_dual": (("a", "b"),), "spatial_dot": (("a", "b"),),
     "expect_eq": (("a", "b"),), "expect_neq": (("a", "b"),), "expect_near": (("a", "b", "tolerance"),),

@@ -1,7 +1,8 @@
 """Builtins of the table (:mod:`simkit.core.builtins`) that Warp code reaches and simkit had
 lacked: the error function, angle conversions, vector norms, the inverse of ``quat_rpy``,
 floating-point classification, the identity quaternion and transform and the transform
-accessors under Warp's names, and a scalar divided by a vector, matrix or quaternion.
+accessors under Warp's names, a scalar divided by a vector, matrix or quaternion, ``skew``,
+``transform_point`` / ``transform_vector`` of a 4x4 matrix and ``velocity_at_point``.
 
 Example::
 
@@ -130,3 +131,40 @@ _("normalize", "q: quat(F)", "quat(F)", "F l = m::sqrt(inner_(q, q)); return l >
   doc="q / |q| (a zero quaternion is returned as it is, as normalize does a zero vector).")
 _("dot", "a: quat(F), b: quat(F)", "F", "return inner_(a, b);", "adj_a += b * adj_ret; adj_b += a * adj_ret;",
   tan="return inner_(tan_a, b) + inner_(a, tan_b);", doc="The 4-d dot product of two quaternions' components.")
+
+# ---------------------------------------------------------------------------
+# Cross products as matrices, 4x4 homogeneous transforms, a rigid body's point velocity
+# ---------------------------------------------------------------------------
+_("skew", "v: vec(3,F)", "mat(3,3,F)",
+  "return mat_t<3, 3, F>{{{F(0), -v[2], v[1]}, {v[2], F(0), -v[0]}, {-v[1], v[0], F(0)}}};",
+  "adj_v[0] += adj_ret[2][1] - adj_ret[1][2]; adj_v[1] += adj_ret[0][2] - adj_ret[2][0];"
+  " adj_v[2] += adj_ret[1][0] - adj_ret[0][1];",
+  tan="return mat_t<3, 3, F>{{{F(0), -tan_v[2], tan_v[1]}, {tan_v[2], F(0), -tan_v[0]}, {-tan_v[1], tan_v[0], F(0)}}};",
+  doc="The matrix of v x: skew(v) * u == cross(v, u).")
+_HOMOGENEOUS = ("vec_t<3, F> r; SK_UNROLL for (int i = 0; i < 3; ++i) {"
+                " r[i] = W; SK_UNROLL for (int j = 0; j < 3; ++j) r[i] += m[i][j] * X[j]; } return r;")
+_HOMOGENEOUS_ADJ = ("SK_UNROLL for (int i = 0; i < 3; ++i) { ADJ_W SK_UNROLL for (int j = 0; j < 3; ++j)"
+                    " { adj_m[i][j] += adj_ret[i] * X[j]; adj_X[j] += m[i][j] * adj_ret[i]; } }")
+_HOMOGENEOUS_TAN = ("vec_t<3, F> r; SK_UNROLL for (int i = 0; i < 3; ++i) {"
+                    " r[i] = TAN_W; SK_UNROLL for (int j = 0; j < 3; ++j) r[i] += tan_m[i][j] * X[j] + m[i][j] * tan_X[j]; }"
+                    " return r;")
+
+
+def _homogeneous(text: str, x: str, point: bool) -> str:
+    return (text.replace("adj_X", f"adj_{x}").replace("tan_X", f"tan_{x}").replace("X[", f"{x}[")
+            .replace("TAN_W", "tan_m[i][3]" if point else "F(0)").replace("W;", "m[i][3];" if point else "F(0);")
+            .replace("ADJ_W", "adj_m[i][3] += adj_ret[i];" if point else ""))
+
+
+_("transform_point", "m: mat(4,4,F), point: vec(3,F)", "vec(3,F)", _homogeneous(_HOMOGENEOUS, "point", True),
+  _homogeneous(_HOMOGENEOUS_ADJ, "point", True), tan=_homogeneous(_HOMOGENEOUS_TAN, "point", True),
+  doc="The point (x, y, z, 1) times the 4x4 matrix m as a column vector, its first three components (m * p, "
+      "no division by w, as Warp's).")
+_("transform_vector", "m: mat(4,4,F), vec: vec(3,F)", "vec(3,F)", _homogeneous(_HOMOGENEOUS, "vec", False),
+  _homogeneous(_HOMOGENEOUS_ADJ, "vec", False), tan=_homogeneous(_HOMOGENEOUS_TAN, "vec", False),
+  doc="The direction (x, y, z, 0) times the 4x4 matrix m: its upper-left 3x3 block times v.")
+_("velocity_at_point", "qd: vec(6,F), r: vec(3,F)", "vec(3,F)", "return cross_(top_(qd), r) + bottom_(qd);",
+  "adj_qd += join_(cross_(r, adj_ret), adj_ret); adj_r += cross_(adj_ret, top_(qd));",
+  tan="return cross_(top_(tan_qd), r) + cross_(top_(qd), tan_r) + bottom_(tan_qd);",
+  doc="The velocity w x r + v of the point at r (from the twist's reference point) of a body moving with the "
+      "spatial velocity qd = (w, v).")

@@ -300,6 +300,8 @@ def _float_signatures(F) -> list:
     sigs += [(s, V3) for s in NORMS] + [(s, V3, F) for s in ("norm_huber", "norm_pseudo_huber")]
     sigs += [("quat_to_rpy", Q), ("transform_get_translation", T), ("transform_get_rotation", T)]
     sigs += [("/", F, V3), ("/", F, M23), ("/", F, Q), ("normalize", Q), ("dot", Q, Q)]
+    M44 = sk.matrix((4, 4), F)
+    sigs += [("skew", V3), ("transform_point", M44, V3), ("transform_vector", M44, V3), ("velocity_at_point", S6, V3)]
     return sigs
 
 
@@ -1495,6 +1497,10 @@ def _adjoint_cases() -> dict:
         "scalar-over-quat": (("/", D, Q), [_any(), _nonzero(0.5, 2.0, (4,))]),
         "normalize-quat": (("normalize", Q), [_vec(4)]),
         "dot-quat": (("dot", Q, Q), [_any(shape=(4,)), _any(shape=(4,))]),
+        "skew": (("skew", V3), [_any(shape=(3,))]),
+        "transform_point-mat44": (("transform_point", sk.mat44d, V3), [_any(shape=(4, 4)), _any(shape=(3,))]),
+        "transform_vector-mat44": (("transform_vector", sk.mat44d, V3), [_any(shape=(4, 4)), _any(shape=(3,))]),
+        "velocity_at_point": (("velocity_at_point", S6, V3), [_any(shape=(6,)), _any(shape=(3,))]),
     }
     for n in SIZES:
         V, M, v, m = sk.vector(n, D), sk.matrix((n, n), D), _any(shape=(n,)), _any(shape=(n, n))

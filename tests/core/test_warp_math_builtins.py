@@ -128,6 +128,34 @@ def test_a_scalar_over_a_vector_matrix_or_quat_divides_by_each_component_like_wa
     assert 2.0 / sk.vec2(4.0, 0.5) == sk.vec2(0.5, 4.0)  # in Python too
 
 
+@pytest.mark.cpu_only("Warp runs on its own CPU device here")
+def test_skew_homogeneous_transforms_and_point_velocity_match_warp(warp_kernels):
+    rng = np.random.default_rng(7)
+    v, m, qd = rng.normal(size=(N, 3)), rng.normal(size=(N, 4, 4)), rng.normal(size=(N, 6))
+    got, want = _both(warp_kernels, "frames", [(v, "vec3d"), (m, "mat44d")], [(N, "mat33d"), (N, "vec3d"), (N, "vec3d")])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+    got, want = _both(warp_kernels, "point_velocity", [(qd, "spatial_vector"), (v, "vec3")], [(N, "vec3")])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+def test_skew_homogeneous_transforms_and_point_velocity_are_their_closed_forms():
+    rng = np.random.default_rng(8)
+    v, m, qd = rng.normal(size=(N, 3)), rng.normal(size=(N, 4, 4)), rng.normal(size=(N, 6))
+    outs = [sk.zeros(N, dtype=t) for t in (sk.mat33d, sk.vec3d, sk.vec3d)]
+    sk.launch(S.frames, N, inputs=[sk.array(v, dtype=sk.vec3d), sk.array(m, dtype=sk.mat44d), *outs])
+    skew, points, dirs = (o.numpy() for o in outs)
+    vel = sk.zeros(N, dtype=sk.vec3)
+    sk.launch(S.point_velocity, N, inputs=[sk.array(qd, dtype=sk.spatial_vector), sk.array(v, dtype=sk.vec3), vel])
+    vel = vel.numpy()
+    u = rng.normal(size=(N, 3))
+    np.testing.assert_allclose(np.einsum("nij,nj->ni", skew, u), np.cross(v, u), atol=1e-12)
+    np.testing.assert_allclose(points, np.einsum("nij,nj->ni", m[:, :3, :3], v) + m[:, :3, 3], atol=1e-12)
+    np.testing.assert_allclose(dirs, np.einsum("nij,nj->ni", m[:, :3, :3], v), atol=1e-12)
+    np.testing.assert_allclose(vel, np.cross(qd[:, :3], v) + qd[:, 3:], rtol=1e-5, atol=1e-5)   # float32
+
+
 def test_quat_to_rpy_inverts_quat_rpy():
     @sk.kernel
     def round_trip(a: sk.array(dtype=sk.vec3d), out: sk.array(dtype=sk.vec3d)):

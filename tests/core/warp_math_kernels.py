@@ -66,3 +66,18 @@ def scalar_over(s: M.array(dtype=M.float64), v: M.array(dtype=M.vec3d), m: M.arr
     ov[i] = s[i] / v[i]
     om[i] = M.float64(2.0) / m[i]
     oq[i] = s[i] / q[i]
+
+
+@M.kernel
+def frames(v: M.array(dtype=M.vec3d), m: M.array(dtype=M.mat44d), sk_out: M.array(dtype=M.mat33d), points: M.array(dtype=M.vec3d), dirs: M.array(dtype=M.vec3d)):
+    i = M.tid()
+    sk_out[i] = M.skew(v[i])
+    points[i] = M.transform_point(m[i], v[i])
+    dirs[i] = M.transform_vector(m[i], v[i])
+
+
+@M.kernel
+def point_velocity(qd: M.array(dtype=M.spatial_vector), r: M.array(dtype=M.vec3), vel: M.array(dtype=M.vec3)):
+    # Warp's velocity_at_point is float32 only
+    i = M.tid()
+    vel[i] = M.velocity_at_point(qd[i], r[i])
