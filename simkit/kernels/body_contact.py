@@ -74,8 +74,8 @@ from .bodies import point_inverse_mass, point_velocity, wrench_at
 from .contact import sticking_penalty_force
 from .broad_phase_options import broad_phase_capacity, broad_phase_mode
 from .contact_params import ground_collides
-from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, collision_pairs, plane_toward, shape_bounding_radius,
-                     shape_pair_toward, shape_plane_point_count, shape_point_count, shape_surface_distance,
+from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, collision_pairs, pair_point_count, plane_toward,
+                     shape_bounding_radius, shape_pair_toward, shape_plane_point_count, shape_surface_distance,
                      shape_surface_point, shape_transform)
 from .structs import model_structs
 
@@ -187,7 +187,7 @@ def pair_wrenches(a: int, b: int, body_q: AnyArray, body_qd: AnyArray, bodies: A
     tc = 0.5 * (shapes.time_constant[a] + shapes.time_constant[b])
     zeta = 0.5 * (shapes.damping_ratio[a] + shapes.damping_ratio[b])
     mu = 0.5 * (shapes.mu[a] + shapes.mu[b])
-    count = shape_point_count(shapes.kind[a])
+    count = pair_point_count(shapes.kind[a], shapes.kind[b])
     read = first_in
     if first_in < 0:
         read = -MAX_SHAPE_POINTS  # read + k stays negative for every point

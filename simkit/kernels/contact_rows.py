@@ -25,10 +25,10 @@ from typing import Any
 import simkit as sk
 from .body_contact import apart
 from .contact_params import ground_collides, masks_collide, pair_params
-from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, plane_toward, shape_bounding_radius, shape_pair_toward,
-                     shape_plane_point_count, shape_point_count, shape_surface_distance, shape_surface_point,
+from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, pair_point_count, plane_toward, shape_bounding_radius,
+                     shape_pair_toward, shape_plane_point_count, shape_surface_distance, shape_surface_point,
                      shape_transform)
-from .structs import SHAPE_BOX, SHAPE_CAPSULE, model_structs
+from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, model_structs
 
 AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
 ints = sk.array(dtype=sk.int32)
@@ -44,6 +44,17 @@ def write_params(slot: int, shapes: Any, contact: Any, a: int, b: int, slot_mu: 
     slot_solref[slot] = solref
     slot_solimp[slot] = solimp
     slot_margin[slot] = margin
+
+
+@sk.func
+def true_corner(p_local: Any, radius: Any):
+    """The true corner of a box's rounded corner point ``p_local`` (radius ``radius``), radius 0:
+    against a plane the contact point, and so the lever arm of its force, is where MuJoCo puts
+    it (the penalty kernels keep the rounding)."""
+    corner = p_local * 1.0
+    for axis in range(3):
+        corner[axis] = p_local[axis] + sk.sign(p_local[axis]) * radius
+    return corner, radius * 0.0
 
 
 @sk.kernel
@@ -72,11 +83,7 @@ def ground_rows(body_q: AnyArray, shapes: Any, contact: Any, slot_body: ints, sl
         slot = s * MAX_PLANE_POINTS + k
         p_local, radius = shape_surface_point(shapes, s, k, toward)
         if kind == SHAPE_BOX:
-            # against a plane the box's true corner (the penalty kernels round it): the contact
-            # point, and so the lever arm of its force, is where MuJoCo puts it
-            for axis in range(3):
-                p_local[axis] = p_local[axis] + sk.sign(p_local[axis]) * radius
-            radius = radius * 0.0
+            p_local, radius = true_corner(p_local, radius)
         p = sk.transform_point(X, p_local)
         dist = sk.dot(n, p) - radius
         if dist < margin:
@@ -112,7 +119,7 @@ def pair_rows(pairs: sk.array(dtype=sk.int32, ndim=2), body_q: AnyArray, shapes:
     a = pairs[i, 0]
     b = pairs[i, 1]
     kind_a = shapes.kind[a]
-    if k >= shape_point_count(kind_a):
+    if k >= pair_point_count(kind_a, shapes.kind[b]):
         return
     if masks_collide(shapes.contype[a], shapes.conaffinity[a], shapes.contype[b], shapes.conaffinity[b]) == 0:
         return
@@ -126,6 +133,8 @@ def pair_rows(pairs: sk.array(dtype=sk.int32, ndim=2), body_q: AnyArray, shapes:
     Xb_inv = sk.transform_inverse(Xb)
     toward = shape_pair_toward(shapes, a, b, Xa, sk.transform_inverse(Xa), Xb, Xb_inv)
     p_local, radius = shape_surface_point(shapes, a, k, toward)
+    if kind_a == SHAPE_BOX and shapes.kind[b] == SHAPE_PLANE:
+        p_local, radius = true_corner(p_local, radius)
     p = sk.transform_point(Xa, p_local)
     d, n_local = shape_surface_distance(shapes, b, sk.transform_point(Xb_inv, p))
     dist = d - radius

@@ -8,7 +8,9 @@ Shape conventions (``Shapes``): a sphere of radius ``params[0]``; a box of half 
 ``y = -params[1]`` and ``y = params[1]``; a cone of base radius ``params[0]`` at ``y =
 -params[1]`` and apex at ``y = params[1]``; an ellipsoid of semi-axes ``params``; a convex
 hull of bounding radius ``params[0]`` whose vertices and triangles are the ``hull*`` fields
-(:mod:`simkit.kernels.convex`; docs/geometry.md). :func:`shape_surface_distance`,
+(:mod:`simkit.kernels.convex`; docs/geometry.md); a static plane facing its local +y, infinite
+or, with half extents ``params[0]``, ``params[1]`` along its local x and z, a rectangle with
+the half-space below it (:func:`plane_distance`). :func:`shape_surface_distance`,
 :func:`shape_surface_point` and :func:`shape_pair_toward` take the ``Shapes`` struct and a
 shape index and serve every kind; :func:`shape_distance` and :func:`shape_point` take a kind
 and ``params`` and serve the primitives (a hull there is its bounding sphere).
@@ -29,7 +31,12 @@ from .revolved_shapes import (CONE_PLANE_POINTS, CONE_POINTS, CYLINDER_PLANE_POI
 from .convex import HULL_POINTS, hull_distance, hull_point
 from .ellipsoid import ellipsoid_distance, ellipsoid_point
 from .structs import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_MESH,
-                      SHAPE_SPHERE)
+                      SHAPE_PLANE, SHAPE_SPHERE)
+
+# The bounding radius of a plane: it reaches every shape (finite or not, the region below it
+# that pushes out is unbounded), and stays finite in float32 so that sums and comparisons of
+# reaches never meet inf - inf.
+PLANE_REACH = 1.0e18
 
 
 @sk.func
@@ -57,6 +64,30 @@ def box_distance(p, h):
 
 
 @sk.func
+def plane_distance(p, size):
+    """Signed distance of local point ``p`` to a plane facing +y, and the outward normal: its
+    height ``p[1]`` for an infinite plane (``size[0] == 0``); for a rectangle of half extents
+    ``size[0]``, ``size[1]`` along x and z, the height above or below it within its footprint
+    (one-sided: a point below is inside and leaves upwards, however deep), and outside the
+    footprint the distance to the nearest point of the rectangle or of the half-infinite
+    column below it."""
+    dist = p[1]
+    n = p * 0.0
+    n[1] = dist * 0.0 + 1.0
+    if size[0] > 0.0:
+        closest = p * 0.0
+        closest[0] = sk.clamp(p[0], -size[0], size[0])
+        closest[1] = sk.min(p[1], p[1] * 0.0)
+        closest[2] = sk.clamp(p[2], -size[1], size[1])
+        d = p - closest
+        length = sk.length(d)
+        if length > 0.0:  # above it, or off its footprint (else inside, right below it)
+            dist = length
+            n = d / length
+    return dist, n
+
+
+@sk.func
 def shape_distance(kind, p, size):
     """Signed distance of point ``p`` (in the shape's frame) to a shape of ``kind`` and
     ``size`` (its ``params``), and the outward normal in the shape's frame."""
@@ -72,6 +103,8 @@ def shape_distance(kind, p, size):
         dist, n = cone_distance(p, size[0], size[1])
     elif kind == SHAPE_ELLIPSOID:
         dist, n = ellipsoid_distance(p, size)
+    elif kind == SHAPE_PLANE:
+        dist, n = plane_distance(p, size)
     else:
         d = p
         if kind == SHAPE_CAPSULE:
@@ -132,7 +165,7 @@ def shape_point_count(kind):
         count = CONE_POINTS
     elif kind == SHAPE_CONVEX:
         count = HULL_POINTS
-    elif kind == SHAPE_MESH:
+    elif kind == SHAPE_MESH or kind == SHAPE_PLANE:
         count = 0
     return count
 
@@ -153,8 +186,19 @@ def shape_plane_point_count(kind):
         count = CONE_PLANE_POINTS
     elif kind == SHAPE_CONVEX:
         count = HULL_POINTS
-    elif kind == SHAPE_MESH:
+    elif kind == SHAPE_MESH or kind == SHAPE_PLANE:
         count = 0
+    return count
+
+
+@sk.func
+def pair_point_count(kind_a, kind_b):
+    """How many contact points of a shape of ``kind_a`` are tested against one of ``kind_b``:
+    against a plane those that suffice against the ground (:func:`shape_plane_point_count`),
+    else all of them."""
+    count = shape_point_count(kind_a)
+    if kind_b == SHAPE_PLANE:
+        count = shape_plane_point_count(kind_a)
     return count
 
 
@@ -316,6 +360,8 @@ def shape_bounding_radius(kind, size):
         r = size[0] + size[1]
     elif kind == SHAPE_CYLINDER or kind == SHAPE_CONE:
         r = sk.sqrt(size[0] * size[0] + size[1] * size[1])
+    elif kind == SHAPE_PLANE:
+        r = r * 0.0 + PLANE_REACH
     return r
 
 
@@ -325,6 +371,7 @@ def _pairs_within(shapes: np.ndarray, kind: np.ndarray, body: np.ndarray) -> tup
     a, b = (shapes[x.ravel()] for x in np.meshgrid(np.arange(len(shapes)), np.arange(len(shapes)), indexing="ij"))
     keep = (body[a] != body[b]) & ((body[a] >= 0) | (body[b] >= 0))
     keep &= ~((kind[b] == SHAPE_SPHERE) & (kind[a] != SHAPE_SPHERE))
+    keep &= kind[a] != SHAPE_PLANE     # a plane has no points: only ever the surface side
     keep &= ~((kind[a] == SHAPE_SPHERE) & (kind[b] == SHAPE_SPHERE) & (a > b))
     return a[keep], b[keep]
 

@@ -21,7 +21,10 @@ from ..core.struct import struct
 # Shape kinds (``Shapes.kind``). A mesh's triangles live in ``Model.meshes`` (see
 # simkit.kernels.meshes); its ``params`` hold its scale. A convex hull's vertices and
 # triangles are the ``hull_*`` fields of ``Shapes``; its ``params`` hold its bounding radius.
-SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_CYLINDER, SHAPE_CONE, SHAPE_ELLIPSOID, SHAPE_CONVEX = range(8)
+# A plane (always static) faces its local +y; its ``params`` hold its half extents along
+# local x and z, zero for an infinite plane.
+(SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_CYLINDER, SHAPE_CONE, SHAPE_ELLIPSOID, SHAPE_CONVEX,
+ SHAPE_PLANE) = range(9)
 
 # Joint kinds (``Joints.kind``).
 JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_BALL, JOINT_FIXED, JOINT_FREE, JOINT_UNIVERSAL = 0, 1, 2, 3, 4, 5
@@ -132,11 +135,11 @@ def model_structs(real) -> SimpleNamespace:
 
     @struct
     class Shapes:
-        """Collision shapes: ``kind`` (SHAPE_SPHERE/BOX/CAPSULE/MESH/CYLINDER/CONE/ELLIPSOID/CONVEX), the ``body`` they
+        """Collision shapes: ``kind`` (SHAPE_SPHERE/BOX/CAPSULE/MESH/CYLINDER/CONE/ELLIPSOID/CONVEX/PLANE), the ``body`` they
         are attached to (-1: static), ``xform`` in the body's frame (in the world for static shapes)
         and ``params`` (sphere: radius, box: half extents, capsule, cylinder and cone: radius and
-        half height along local y (a cone's base at -y, its apex at +y), ellipsoid: semi-axes, mesh:
-        its scale; the triangles are in ``Model.meshes``). ``ke``, ``kd``, ``kf``, ``mu``, ``time_constant``, ``damping_ratio`` are the
+        half height along local y (a cone's base at -y, its apex at +y), ellipsoid: semi-axes, plane
+        (static, facing local +y): half extents along local x and z (0: infinite), mesh: its scale; the triangles are in ``Model.meshes``). ``ke``, ``kd``, ``kf``, ``mu``, ``time_constant``, ``damping_ratio`` are the
         penalty contact material of the shape in body contacts (as in ``Contact``; a pair
         averages its two shapes); particle contacts use ``Contact``.
 

@@ -38,8 +38,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import simkit as sk
-from .shapes import (plane_toward, shape_bounding_radius, shape_pair_toward, shape_plane_point_count,
-                     shape_point_count, shape_surface_distance, shape_surface_point, shape_transform)
+from .shapes import (pair_point_count, plane_toward, shape_bounding_radius, shape_pair_toward,
+                     shape_plane_point_count, shape_surface_distance, shape_surface_point, shape_transform)
 from .structs import model_structs
 from .xpbd_bodies import load_body, perpendicular, point_matrix, rotation_vector, solve_in_plane, split_of
 
@@ -179,9 +179,9 @@ def point_counts(Xa: Any, Xb: Any, shapes: Any, sa: int, sb: int, two_way: int):
         reach = (shape_bounding_radius(shapes.kind[sa], shapes.params[sa])
                  + shape_bounding_radius(shapes.kind[sb], shapes.params[sb]))
         if sk.length(Xa.p - Xb.p) < reach:
-            count_a = shape_point_count(shapes.kind[sa])
+            count_a = pair_point_count(shapes.kind[sa], shapes.kind[sb])
             if two_way != 0:
-                count_b = shape_point_count(shapes.kind[sb])
+                count_b = pair_point_count(shapes.kind[sb], shapes.kind[sa])
     return count_a, count_b
 
 

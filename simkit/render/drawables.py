@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels.structs import SHAPE_CONVEX, SHAPE_MESH
+from ..kernels.structs import SHAPE_CONVEX, SHAPE_MESH, SHAPE_PLANE
 from ..sim.model import Model, State
 from .geometry import (TriMesh, box_mesh, capsule_mesh, cone_mesh, cylinder_mesh, ground_mesh, shape_mesh,
                        sphere_mesh, transform_matrix, vertex_normals)
@@ -170,7 +170,9 @@ class ModelDrawables:
                 continue
             local = transform_matrix(xform[i])
             if body[i] < 0:
-                self._static.append(mesh_drawable(f"shape_{i}", mesh, SHAPE_COLOR, local))
+                # an infinite plane is left out of the camera's fit, as the ground is
+                infinite = kind[i] == SHAPE_PLANE and params[i][0] <= 0.0
+                self._static.append(mesh_drawable(f"shape_{i}", mesh, SHAPE_COLOR, local, bounded=not infinite))
             else:
                 b = int(body[i])
                 self._attached.append((b, local, mesh_drawable(f"body_{b}/shape_{i}", mesh,

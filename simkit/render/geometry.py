@@ -19,7 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_SPHERE
+from ..kernels.structs import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_PLANE,
+                               SHAPE_SPHERE)
+
+# An infinite plane shape is drawn (viewer, USD) as a square of this half size about its origin.
+INFINITE_PLANE_HALF_SIZE = 10.0
 from ..sim.geometry import quat_to_matrix
 
 AXES = {"x": 0, "y": 1, "z": 2}
@@ -255,8 +259,8 @@ def box_mesh(half_extents: ArrayLike) -> TriMesh:
 def shape_mesh(kind: int, params: ArrayLike) -> TriMesh | None:
     """The mesh of a simulation shape in its own frame from its ``model.shapes`` kind and
     params (sphere: radius; box: half extents; capsule, cylinder and cone: radius, half
-    height along y; ellipsoid: semi-axes);
-    None for a kind that has no mesh.
+    height along y; ellipsoid: semi-axes; plane: half extents along x and z, a checkerboard
+    ``2 * INFINITE_PLANE_HALF_SIZE`` wide when infinite); None for a kind that has no mesh.
 
     Example::
 
@@ -275,7 +279,23 @@ def shape_mesh(kind: int, params: ArrayLike) -> TriMesh | None:
         return cone_mesh(p[0], p[1])
     if kind == SHAPE_ELLIPSOID:
         return ellipsoid_mesh(p)
+    if kind == SHAPE_PLANE:
+        return plane_mesh(p[0], p[1])
     return None
+
+
+def plane_mesh(half_x: float, half_z: float) -> TriMesh:
+    """A plane shape's mesh, facing +y: a rectangle of half extents ``half_x``, ``half_z``, or
+    for an infinite plane (``half_x == 0``) a checkerboard ``2 * INFINITE_PLANE_HALF_SIZE`` wide.
+
+    Example::
+
+        plane_mesh(0.5, 0.3).positions.shape      # (4, 3)
+    """
+    if half_x <= 0.0:
+        return ground_mesh("y", INFINITE_PLANE_HALF_SIZE)
+    corners = [(-half_x, 0.0, -half_z), (-half_x, 0.0, half_z), (half_x, 0.0, half_z), (half_x, 0.0, -half_z)]
+    return _mesh(corners, [(0.0, 1.0, 0.0)] * 4, [(0, 1, 2), (0, 2, 3)])
 
 
 def ground_mesh(up_axis: str, half_size: float, tile: float | None = None,

@@ -40,7 +40,8 @@ import numpy as np
 from pxr import Gf, Usd, UsdGeom, Vt
 
 from ..kernels.structs import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_ELLIPSOID,
-                               SHAPE_MESH, SHAPE_SPHERE)
+                               SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE)
+from .geometry import INFINITE_PLANE_HALF_SIZE
 from ..sim.model import Model, State
 from .mesh import compact_vertices, mesh_shape_arrays, tet_surface_triangles
 
@@ -151,6 +152,15 @@ def _define_shape(stage: Usd.Stage, path: str, kind: int, xform: np.ndarray, par
         cone.GetHeightAttr().Set(2.0 * h)
         cone.GetAxisAttr().Set(UsdGeom.Tokens.y)
         cone.GetExtentAttr().Set(_extent([-r, -h, -r], [r, h, r]))
+    elif kind == SHAPE_PLANE:
+        # USD's plane facing y spans x by its width and z by its length; an infinite one is
+        # drawn 2 * INFINITE_PLANE_HALF_SIZE wide
+        hx, hz = (float(params[0]), float(params[1])) if params[0] > 0.0 else (INFINITE_PLANE_HALF_SIZE,) * 2
+        plane = UsdGeom.Plane.Define(stage, geom)
+        plane.GetAxisAttr().Set(UsdGeom.Tokens.y)
+        plane.GetWidthAttr().Set(2.0 * hx)
+        plane.GetLengthAttr().Set(2.0 * hz)
+        plane.GetExtentAttr().Set(_extent([-hx, 0.0, -hz], [hx, 0.0, hz]))
     elif kind in (SHAPE_MESH, SHAPE_CONVEX) and mesh is not None:
         vertices, triangles = mesh
         prim = UsdGeom.Mesh.Define(stage, geom)

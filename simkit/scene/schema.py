@@ -63,7 +63,7 @@ SHAPE_KINDS = {"sphere": ("pos", "radius"), "box": ("pos", "rot", "half_extents"
                "capsule": ("pos", "rot", "radius", "half_height"),
                "cylinder": ("pos", "rot", "radius", "half_height"),
                "cone": ("pos", "rot", "radius", "half_height"), "ellipsoid": ("pos", "rot", "semi_axes"),
-               "convex": ("pos", "rot", "points")}
+               "convex": ("pos", "rot", "points"), "plane": ("pos", "rot", "half_extents")}
 SHAPE_COMMON = ("name", "kind", "ke", "kd", "kf", "mu", "time_constant", "damping_ratio")
 BODY_KEYS = ("name", "pos", "rot", "velocity", "angular_velocity", "armature", "shapes")
 JOINT_AXIS_KEYS = ("axis", "limit_lower", "limit_upper", "limit_ke", "limit_kd", "target", "target_vel", "target_ke",
@@ -418,6 +418,8 @@ def _shape(entry: Any, path: str, file: str, static: bool) -> dict:
         () if static else ("density",))
     t = Table(entry, path, file, allowed)
     kind = t.choice("kind", tuple(SHAPE_KINDS))
+    if kind == "plane" and not static:
+        raise t.error("kind", "a plane is always static; put it in [[shapes]], not in a body's shapes")
     takes = SHAPE_KINDS[kind]
     for key in t.data:
         if key not in SHAPE_COMMON + takes + ("density",):
@@ -427,7 +429,14 @@ def _shape(entry: Any, path: str, file: str, static: bool) -> dict:
            "pos": t.vector("pos", 3, (0.0, 0.0, 0.0)), "rot": t.quat()}
     if "radius" in takes:
         out["radius"] = _positive(t, "radius")
-    if "half_extents" in takes:
+    if kind == "plane":
+        out["half_extents"] = None          # infinite
+        if t.has("half_extents"):
+            h = t.vector("half_extents", 2)
+            if min(h) <= 0.0:
+                raise t.error("half_extents", f"expected an array of 2 numbers > 0, got {describe(list(h))}")
+            out["half_extents"] = h
+    elif "half_extents" in takes:
         h = t.vector("half_extents", 3)
         if min(h) <= 0.0:
             raise t.error("half_extents", f"expected an array of 3 numbers > 0, got {describe(list(h))}")

@@ -19,7 +19,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..kernels.structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_SPHERE
+from ..kernels.structs import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_PLANE,
+                               SHAPE_SPHERE)
 from . import geometry as G
 from . import validate as V
 from .builder_joints import IDENTITY_XFORM, JointBuilder, transform_multiply
@@ -377,6 +378,42 @@ class RigidBuilder(JointBuilder):
         return self._add_shape(SHAPE_ELLIPSOID, V.vec3(pos, "add_shape_ellipsoid: pos"),
                                V.quat(rot, "add_shape_ellipsoid: rot"), e, body, density,
                                (ke, kd, kf, mu, time_constant, damping_ratio), "add_shape_ellipsoid", contact)
+
+    def add_shape_plane(self, pos: Sequence[float], rot: Sequence[float], half_extents: Sequence[float] | None = None,
+                        *, ke: float | None = None, kd: float | None = None, kf: float | None = None,
+                        mu: float | None = None, time_constant: float | None = None,
+                        damping_ratio: float | None = None, **contact: Any) -> int:
+        """Add a static plane through ``pos`` facing its local +y axis turned by ``rot`` (an
+        incline, a wall, a second floor at another height). Infinite when ``half_extents`` is
+        None; else a rectangle of half extents ``(hx, hz)`` along its local x and z, which
+        pushes out whatever is below it within its footprint (however deep) and nothing
+        beside it. A plane is one-sided: a body that passes through it is pushed back to its
+        front. Planes are always static (they take no ``body`` or ``density``); the contact
+        material and MuJoCo's parameters are those of :meth:`add_shape_sphere`. Contact of
+        every shape and particle with a plane is exact, as with the ground (docs/geometry.md).
+
+        Example::
+
+            theta = math.radians(20.0)      # a 20 degree incline through the origin, downhill +x
+            b.add_shape_plane((0, 0, 0), (0, 0, -math.sin(theta / 2), math.cos(theta / 2)), mu=0.8)
+            b.add_shape_plane((0, 1, 0), (0, 0, 0, 1), half_extents=(0.5, 0.3))   # a table top
+        """
+        where = "add_shape_plane"
+        if "body" in contact or "density" in contact:
+            raise TypeError(f"{where}: a plane is always static; it takes no "
+                            f"{'body' if 'body' in contact else 'density'} argument")
+        size = np.zeros(3)
+        if half_extents is not None:
+            try:
+                h = np.asarray(half_extents, dtype=np.float64)
+            except (TypeError, ValueError):
+                h = np.zeros(0)
+            if h.shape != (2,) or not np.all(np.isfinite(h)) or np.any(h <= 0.0):
+                raise ValueError(f"{where}: half_extents must be None (infinite) or two finite numbers > 0 "
+                                 f"(along local x and z), got {half_extents!r}")
+            size[:2] = h
+        return self._add_shape(SHAPE_PLANE, V.vec3(pos, f"{where}: pos"), V.quat(rot, f"{where}: rot"), size, -1,
+                               0.0, (ke, kd, kf, mu, time_constant, damping_ratio), where, contact)
 
     # -- joints -------------------------------------------------------------------------
     # -- worlds ---------------------------------------------------------------------------

@@ -600,6 +600,24 @@ def test_an_ellipsoid_is_a_unit_usd_sphere_scaled_to_its_semi_axes(tmp_path):
     np.testing.assert_allclose(world_point(stage, str(prim.GetPath()), (0, 0, 1)), tip, atol=1e-6)
 
 
+def test_a_plane_is_a_usd_plane_facing_its_local_y_sized_to_its_half_extents_or_drawn_20_m_when_infinite(tmp_path):
+    b = sk.sim.ModelBuilder(ground=False)
+    b.add_shape_plane((0.5, 1.0, 0.0), BOX_ROT, half_extents=(0.4, 0.2))
+    b.add_shape_plane((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))
+    b.add_particle((0.0, 2.0, 0.0), (0.0, 0.0, 0.0), mass=0.1)
+    model = b.finalize()
+    path = tmp_path / "planes.usda"
+    with UsdExporter(path, model, fps=FPS) as usd:
+        usd.write(model.state(), 0.0)
+    stage = Usd.Stage.Open(str(path))
+    finite, infinite = (UsdGeom.Plane(stage.GetPrimAtPath(f"/World/Shapes/shape_{i}/geom")) for i in (0, 1))
+    assert finite.GetAxisAttr().Get() == UsdGeom.Tokens.y
+    assert finite.GetWidthAttr().Get() == pytest.approx(0.8) and finite.GetLengthAttr().Get() == pytest.approx(0.4)
+    assert infinite.GetWidthAttr().Get() == pytest.approx(20.0) and infinite.GetLengthAttr().Get() == pytest.approx(20.0)
+    corner = np.array((0.5, 1.0, 0.0)) + sk.sim.geometry.quat_rotate(np.array(BOX_ROT), [0.4, 0.0, 0.2])
+    np.testing.assert_allclose(world_point(stage, "/World/Shapes/shape_0/geom", (0.4, 0.0, 0.2)), corner, atol=1e-6)
+
+
 def test_a_convex_hull_is_written_as_the_usd_mesh_of_its_triangles(tmp_path):
     corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float) * 0.1
     b = sk.sim.ModelBuilder()

@@ -682,6 +682,21 @@ def test_ellipsoid_is_a_scaled_sphere_with_the_surfaces_normals():
     assert shape_mesh(SHAPE_ELLIPSOID, e).positions.shape == ellipsoid_mesh(e).positions.shape
 
 
+def test_a_finite_plane_is_drawn_as_its_rectangle_and_an_infinite_one_as_a_checkerboard_outside_the_fit():
+    from simkit.kernels.structs import SHAPE_PLANE
+    rect = shape_mesh(SHAPE_PLANE, (0.4, 0.2, 0.0))
+    np.testing.assert_allclose(np.abs(rect.positions).max(axis=0), (0.4, 0.0, 0.2))
+    up = face_normals(rect) / np.linalg.norm(face_normals(rect), axis=1, keepdims=True)
+    np.testing.assert_allclose(up, np.tile([0.0, 1.0, 0.0], (2, 1)), atol=1e-6)     # facing +y
+    b = sk.sim.ModelBuilder(ground=False)
+    b.add_shape_plane((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))
+    b.add_particle((0.0, 2.0, 0.0), (0.0, 0.0, 0.0), mass=0.1)
+    model = b.finalize()
+    drawables = ModelDrawables(model).frame(model.state())
+    plane = next(d for d in drawables if d.key == "shape_0")
+    assert not plane.bounded and np.abs(plane.positions).max() == pytest.approx(10.0)
+
+
 def test_model_drawables_draw_a_convex_hull_with_its_triangles():
     corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float) * 0.1
     b = sk.sim.ModelBuilder(ground=False)

@@ -306,6 +306,56 @@ def test_a_cylinder_of_zero_height_in_a_scene_is_an_error_naming_its_key(tmp_pat
         load_scene(path)
 
 
+PLANE_SCENE = """
+[sim]
+dt = 1.0e-3
+substeps = 10
+frames = 30
+ground = false
+
+[[bodies]]
+name = "crate"
+pos = [0.0, 0.101, 0.0]
+shapes = [{ kind = "box", half_extents = [0.1, 0.1, 0.1], density = 500.0 }]
+
+[[shapes]]
+kind = "plane"
+mu = 1.0
+
+[[shapes]]
+kind = "plane"
+pos = [0.0, 0.8, 0.0]
+rot = [0.0, 0.0, 1.0, 0.0]
+half_extents = [0.5, 0.25]
+"""
+
+
+def test_a_plane_scene_sets_its_crate_on_an_infinite_plane_under_a_finite_one_facing_down(tmp_path):
+    from simkit.kernels.structs import SHAPE_PLANE
+    path = tmp_path / "plane.toml"
+    path.write_text(PLANE_SCENE)
+    scene = load_scene(path)
+    planes = scene.model.shapes.kind.numpy() == SHAPE_PLANE
+    assert not scene.model.ground and planes.sum() == 2
+    np.testing.assert_allclose(scene.model.shapes.params.numpy()[planes], [[0.0, 0.0, 0.0], [0.5, 0.25, 0.0]])
+    y = run_scene(scene).final_state.body_q.numpy()[0, 1]
+    assert y == pytest.approx(0.1, abs=3e-3)           # on the plane, not through it
+
+
+@pytest.mark.parametrize("edit, match", [
+    (("half_extents = [0.5, 0.25]", "half_extents = [0.5, 0.0]"),
+     r"shapes\[1\].half_extents: expected an array of 2 numbers > 0"),
+    (("half_extents = [0.5, 0.25]", "half_extents = [0.5, 0.25, 0.1]"), r"shapes\[1\].half_extents: expected an array of 2"),
+    (('{ kind = "box", half_extents = [0.1, 0.1, 0.1], density = 500.0 }', '{ kind = "plane" }'),
+     r"bodies\[0\].shapes\[0\].kind: a plane is always static"),
+])
+def test_a_bad_plane_in_a_scene_is_an_error_naming_its_key(tmp_path, edit, match):
+    path = tmp_path / "plane.toml"
+    path.write_text(PLANE_SCENE.replace(*edit))
+    with pytest.raises(SceneError, match=match):
+        load_scene(path)
+
+
 CONVEX_SCENE = CYLINDER_SCENE.replace(
     'shapes = [{ kind = "cylinder", radius = 0.1, half_height = 0.05, density = 500.0 }]',
     'shapes = [{ kind = "convex", points = [[-0.1, -0.05, -0.1], [0.1, -0.05, -0.1], [-0.1, -0.05, 0.1], '

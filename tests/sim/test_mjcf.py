@@ -14,6 +14,7 @@ import pytest
 import simkit as sk
 from simkit.kernels.structs import SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_MESH
 from simkit.kernels.shapes import collision_pairs
+from simkit.kernels.structs import SHAPE_PLANE
 from simkit.sim.builder_joints import transform_multiply
 from simkit.sim.importers import RobotFileError, RobotFileWarning
 
@@ -160,10 +161,15 @@ def test_geoms_that_collide_with_nothing_are_not_colliders():
 
 
 def test_the_files_contype_and_conaffinity_become_the_collision_filter():
-    # the ant's legs overlap its torso; its geoms have conaffinity 0, so none touches another
+    # the ant's legs overlap its torso; its geoms have conaffinity 0, so none touches another,
+    # while its floor (a plane shape here: this builder has no ground) has 1 and meets them all
     b, _, _, model, caught = load(gym_asset("ant"))
-    assert b.shape_count > 0 and b.shape_collision == [[1, 0]] * b.shape_count
-    assert collision_pairs(model).shape[0] == 0
+    kind = model.shapes.kind.numpy()
+    floor = int(np.flatnonzero(kind == SHAPE_PLANE)[0])
+    assert b.shape_collision[floor] == [1, 1]
+    assert all(c == [1, 0] for i, c in enumerate(b.shape_collision) if i != floor)
+    pairs = collision_pairs(model).numpy()
+    assert len(pairs) == b.shape_count - 1 and (pairs[:, 1] == floor).all()
     assert not any("pairs of colliders" in w for w in caught)
 
 

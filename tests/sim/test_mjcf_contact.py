@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 import simkit as sk
+from simkit.kernels.structs import SHAPE_PLANE
+from simkit.sim import geometry as G
 from simkit.sim.importers import RobotFileError, RobotFileWarning
 
 mujoco = pytest.importorskip("mujoco")
@@ -142,25 +144,54 @@ def test_priority_and_solmix_are_warned_about_naming_the_geom(tmp_path):
         sk.sim.ModelBuilder(up_axis="z").add_mjcf(path)
 
 
-@pytest.mark.parametrize("plane, up, message", [
-    ('pos="0 0 0.2"', "z", r"<geom name='floor'> in .*: a plane with normal \[0.0, 0.0, 1.0\] at height 0.2"),
-    ('euler="20 0 0"', "z", r"<geom name='floor'> in .*: a plane with normal"),
-    ('', "y", r"<geom name='floor'> in .*: a plane .* normal to the y axis"),
+@pytest.mark.parametrize("plane, up, normal, point", [
+    ('pos="0 0 0.2"', "z", (0.0, 0.0, 1.0), (0.0, 0.0, 0.2)),
+    ('euler="20 0 0"', "z", (0.0, -np.sin(np.radians(20.0)), np.cos(np.radians(20.0))), (0.0, 0.0, 0.0)),
+    ('', "y", (0.0, 0.0, 1.0), (0.0, 0.0, 0.0)),
 ])
-def test_a_plane_the_ground_cannot_be_is_left_out_with_a_warning_naming_it(tmp_path, plane, up, message):
+def test_a_plane_that_is_not_the_ground_becomes_a_plane_shape_with_its_contact_parameters(tmp_path, plane, up,
+                                                                                          normal, point):
     path = write(tmp_path, CUSTOM.replace('name="floor"', f'name="floor" {plane}'))
-    with pytest.warns(RobotFileWarning, match=message):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         b = sk.sim.ModelBuilder(up_axis=up)
         a = b.add_mjcf(path)
     assert b.imports[a].ground is None
     assert b.ground_material["condim"] == 3             # the ground keeps its own material
+    model = b.finalize(dtype=sk.float64)
+    plane_shape = int(np.flatnonzero(model.shapes.kind.numpy() == SHAPE_PLANE)[0])
+    x = model.shapes.xform.numpy()[plane_shape]
+    np.testing.assert_allclose(x[:3], point, atol=1e-12)
+    np.testing.assert_allclose(G.quat_rotate(x[3:], np.array([0.0, 1.0, 0.0])), normal, atol=1e-12)
+    np.testing.assert_array_equal(model.shapes.params.numpy()[plane_shape], 0.0)     # infinite, as MuJoCo's
+    assert model.shapes.mu.numpy()[plane_shape] == pytest.approx(0.7)
+    assert model.shapes.condim.numpy()[plane_shape] == 1
 
 
-def test_a_plane_is_not_the_ground_of_a_builder_without_one(tmp_path):
-    path = write(tmp_path, CUSTOM)
-    with pytest.warns(RobotFileWarning, match=r"<geom name='floor'> in .*: the builder has no ground"):
-        b = sk.sim.ModelBuilder(up_axis="z", ground=False)
+def test_the_plane_of_a_builder_without_a_ground_becomes_a_plane_shape(tmp_path):
+    b = sk.sim.ModelBuilder(up_axis="z", ground=False)
+    a = b.add_mjcf(write(tmp_path, CUSTOM))
+    assert b.imports[a].ground is None and b.shape_kind.count(SHAPE_PLANE) == 1
+
+
+def test_a_plane_on_a_moving_body_is_left_out_with_a_warning_naming_it(tmp_path):
+    path = write(tmp_path, CUSTOM.replace('<geom class="soft"', '<geom name="p" type="plane" size="1 1 1"/><geom class="soft"'))
+    with pytest.warns(RobotFileWarning, match=r"<geom name='p'> in .*: a plane on a moving body is not imported"):
+        b = sk.sim.ModelBuilder(up_axis="z")
         b.add_mjcf(path)
+    assert SHAPE_PLANE not in b.shape_kind
+
+
+def test_a_box_dropped_on_a_tilted_mjcf_plane_rests_on_it(tmp_path):
+    path = write(tmp_path, """<mujoco><worldbody><geom type="plane" size="1 1 1" euler="0 10 0" friction="1"/>
+      <body pos="0 0 0.3"><freejoint/><geom type="box" size="0.1 0.1 0.1" euler="0 10 0" friction="1"/></body>
+      </worldbody></mujoco>""")
+    b = sk.sim.ModelBuilder(up_axis="z", ground=False)
+    b.add_mjcf(path)
+    model = b.finalize(dtype=sk.float64)
+    end = sk.sim.simulate(model, sk.sim.Featherstone(), model.state(), 1500, 1e-3, keep_states=False)[-1]
+    n = np.array([np.sin(np.radians(10.0)), 0.0, np.cos(np.radians(10.0))])
+    assert end.joint_q.numpy()[:3] @ n == pytest.approx(0.1, abs=2e-3)     # on it, not through it
 
 
 def test_a_plane_under_the_import_placement_still_becomes_the_ground_when_it_stays_level(tmp_path):

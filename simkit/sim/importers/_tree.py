@@ -426,13 +426,16 @@ _Y_TO_Z = quat_axis_angle([1.0, 0.0, 0.0], 0.5 * math.pi)
 def _add_collider(builder, g: Geom, X: np.ndarray, body: int, record: ImportRecord) -> None:
     """A collider for geom ``g`` at ``X`` (in the body's frame, or the world's for body -1);
     its mass, if any, is already in the body's inertia."""
-    if g.kind == "plane":
-        _ground_plane(builder, g, X, body, record)     # masks and all, even one that touches nothing
-        return
+    if g.kind == "plane" and _ground_plane(builder, g, X, body, record):
+        return                                          # masks and all, even one that touches nothing
     if not g.collide:
         return
     pos, rot = X[:3], X[3:]
     material = dict(g.contact, mu=g.mu, contype=g.contype, conaffinity=g.conaffinity)
+    if g.kind == "plane":
+        # infinite, as MuJoCo collides every plane (its size is only drawn); its normal is its z
+        builder.add_shape_plane(pos, G.quat_multiply(rot, _Y_TO_Z), **material)
+        return
     if g.kind == "sphere":
         builder.add_shape_sphere(pos, g.size[0], body=body, density=0.0, **material)
     elif g.kind == "box":
@@ -456,29 +459,23 @@ def _add_collider(builder, g: Geom, X: np.ndarray, body: int, record: ImportReco
         record.warn(f"{g.where}: simkit has no {g.kind} shape; it is not a collider (the body's mass is unaffected)")
 
 
-def _ground_plane(builder, g: Geom, X: np.ndarray, body: int, record: ImportRecord) -> None:
+def _ground_plane(builder, g: Geom, X: np.ndarray, body: int, record: ImportRecord) -> bool:
     """Make the plane geom ``g`` (at ``X`` in the world, or in a body's frame) the builder's
-    ground: its contact parameters become the ground's (``set_ground_material``). The ground
-    is the plane through the origin normal to the builder's up axis, so only a static plane
-    that is that plane can be it; any other is left out with a warning naming the geom."""
+    ground where it is that plane: the first static plane through the origin, normal to the
+    builder's up axis, when the builder has a ground. Its contact parameters become the
+    ground's (``set_ground_material``). Returns whether it did, or whether the plane is to be
+    left out (a plane on a moving body, with a warning naming the geom); any other plane
+    becomes a plane shape (``add_shape_plane``)."""
     if body >= 0:
-        record.warn(f"{g.where}: a plane on a body is not imported as a collider (simkit's only plane is the "
-                    "static ground)")
-        return
-    if not builder.ground:
-        record.warn(f"{g.where}: the builder has no ground (ModelBuilder(ground=False)), so the plane is not "
-                    "imported as a collider")
-        return
+        record.warn(f"{g.where}: a plane on a moving body is not imported as a collider (simkit's planes are "
+                    "static, as MuJoCo's)")
+        return True
     up = np.zeros(3)
     up["xyz".index(builder.up_axis)] = 1.0
     normal = G.quat_rotate(X[3:], np.array([0.0, 0.0, 1.0]))
-    if not (np.allclose(normal, up, atol=1e-9) and abs(float(X[:3] @ up)) <= 1e-9):
-        record.warn(f"{g.where}: a plane with normal {np.round(normal, 6).tolist()} at height "
-                    f"{float(X[:3] @ up):g} along it is not the builder's ground (through the origin, normal to the "
-                    f"{builder.up_axis} axis, up), so it is not imported as a collider")
-        return
-    if record.ground is not None:
-        record.warn(f"{g.where}: the ground is already {record.ground}; this plane is not imported as a collider")
-        return
+    if (not builder.ground or record.ground is not None
+            or not (np.allclose(normal, up, atol=1e-9) and abs(float(X[:3] @ up)) <= 1e-9)):
+        return False
     builder.set_ground_material(mu=g.mu, contype=g.contype, conaffinity=g.conaffinity, **g.contact)
     record.ground = g.where.split(" in ")[0]
+    return True
