@@ -28,7 +28,7 @@ KNOWN = {
     **{(f"simkit.kernels.{name}", "simkit"): "issue 34 item 2" for name in (
         "articulation", "bending", "bodies", "body_contact", "broad_phase", "closest_point", "cloth_self_contact",
         "contact", "contact_active_set", "contact_elliptic", "contact_params", "contact_rows", "contact_solve",
-        "convex", "ellipsoid", "featherstone", "hash_grid", "joints", "limit_rows", "mesh_contact", "meshes",
+        "convex", "ellipsoid", "featherstone", "hash_grid", "heightfield", "joints", "limit_rows", "mesh_contact", "meshes",
         "particle_contact", "particles", "revolved_shapes", "shapes", "springs", "tets", "triangles", "xpbd",
         "xpbd_bodies", "xpbd_body_contact", "xpbd_mesh_contact")},
     ("simkit.optim.updates", "simkit"): "issue 34 item 2",

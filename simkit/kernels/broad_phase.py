@@ -53,8 +53,8 @@ from ..autograd.tape import paused_tapes
 from .body_contact import add_pair_contact
 from .broad_phase_options import broad_phase_capacity, broad_phase_mode, candidate_shapes
 from .shapes import MAX_PLANE_POINTS, MAX_SHAPE_POINTS, shape_bounding_radius, shape_transform
-from .structs import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_PLANE, SHAPE_SPHERE,
-                      model_structs)
+from .structs import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_HFIELD, SHAPE_PLANE,
+                      SHAPE_SPHERE, model_structs)
 
 AnyArray = sk.array(dtype=Any)
 ints = sk.array(dtype=sk.int32)
@@ -208,11 +208,11 @@ def may_collide(shapes: Any, world: ints, group: ints, mask: ints, joint_lo: int
 @sk.func
 def points_against(shapes: Any, a: int, b: int) -> int:
     """1 when ``(a, b)`` is a candidate orientation: a sphere is only ever the ``a`` side, a
-    plane only ever the ``b`` side, and of two spheres the lower index is."""
+    plane or a heightfield only ever the ``b`` side, and of two spheres the lower index is."""
     sa = shapes.kind[a] == SHAPE_SPHERE
     sb = shapes.kind[b] == SHAPE_SPHERE
     result = 1
-    if shapes.kind[a] == SHAPE_PLANE or (sb and not sa):
+    if shapes.kind[a] == SHAPE_PLANE or shapes.kind[a] == SHAPE_HFIELD or (sb and not sa):
         result = 0
     elif sa and sb and a > b:
         result = 0

@@ -28,7 +28,7 @@ from .contact_params import ground_collides, masks_collide, pair_params
 from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, pair_point_count, plane_toward, shape_bounding_radius,
                      shape_pair_toward, shape_plane_point_count, shape_surface_distance, shape_surface_point,
                      shape_transform)
-from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, model_structs
+from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_HFIELD, SHAPE_PLANE, model_structs
 
 AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
 ints = sk.array(dtype=sk.int32)
@@ -133,7 +133,7 @@ def pair_rows(pairs: sk.array(dtype=sk.int32, ndim=2), body_q: AnyArray, shapes:
     Xb_inv = sk.transform_inverse(Xb)
     toward = shape_pair_toward(shapes, a, b, Xa, sk.transform_inverse(Xa), Xb, Xb_inv)
     p_local, radius = shape_surface_point(shapes, a, k, toward)
-    if kind_a == SHAPE_BOX and shapes.kind[b] == SHAPE_PLANE:
+    if kind_a == SHAPE_BOX and (shapes.kind[b] == SHAPE_PLANE or shapes.kind[b] == SHAPE_HFIELD):
         p_local, radius = true_corner(p_local, radius)
     p = sk.transform_point(Xa, p_local)
     d, n_local = shape_surface_distance(shapes, b, sk.transform_point(Xb_inv, p))

@@ -10,7 +10,9 @@ Shape conventions (``Shapes``): a sphere of radius ``params[0]``; a box of half 
 hull of bounding radius ``params[0]`` whose vertices and triangles are the ``hull*`` fields
 (:mod:`simkit.kernels.convex`; docs/geometry.md); a static plane facing its local +y, infinite
 or, with half extents ``params[0]``, ``params[1]`` along its local x and z, a rectangle with
-the half-space below it (:func:`plane_distance`). :func:`shape_surface_distance`,
+the half-space below it (:func:`plane_distance`); a static heightfield facing its local +y
+over ``[-params[0], params[0]] x [-params[1], params[1]]`` whose heights are the ``hfield*``
+fields (:mod:`simkit.kernels.heightfield`). :func:`shape_surface_distance`,
 :func:`shape_surface_point` and :func:`shape_pair_toward` take the ``Shapes`` struct and a
 shape index and serve every kind; :func:`shape_distance` and :func:`shape_point` take a kind
 and ``params`` and serve the primitives (a hull there is its bounding sphere).
@@ -30,8 +32,9 @@ from .revolved_shapes import (CONE_PLANE_POINTS, CONE_POINTS, CYLINDER_PLANE_POI
                               cone_point, cylinder_distance, cylinder_point)
 from .convex import HULL_POINTS, hull_distance, hull_point
 from .ellipsoid import ellipsoid_distance, ellipsoid_point
-from .structs import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_MESH,
-                      SHAPE_PLANE, SHAPE_SPHERE)
+from .heightfield import hfield_distance
+from .structs import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_ELLIPSOID,
+                      SHAPE_HFIELD, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE)
 
 # The bounding radius of a plane: it reaches every shape (finite or not, the region below it
 # that pushes out is unbounded), and stays finite in float32 so that sums and comparisons of
@@ -165,7 +168,7 @@ def shape_point_count(kind):
         count = CONE_POINTS
     elif kind == SHAPE_CONVEX:
         count = HULL_POINTS
-    elif kind == SHAPE_MESH or kind == SHAPE_PLANE:
+    elif kind == SHAPE_MESH or kind == SHAPE_PLANE or kind == SHAPE_HFIELD:
         count = 0
     return count
 
@@ -186,7 +189,7 @@ def shape_plane_point_count(kind):
         count = CONE_PLANE_POINTS
     elif kind == SHAPE_CONVEX:
         count = HULL_POINTS
-    elif kind == SHAPE_MESH or kind == SHAPE_PLANE:
+    elif kind == SHAPE_MESH or kind == SHAPE_PLANE or kind == SHAPE_HFIELD:
         count = 0
     return count
 
@@ -194,10 +197,10 @@ def shape_plane_point_count(kind):
 @sk.func
 def pair_point_count(kind_a, kind_b):
     """How many contact points of a shape of ``kind_a`` are tested against one of ``kind_b``:
-    against a plane those that suffice against the ground (:func:`shape_plane_point_count`),
-    else all of them."""
+    against a plane or a heightfield those that suffice against the ground
+    (:func:`shape_plane_point_count`), else all of them."""
     count = shape_point_count(kind_a)
-    if kind_b == SHAPE_PLANE:
+    if kind_b == SHAPE_PLANE or kind_b == SHAPE_HFIELD:
         count = shape_plane_point_count(kind_a)
     return count
 
@@ -254,12 +257,14 @@ def shape_point(kind, size, k, toward):
 @sk.func
 def shape_surface_distance(shapes, s, p):
     """Signed distance of point ``p`` (in shape ``s``'s frame) to shape ``s`` of ``shapes``, a
-    primitive or a convex hull, and the outward normal in the shape's frame."""
+    primitive, a convex hull or a heightfield, and the outward normal in the shape's frame."""
     kind = shapes.kind[s]
     dist = p[0] * 0.0
     n = p * 0.0
     if kind == SHAPE_CONVEX:
         dist, n = hull_distance(shapes, s, p)
+    elif kind == SHAPE_HFIELD:
+        dist, n = hfield_distance(shapes, s, p)
     else:
         dist, n = shape_distance(kind, p, shapes.params[s])
     return dist, n
@@ -305,11 +310,15 @@ def shape_pair_toward(shapes, a, b, Xa, Xa_inv, Xb, Xb_inv):
     """``toward`` of :func:`shape_surface_point` for shape ``a`` against shape ``b`` of ``shapes``:
     :func:`pair_toward`, but for a convex hull ``a``, and a cone, an ellipsoid or a cylinder
     (across its axis) against a hull ``b``, the direction into ``b`` from ``a``'s center by
-    ``b``'s exact distance (minus its outward normal there)."""
+    ``b``'s exact distance (minus its outward normal there); against a heightfield that of a
+    plane (:func:`plane_toward`) along the terrain's normal nearest ``a``'s center."""
     kind_a = shapes.kind[a]
     kind_b = shapes.kind[b]
     toward = pair_toward(kind_a, shapes.params[a], Xa, Xa_inv, kind_b, shapes.params[b], Xb, Xb_inv)
-    if kind_a == SHAPE_CONVEX or (kind_b == SHAPE_CONVEX and (kind_a == SHAPE_CONE or kind_a == SHAPE_ELLIPSOID
+    if kind_b == SHAPE_HFIELD:
+        d, n = shape_surface_distance(shapes, b, sk.transform_point(Xb_inv, Xa.p))
+        toward = plane_toward(Xa, sk.quat_rotate(Xb.q, n))
+    elif kind_a == SHAPE_CONVEX or (kind_b == SHAPE_CONVEX and (kind_a == SHAPE_CONE or kind_a == SHAPE_ELLIPSOID
                                                               or kind_a == SHAPE_CYLINDER)):
         d, n = shape_surface_distance(shapes, b, sk.transform_point(Xb_inv, Xa.p))
         u = -sk.quat_rotate_inv(Xa.q, sk.quat_rotate(Xb.q, n))
@@ -362,6 +371,8 @@ def shape_bounding_radius(kind, size):
         r = sk.sqrt(size[0] * size[0] + size[1] * size[1])
     elif kind == SHAPE_PLANE:
         r = r * 0.0 + PLANE_REACH
+    elif kind == SHAPE_HFIELD:
+        r = size[2]
     return r
 
 
@@ -371,7 +382,8 @@ def _pairs_within(shapes: np.ndarray, kind: np.ndarray, body: np.ndarray) -> tup
     a, b = (shapes[x.ravel()] for x in np.meshgrid(np.arange(len(shapes)), np.arange(len(shapes)), indexing="ij"))
     keep = (body[a] != body[b]) & ((body[a] >= 0) | (body[b] >= 0))
     keep &= ~((kind[b] == SHAPE_SPHERE) & (kind[a] != SHAPE_SPHERE))
-    keep &= kind[a] != SHAPE_PLANE     # a plane has no points: only ever the surface side
+    # a plane and a heightfield have no points: only ever the surface side
+    keep &= (kind[a] != SHAPE_PLANE) & (kind[a] != SHAPE_HFIELD)
     keep &= ~((kind[a] == SHAPE_SPHERE) & (kind[b] == SHAPE_SPHERE) & (a > b))
     return a[keep], b[keep]
 

@@ -24,7 +24,7 @@ from ..core.struct import struct
 # A plane (always static) faces its local +y; its ``params`` hold its half extents along
 # local x and z, zero for an infinite plane.
 (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_CYLINDER, SHAPE_CONE, SHAPE_ELLIPSOID, SHAPE_CONVEX,
- SHAPE_PLANE) = range(9)
+ SHAPE_PLANE, SHAPE_HFIELD) = range(10)
 
 # Joint kinds (``Joints.kind``).
 JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_BALL, JOINT_FIXED, JOINT_FREE, JOINT_UNIVERSAL = 0, 1, 2, 3, 4, 5
@@ -135,11 +135,12 @@ def model_structs(real) -> SimpleNamespace:
 
     @struct
     class Shapes:
-        """Collision shapes: ``kind`` (SHAPE_SPHERE/BOX/CAPSULE/MESH/CYLINDER/CONE/ELLIPSOID/CONVEX/PLANE), the ``body`` they
+        """Collision shapes: ``kind`` (SHAPE_SPHERE/BOX/CAPSULE/MESH/CYLINDER/CONE/ELLIPSOID/CONVEX/PLANE/HFIELD), the ``body`` they
         are attached to (-1: static), ``xform`` in the body's frame (in the world for static shapes)
         and ``params`` (sphere: radius, box: half extents, capsule, cylinder and cone: radius and
         half height along local y (a cone's base at -y, its apex at +y), ellipsoid: semi-axes, plane
-        (static, facing local +y): half extents along local x and z (0: infinite), mesh: its scale; the triangles are in ``Model.meshes``). ``ke``, ``kd``, ``kf``, ``mu``, ``time_constant``, ``damping_ratio`` are the
+        (static, facing local +y): half extents along local x and z (0: infinite), heightfield (static,
+        facing local +y): half extents along local x and z and the radius holding its vertices, mesh: its scale; the triangles are in ``Model.meshes``). ``ke``, ``kd``, ``kf``, ``mu``, ``time_constant``, ``damping_ratio`` are the
         penalty contact material of the shape in body contacts (as in ``Contact``; a pair
         averages its two shapes); particle contacts use ``Contact``.
 
@@ -156,7 +157,11 @@ def model_structs(real) -> SimpleNamespace:
         other kinds) in ``hull_vertices`` (shape frame), ``hull_triangles`` (rows of three
         indices into ``hull_vertices``, counterclockwise seen from outside) and the triangles'
         planes ``hull_normals . x = hull_offsets`` (outward normals); ``hull_center[s]`` is the
-        centroid of hull ``s`` (shape frame)."""
+        centroid of hull ``s`` (shape frame).
+
+        Heightfields (``add_shape_heightfield``, :mod:`simkit.kernels.heightfield`): row ``s`` of
+        ``hfield`` is (first height, nx, nz) of shape ``s`` (zeros for other kinds) in
+        ``hfield_heights``, ``nx * nz`` heights, x-major."""
         kind: ArrayType(T.int32, 1)
         body: ArrayType(T.int32, 1)
         xform: ArrayType(transform, 1)
@@ -182,6 +187,8 @@ def model_structs(real) -> SimpleNamespace:
         hull_normals: ArrayType(vec3, 1)
         hull_offsets: reals
         hull_center: ArrayType(vec3, 1)
+        hfield: index2d
+        hfield_heights: reals
 
     @struct
     class Bodies:

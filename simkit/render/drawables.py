@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels.structs import SHAPE_CONVEX, SHAPE_MESH, SHAPE_PLANE
+from ..kernels.structs import SHAPE_PLANE
 from ..sim.model import Model, State
 from .geometry import (TriMesh, box_mesh, capsule_mesh, cone_mesh, cylinder_mesh, ground_mesh, shape_mesh,
                        sphere_mesh, transform_matrix, vertex_normals)
-from .mesh import compact_vertices, mesh_shape_arrays, tet_surface_triangles
+from .mesh import TRIANGLE_SHAPES, compact_vertices, mesh_shape_arrays, tet_surface_triangles
 
 BACKGROUND = (0.11, 0.12, 0.15)            # the clear color of every frame
 # The key light, fixed to the camera (view coordinates: up, to the left, towards the viewer).
@@ -161,7 +161,7 @@ class ModelDrawables:
         self._attached: list[tuple[int, np.ndarray, Drawable]] = []
         for i in range(model.shape_count):
             mesh = shape_mesh(int(kind[i]), params[i])
-            if kind[i] in (SHAPE_MESH, SHAPE_CONVEX):
+            if kind[i] in TRIANGLE_SHAPES:
                 vertices, triangles = mesh_shape_arrays(model, i)
                 mesh = TriMesh(np.ascontiguousarray(vertices, dtype=np.float32),
                                vertex_normals(vertices, triangles),

@@ -11,7 +11,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..kernels.structs import SHAPE_CONVEX
+from ..kernels.structs import SHAPE_CONVEX, SHAPE_HFIELD, SHAPE_MESH
+from ..sim.builder_heightfield import heightfield_triangles, heightfield_vertices
+
+# the shapes drawn from triangles the model holds (meshes, hulls, heightfields)
+TRIANGLE_SHAPES = (SHAPE_MESH, SHAPE_CONVEX, SHAPE_HFIELD)
 
 # The four faces of a positively oriented tetrahedron (i, j, k, l), each wound
 # counter-clockwise seen from outside, so that its right-handed normal points outward.
@@ -68,13 +72,20 @@ def compact_vertices(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def mesh_shape_arrays(model, s: int) -> tuple[np.ndarray, np.ndarray]:
     """The vertices (float64 ``(N, 3)``, scaled, in the shape's frame) and triangles (int64
-    ``(T, 3)``, indexing those vertices, outward) of mesh or convex hull shape ``s`` of ``model``.
+    ``(T, 3)``, indexing those vertices, outward) of mesh, convex hull or heightfield shape
+    ``s`` of ``model`` (a heightfield: its surface, facing up).
 
     Example::
 
         vertices, triangles = mesh_shape_arrays(model, 0)
     """
-    if int(model.shapes.kind.numpy()[s]) == SHAPE_CONVEX:
+    kind = int(model.shapes.kind.numpy()[s])
+    if kind == SHAPE_HFIELD:
+        first, nx, nz = (int(x) for x in model.shapes.hfield.numpy()[s])
+        heights = np.asarray(model.shapes.hfield_heights.numpy(), dtype=np.float64)[first:first + nx * nz]
+        half = np.asarray(model.shapes.params.numpy(), dtype=np.float64)[s, :2]
+        return heightfield_vertices(heights.reshape(nx, nz), half), heightfield_triangles(nx, nz).astype(np.int64)
+    if kind == SHAPE_CONVEX:
         v0, nv, t0, nt = (int(x) for x in model.shapes.hull.numpy()[s])
         vertices = np.asarray(model.shapes.hull_vertices.numpy(), dtype=np.float64).reshape(-1, 3)[v0:v0 + nv]
         triangles = np.asarray(model.shapes.hull_triangles.numpy(), dtype=np.int64).reshape(-1, 3)[t0:t0 + nt] - v0

@@ -39,11 +39,11 @@ from typing import Any
 import numpy as np
 from pxr import Gf, Usd, UsdGeom, Vt
 
-from ..kernels.structs import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_ELLIPSOID,
-                               SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE)
+from ..kernels.structs import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_PLANE,
+                               SHAPE_SPHERE)
 from .geometry import INFINITE_PLANE_HALF_SIZE
 from ..sim.model import Model, State
-from .mesh import compact_vertices, mesh_shape_arrays, tet_surface_triangles
+from .mesh import TRIANGLE_SHAPES, compact_vertices, mesh_shape_arrays, tet_surface_triangles
 
 EXTENSIONS = (".usda", ".usd", ".usdc")
 _AXES = {"x": 0, "y": 1, "z": 2}
@@ -161,7 +161,7 @@ def _define_shape(stage: Usd.Stage, path: str, kind: int, xform: np.ndarray, par
         plane.GetWidthAttr().Set(2.0 * hx)
         plane.GetLengthAttr().Set(2.0 * hz)
         plane.GetExtentAttr().Set(_extent([-hx, 0.0, -hz], [hx, 0.0, hz]))
-    elif kind in (SHAPE_MESH, SHAPE_CONVEX) and mesh is not None:
+    elif kind in TRIANGLE_SHAPES and mesh is not None:
         vertices, triangles = mesh
         prim = UsdGeom.Mesh.Define(stage, geom)
         prim.GetPointsAttr().Set(_vec3f_array(vertices))
@@ -189,7 +189,7 @@ class _Bodies:
             self.ops.append((frame.AddTranslateOp(UsdGeom.XformOp.PrecisionFloat), frame.AddOrientOp()))
             for i in np.flatnonzero(body == b):
                 _define_shape(stage, f"{path}/shape_{i}", int(kind[i]), xform[i], params[i],
-                              mesh_shape_arrays(model, i) if kind[i] in (SHAPE_MESH, SHAPE_CONVEX) else None)
+                              mesh_shape_arrays(model, i) if kind[i] in TRIANGLE_SHAPES else None)
         self.set(np.asarray(model.body_q.numpy(), dtype=np.float64).reshape(-1, 7), Usd.TimeCode.Default())
 
     def set(self, body_q: np.ndarray, code: Usd.TimeCode | float) -> None:
@@ -351,7 +351,7 @@ class UsdExporter:
             UsdGeom.Scope.Define(stage, "/World/Shapes")
         for i in static:
             _define_shape(stage, f"/World/Shapes/shape_{i}", int(kind[i]), xform[i], params[i],
-                          mesh_shape_arrays(model, i) if kind[i] in (SHAPE_MESH, SHAPE_CONVEX) else None)
+                          mesh_shape_arrays(model, i) if kind[i] in TRIANGLE_SHAPES else None)
         return _Bodies(stage, "/World", model, kind, xform, params, body) if model.body_count else None
 
     # -- public API --------------------------------------------------------------------

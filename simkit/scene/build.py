@@ -464,6 +464,8 @@ def _add_shape(b: ModelBuilder, e: dict, body: int, config: SceneConfig) -> None
             b.add_shape_convex(e["pos"], e["rot"], e["points"], body=body, density=density, **material)
         elif e["kind"] == "plane":
             b.add_shape_plane(e["pos"], e["rot"], e["half_extents"], **material)
+        elif e["kind"] == "heightfield":
+            b.add_shape_heightfield(e["pos"], e["rot"], e["heights"], e["half_extents"], **material)
         elif e["kind"] == "cone":
             b.add_shape_cone(e["pos"], e["rot"], e["radius"], e["half_height"], body=body, density=density,
                              **material)

@@ -63,7 +63,8 @@ SHAPE_KINDS = {"sphere": ("pos", "radius"), "box": ("pos", "rot", "half_extents"
                "capsule": ("pos", "rot", "radius", "half_height"),
                "cylinder": ("pos", "rot", "radius", "half_height"),
                "cone": ("pos", "rot", "radius", "half_height"), "ellipsoid": ("pos", "rot", "semi_axes"),
-               "convex": ("pos", "rot", "points"), "plane": ("pos", "rot", "half_extents")}
+               "convex": ("pos", "rot", "points"), "plane": ("pos", "rot", "half_extents"),
+               "heightfield": ("pos", "rot", "heights", "half_extents")}
 SHAPE_COMMON = ("name", "kind", "ke", "kd", "kf", "mu", "time_constant", "damping_ratio")
 BODY_KEYS = ("name", "pos", "rot", "velocity", "angular_velocity", "armature", "shapes")
 JOINT_AXIS_KEYS = ("axis", "limit_lower", "limit_upper", "limit_ke", "limit_kd", "target", "target_vel", "target_ke",
@@ -414,12 +415,13 @@ def _springs(t: Table, config: SceneConfig, folder: Path) -> dict:
 
 
 def _shape(entry: Any, path: str, file: str, static: bool) -> dict:
-    allowed = SHAPE_COMMON + ("pos", "rot", "radius", "half_extents", "half_height", "semi_axes", "points") + (
+    allowed = SHAPE_COMMON + ("pos", "rot", "radius", "half_extents", "half_height", "semi_axes", "points",
+                              "heights") + (
         () if static else ("density",))
     t = Table(entry, path, file, allowed)
     kind = t.choice("kind", tuple(SHAPE_KINDS))
-    if kind == "plane" and not static:
-        raise t.error("kind", "a plane is always static; put it in [[shapes]], not in a body's shapes")
+    if kind in ("plane", "heightfield") and not static:
+        raise t.error("kind", f"a {kind} is always static; put it in [[shapes]], not in a body's shapes")
     takes = SHAPE_KINDS[kind]
     for key in t.data:
         if key not in SHAPE_COMMON + takes + ("density",):
@@ -436,6 +438,12 @@ def _shape(entry: Any, path: str, file: str, static: bool) -> dict:
             if min(h) <= 0.0:
                 raise t.error("half_extents", f"expected an array of 2 numbers > 0, got {describe(list(h))}")
             out["half_extents"] = h
+    elif kind == "heightfield":
+        out["heights"] = t.grid("heights")
+        h = t.vector("half_extents", 2)
+        if min(h) <= 0.0:
+            raise t.error("half_extents", f"expected an array of 2 numbers > 0, got {describe(list(h))}")
+        out["half_extents"] = h
     elif "half_extents" in takes:
         h = t.vector("half_extents", 3)
         if min(h) <= 0.0:

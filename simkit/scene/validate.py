@@ -299,6 +299,25 @@ class Table:
                 raise self.error(f"{name}[{i}]", f"expected a point [x, y, z] of 3 numbers, got {describe(p)}")
         return np.array(value, dtype=np.float64)
 
+    def grid(self, name: str) -> np.ndarray:
+        """A rectangular array of numbers, at least 2 x 2 (rows of equal length), as a float64
+        array.
+
+        Example::
+
+            heights = t.grid("heights")      # [[0, 0.1], [0.2, 0.1]] -> shape (2, 2)
+        """
+        expected = "an array of at least 2 rows of at least 2 numbers each, all rows as long"
+        value = self._get(name, REQUIRED, expected)
+        if not isinstance(value, list) or len(value) < 2:
+            raise self.error(name, f"expected {expected}, got {describe(value)}")
+        for i, row in enumerate(value):
+            if (not isinstance(row, list) or len(row) < 2 or len(row) != len(value[0])
+                    or not all(is_number(v) and math.isfinite(v) for v in row)):
+                raise self.error(f"{name}[{i}]", "expected a row of at least 2 finite numbers, as long as the "
+                                                 f"first row, got {describe(row)}")
+        return np.array(value, dtype=np.float64)
+
     def indices(self, name: str, count: int, width: int, default: Any = REQUIRED) -> list:
         """An array of indices into ``count`` items (``width`` 1), or of ``width``-tuples of
         distinct indices.

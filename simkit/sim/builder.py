@@ -31,6 +31,7 @@ from ..core import types as T
 from ..kernels.broad_phase_options import check_broad_phase_options
 from . import geometry as G
 from . import validate as V
+from .builder_heightfield import HeightfieldBuilder
 from .builder_hull import HullBuilder
 from .builder_mesh import MeshBuilder
 from .builder_rigid import RigidBuilder
@@ -52,7 +53,7 @@ _COLUMNS = {"particle_q": (3,), "particle_qd": (3,), "particle_mass": (), "parti
             "tet_k_damp": ()}
 
 
-class ModelBuilder(HullBuilder, MeshBuilder, RigidBuilder, ImporterMixin, ClothContactBuilder):
+class ModelBuilder(HeightfieldBuilder, HullBuilder, MeshBuilder, RigidBuilder, ImporterMixin, ClothContactBuilder):
     """Collects the parts of a scene; ``finalize`` turns them into a :class:`Model`.
 
     ``gravity`` is the signed acceleration along ``up_axis`` ("x", "y" or "z");

@@ -44,6 +44,7 @@ from ..kernels.structs import model_structs
 from .cloth_contact import ClothContact
 from .articulation import body_joints, coordinate_starts, initial_coordinates
 from .contact_params import mask_int32, split_rows
+from .builder_heightfield import heightfield_arrays
 from .hull import hull_arrays
 
 # The kinds of things a model holds, and the attribute that counts each.
@@ -180,6 +181,7 @@ class Model:
         self.shape_count = len(data["shape_kind"])
         mujoco = split_rows(data["shape_contact"])
         hulls = hull_arrays(data.get("hulls", [None] * self.shape_count))
+        hfields = heightfield_arrays(data.get("heightfields", [None] * self.shape_count))
         self.shapes = S.Shapes(kind=ints(data["shape_kind"]), body=ints(data["shape_body"]),
                                xform=vectors(data["shape_xform"], S.transform, grad=False),
                                params=vectors(data["shape_params"], vec3, grad=False),
@@ -195,7 +197,8 @@ class Model:
                                hull_triangles=indices(hulls["hull_triangles"], 3),
                                hull_normals=vectors(hulls["hull_normals"], vec3, grad=False),
                                hull_offsets=reals(hulls["hull_offsets"]),
-                               hull_center=vectors(hulls["hull_center"], vec3, grad=False))
+                               hull_center=vectors(hulls["hull_center"], vec3, grad=False),
+                               hfield=indices(hfields["hfield"], 3), hfield_heights=reals(hfields["hfield_heights"]))
 
         self.joint_count = len(data["joint_kind"])
         self.joints = S.Joints(kind=ints(data["joint_kind"]), parent=ints(data["joint_parent"]),

@@ -266,9 +266,9 @@ def test_float64_model_is_written_as_float32_points(tmp_path):
 def test_unknown_shape_kind_warns_and_keeps_its_transform(tmp_path):
     model = mixed_model()
     shapes = model.shapes
-    model.shapes = SimpleNamespace(kind=sk.array(np.array([0, 1, 9], dtype=np.int32), dtype=sk.int32),
+    model.shapes = SimpleNamespace(kind=sk.array(np.array([0, 1, 99], dtype=np.int32), dtype=sk.int32),
                                    xform=shapes.xform, params=shapes.params, body=shapes.body)
-    with pytest.warns(UserWarning, match="shape kind 9 at /World/Shapes/shape_2 has no USD counterpart"):
+    with pytest.warns(UserWarning, match="shape kind 99 at /World/Shapes/shape_2 has no USD counterpart"):
         UsdExporter(tmp_path / "k.usda", model).close()
     stage = Usd.Stage.Open(str(tmp_path / "k.usda"))
     assert stage.GetPrimAtPath("/World/Shapes/shape_2").GetTypeName() == "Xform"
@@ -630,3 +630,22 @@ def test_a_convex_hull_is_written_as_the_usd_mesh_of_its_triangles(tmp_path):
     points = np.array(mesh.GetPointsAttr().Get())
     assert sorted(map(tuple, np.round(points.astype(np.float64), 6))) == sorted(map(tuple, np.round(corners, 6)))   # no inner point
     assert list(mesh.GetFaceVertexCountsAttr().Get()) == [3] * 12
+
+
+def test_a_heightfield_is_written_as_the_usd_mesh_of_its_surface(tmp_path):
+    heights = np.array([[0.0, 0.1, 0.0], [0.2, 0.3, 0.1]])
+    b = sk.sim.ModelBuilder(ground=False)
+    b.add_shape_heightfield((0.0, -1.0, 0.0), (0.0, 0.0, 0.0, 1.0), heights, (0.5, 1.0))
+    b.add_particle((0.0, 2.0, 0.0), (0.0, 0.0, 0.0), mass=0.1)
+    model = b.finalize()
+    UsdExporter(tmp_path / "terrain.usda", model).close()
+    stage = Usd.Stage.Open(str(tmp_path / "terrain.usda"))
+    mesh = UsdGeom.Mesh(stage.GetPrimAtPath("/World/Shapes/shape_0/geom"))
+    points = np.array(mesh.GetPointsAttr().Get(), dtype=np.float64)
+    # x-major vertices: x = -0.5, 0.5 across the 2 rows, z = -1, 0, 1 along the 3 columns
+    np.testing.assert_allclose(points[:, 1], heights.ravel(), atol=1e-7)
+    np.testing.assert_allclose(points[[0, 5], 0], (-0.5, 0.5))
+    np.testing.assert_allclose(points[[0, 2], 2], (-1.0, 1.0))
+    assert list(mesh.GetFaceVertexCountsAttr().Get()) == [3] * 4
+    np.testing.assert_allclose(world_point(stage, "/World/Shapes/shape_0/geom", (0.0, 0.0, 0.0)), (0.0, -1.0, 0.0),
+                               atol=1e-6)

@@ -710,3 +710,16 @@ def test_model_drawables_draw_a_convex_hull_with_its_triangles():
         map(tuple, np.round(corners + (1.0, 0.0, 0.0), 6)))
     assert len(static.indices) == 12
     assert "body_0/shape_0" in drawables
+
+
+def test_model_drawables_draw_a_heightfield_as_its_surface_facing_up():
+    heights = np.array([[0.0, 0.1, 0.0], [0.2, 0.3, 0.1]])
+    b = sk.sim.ModelBuilder(ground=False)
+    b.add_shape_heightfield((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), heights, (0.5, 1.0))
+    b.add_particle((0.0, 2.0, 0.0), (0.0, 0.0, 0.0), mass=0.1)
+    model = b.finalize()
+    terrain = next(d for d in ModelDrawables(model).frame(model.state()) if d.key == "shape_0")
+    np.testing.assert_allclose(terrain.world_positions()[:, 1], heights.ravel(), atol=1e-7)
+    tri = np.asarray(terrain.indices).reshape(-1, 3)
+    p = terrain.world_positions().astype(np.float64)
+    assert len(tri) == 4 and np.all(np.cross(p[tri[:, 1]] - p[tri[:, 0]], p[tri[:, 2]] - p[tri[:, 0]])[:, 1] > 0.0)

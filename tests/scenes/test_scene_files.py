@@ -356,6 +356,42 @@ def test_a_bad_plane_in_a_scene_is_an_error_naming_its_key(tmp_path, edit, match
         load_scene(path)
 
 
+HEIGHTFIELD_SCENE = PLANE_SCENE.split("[[shapes]]")[0] + """[[shapes]]
+kind = "heightfield"
+pos = [0.0, -0.2, 0.0]
+heights = [[0.2, 0.2, 0.2], [0.2, 0.2, 0.2], [0.2, 0.2, 0.2], [0.0, 0.1, 0.0]]
+half_extents = [0.6, 0.5]
+mu = 1.0
+"""
+
+
+def test_a_heightfield_scene_sets_its_crate_on_the_terrain(tmp_path):
+    from simkit.kernels.structs import SHAPE_HFIELD
+    path = tmp_path / "terrain.toml"
+    path.write_text(HEIGHTFIELD_SCENE)
+    scene = load_scene(path)
+    assert scene.model.shapes.kind.numpy().tolist() == [SHAPE_HFIELD, 1]      # the terrain, the crate's box
+    assert scene.model.shapes.hfield.numpy()[0].tolist() == [0, 4, 3]
+    y = run_scene(scene).final_state.body_q.numpy()[0, 1]
+    assert y == pytest.approx(0.1, abs=3e-3)           # on the flat part (0.2 - 0.2 m), not through it
+
+
+@pytest.mark.parametrize("edit, match", [
+    (("[0.0, 0.1, 0.0]]", "[0.0, 0.1]]"), r"shapes\[0\].heights\[3\]: expected a row of at least 2 finite numbers"),
+    (("heights = [[0.2, 0.2, 0.2], [0.2, 0.2, 0.2], [0.2, 0.2, 0.2], [0.0, 0.1, 0.0]]", "heights = [[0.2, 0.2]]"),
+     r"shapes\[0\].heights: expected an array of at least 2 rows"),
+    (("half_extents = [0.6, 0.5]", "half_extents = [0.6, -0.5]"), r"shapes\[0\].half_extents: expected an array of 2 numbers > 0"),
+    (('{ kind = "box", half_extents = [0.1, 0.1, 0.1], density = 500.0 }',
+      '{ kind = "heightfield", heights = [[0, 0], [0, 0]], half_extents = [1, 1] }'),
+     r"bodies\[0\].shapes\[0\].kind: a heightfield is always static"),
+])
+def test_a_bad_heightfield_in_a_scene_is_an_error_naming_its_key(tmp_path, edit, match):
+    path = tmp_path / "terrain.toml"
+    path.write_text(HEIGHTFIELD_SCENE.replace(*edit))
+    with pytest.raises(SceneError, match=match):
+        load_scene(path)
+
+
 CONVEX_SCENE = CYLINDER_SCENE.replace(
     'shapes = [{ kind = "cylinder", radius = 0.1, half_height = 0.05, density = 500.0 }]',
     'shapes = [{ kind = "convex", points = [[-0.1, -0.05, -0.1], [0.1, -0.05, -0.1], [-0.1, -0.05, 0.1], '

@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from simkit.kernels.structs import SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_MESH
 from simkit.kernels.shapes import collision_pairs
-from simkit.kernels.structs import SHAPE_PLANE
+from simkit.kernels.structs import SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_MESH, SHAPE_PLANE
 from simkit.sim.builder_joints import transform_multiply
 from simkit.sim.importers import RobotFileError, RobotFileWarning
 
@@ -351,9 +350,9 @@ def test_actuator_forcerange_becomes_the_joints_effort_limit(tmp_path):
 @pytest.mark.filterwarnings("ignore:.*geom is not supported")
 def test_unsupported_geom_warns_naming_it_and_the_file(tmp_path):
     path = write(tmp_path, """<mujoco><worldbody><geom type="plane" size="1 1 1"/><body name="a"><joint/>
-        <geom name="ball" type="sphere" size="0.1"/><geom name="land" type="hfield" size="1 1 0.1 0.1"/></body>
+        <geom name="ball" type="sphere" size="0.1"/><geom name="land" type="sdf" size="1 1 0.1"/></body>
         </worldbody></mujoco>""")
-    with pytest.warns(RobotFileWarning, match=r"<geom name='land'> in .*model.xml: simkit has no hfield shape"):
+    with pytest.warns(RobotFileWarning, match=r"<geom name='land'> in .*model.xml: simkit has no sdf shape"):
         b = sk.sim.ModelBuilder(up_axis="z")
         a = b.add_mjcf(path)
     model = b.finalize(dtype=sk.float64)

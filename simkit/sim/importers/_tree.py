@@ -153,6 +153,7 @@ class Geom:
     contype: int = 1              # MuJoCo's collision bitmasks (URDF: always 1)
     conaffinity: int = 1
     mesh: tuple | None = None     # a mesh geom's (file, scale)
+    hfield: tuple | None = None   # a heightfield geom's (heights nx x nz in simkit's grid, (hx, hz))
     mu: float | None = None       # sliding friction coefficient (None: the builder's default)
     # MuJoCo's other contact parameters (torsional_mu, rolling_mu, condim, solref, solimp,
     # margin, gap), as add_shape_* takes them; empty: the builder's defaults (URDF)
@@ -435,6 +436,16 @@ def _add_collider(builder, g: Geom, X: np.ndarray, body: int, record: ImportReco
     if g.kind == "plane":
         # infinite, as MuJoCo collides every plane (its size is only drawn); its normal is its z
         builder.add_shape_plane(pos, G.quat_multiply(rot, _Y_TO_Z), **material)
+        return
+    if g.kind == "hfield":
+        if g.hfield is None:
+            return                                      # its elevations are in a file: warned at its asset
+        if body >= 0:
+            record.warn(f"{g.where}: a heightfield on a moving body is not imported as a collider (simkit's "
+                        "heightfields are static)")
+            return
+        # MuJoCo's grid is on its x-y plane, heights along z: turned onto simkit's x-z plane and y
+        builder.add_shape_heightfield(pos, G.quat_multiply(rot, _Y_TO_Z), g.hfield[0], g.hfield[1], **material)
         return
     if g.kind == "sphere":
         builder.add_shape_sphere(pos, g.size[0], body=body, density=0.0, **material)

@@ -29,6 +29,7 @@ from ..builder_joints import LIMIT_SOLIMP, LIMIT_SOLREF
 from ..contact_params import CONTACT_DEFAULTS, check_solimp, check_solref, contact_params
 from ._tree import (IDENTITY_QUAT, Body, Geom, ImportRecord, Joint, RobotFileError, check_inertia, emit, mass_value,
                     primitive_mass, quat_axis_angle, quat_from_matrix, quat_z_to, transform_multiply)
+from .hfield import read_hfield
 
 _ACTUATORS = ("general", "motor", "position", "velocity", "intvelocity", "damper", "cylinder", "muscle", "adhesion",
               "plugin")
@@ -113,6 +114,9 @@ class _Reader:
                 name = m.get("name", Path(file).stem)
                 self.meshes[name] = (self.meshdir / file, _floats(m.get("scale", "1 1 1"), f"<mesh name={name!r}>",
                                                                   "scale", 3))
+        # by name: (heights, half extents), or None for one whose file is not read (warned)
+        self.hfields = dict(read_hfield(h, path, record) for asset in self.root.findall("asset")
+                            for h in asset.findall("hfield"))
         self.bodies: list = []
         self._parts: list = []                 # per body, the (mass, center, inertia) of its geoms
         self.static_geoms: list = []
@@ -309,6 +313,11 @@ class _Reader:
             if a.get("mesh") not in self.meshes:
                 raise RobotFileError(f"{where}: unknown mesh {a.get('mesh')!r} (not in <asset>)")
             g.mesh = self.meshes[a.get("mesh")]
+        if kind == "hfield":
+            if a.get("hfield") not in self.hfields:
+                raise RobotFileError(f"{where}: an hfield geom needs hfield= naming an <hfield> asset, "
+                                     f"got {a.get('hfield')!r}")
+            g.hfield = self.hfields[a.get("hfield")]
         if body < 0:
             self.static_geoms.append(g)
             return
@@ -332,7 +341,7 @@ class _Reader:
             m, com, I = mesh_mass(file, scale, density, mass, where)
             R = G.quat_to_matrix(X[3:])
             parts.append((m, X[:3] + R @ com, R @ I @ R.T))
-        elif kind != "plane":
+        elif kind not in ("plane", "hfield"):
             self.record.warn(f"{where}: a {kind} geom is not supported: no collider and no mass")
 
     def contact_params(self, elem: ET.Element, a: dict, d: dict, where: str) -> dict:
