@@ -42,9 +42,9 @@ from ..core import types as T
 from ..core.launch import launch
 from .bodies import point_inverse_mass, point_velocity, wrench_at
 from .contact import scaled_penalty_force
-from .meshes import mesh_contact_rows, mesh_distance, mesh_struct, reach, source_point, surface_distance
+from .meshes import edge_point, mesh_contact_rows, mesh_distance, mesh_struct, reach, source_point, surface_distance
 from .shapes import particle_shape_rows, shape_transform
-from .structs import SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, model_structs
+from .structs import SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_MESH, model_structs
 
 # Per-mass gains: the points of a body touching through meshes share them once more than this
 # many touch it (a mesh box flat on the ground touches with 4 corners, like the primitive box).
@@ -108,11 +108,23 @@ def row_probe(rows: ints2d, i: int, body_q: AnyArray, shapes: Any, meshes: Any, 
         # the direction into the mesh from the shape's center (as shapes.pair_toward)
         d0, n0 = surface_distance(shapes, meshes, b, sk.transform_point(sk.transform_inverse(Xb), Xa.p))
         toward = sk.quat_rotate_inv(Xa.q, sk.quat_rotate(Xb.q, n0)) * (-sk.abs(d0))
-    p_local, radius = source_point(shapes, meshes, a, k, toward)
+    vertices = 0
+    if kind_a == SHAPE_MESH:
+        m = meshes.shape_mesh[a]
+        vertices = meshes.vertex_start[m + 1] - meshes.vertex_start[m]
+    p_local = toward * 0.0
+    radius = toward[0] * 0.0
+    on = 1
+    if kind_a == SHAPE_MESH and k >= vertices:     # an edge's point deepest in b (only against a shape)
+        p_local, on = edge_point(shapes, meshes, a, k - vertices, b, Xa, Xb)
+    else:
+        p_local, radius = source_point(shapes, meshes, a, k, toward)
     p = sk.transform_point(Xa, p_local)
     depth = type(up[0])(1.0)
     n = up
-    if b < 0:
+    if on == 0:
+        depth = type(up[0])(1.0)
+    elif b < 0:
         depth = sk.dot(up, p) - radius
     elif sk.length(p - Xb.p) <= reach(shapes, meshes, b) + radius:
         dist, n_local = surface_distance(shapes, meshes, b, sk.transform_point(sk.transform_inverse(Xb), p))

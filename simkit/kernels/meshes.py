@@ -77,6 +77,8 @@ def mesh_struct(real):
         node_first: ArrayType(T.int32, 1)
         node_count: ArrayType(T.int32, 1)
         node_start: ArrayType(T.int32, 1)
+        edges: ArrayType(T.int32, 2)
+        edge_start: ArrayType(T.int32, 1)
 
     # not a field: the generic distance functions read it from the struct's type at compile time
     Meshes.tie_tolerance = real.np_dtype.type(TIE_TOLERANCE[real.__name__])
@@ -112,6 +114,10 @@ def build_meshes(real, device, shape_mesh, meshes) -> object:
 
     all_v = joined(verts, 3)
     all_f = joined((f + s for f, s in zip(tris, vstart)), 3)
+    edges = [mesh_edges(v, f) for v, f in zip(verts, tris)]
+    estart = np.zeros(len(meshes) + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in edges], out=estart[1:])
+    all_e = joined((e + s for e, s in zip(edges, vstart)), 2)
     radius = np.array([np.linalg.norm(v, axis=1).max() for v in verts], dtype=np.float64)
     vec3 = T.vector(3, real)
 
@@ -128,7 +134,47 @@ def build_meshes(real, device, shape_mesh, meshes) -> object:
         node_lo=vectors(joined((t[0] for t in trees), 3)), node_hi=vectors(joined((t[1] for t in trees), 3)),
         node_skip=ints(joined(t[2] + s for t, s in zip(trees, nstart))),
         node_first=ints(joined(t[3] + s for t, s in zip(trees, tstart))),
-        node_count=ints(joined(t[4] for t in trees)), node_start=ints(nstart))
+        node_count=ints(joined(t[4] for t in trees)), node_start=ints(nstart), edges=ints(all_e.reshape(-1, 2)),
+        edge_start=ints(estart))
+
+
+# Two faces meeting at a smaller angle than this (radians) are one flat face: the edge between
+# them (a quad's diagonal, a subdivided face's inner edges) is no feature of the surface.
+FLAT_EDGE_ANGLE = 1.0e-3
+
+
+def mesh_edges(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+    """The edges (``E x 2`` vertex indices, lower first, ascending) a mesh touches other shapes
+    with: the distinct triangle sides that are convex creases (the faces on either side turn
+    away from each other by more than ``FLAT_EDGE_ANGLE``), open borders (one face) and edges of
+    more than two faces. An edge inside a flat face would touch where the face already does, and
+    a concave one lies inside the solid's hull, where the faces around it do the touching.
+
+    Example::
+
+        square = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], dtype=float)
+        mesh_edges(square, np.array([[0, 1, 2], [0, 2, 3]]))      # [[0, 1], [0, 3], [1, 2], [2, 3]]: no diagonal
+    """
+    v = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
+    t = np.asarray(triangles, dtype=np.int64).reshape(-1, 3)
+    sides = np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]])
+    opposite = np.concatenate([t[:, 2], t[:, 0], t[:, 1]])
+    face = np.tile(np.arange(len(t)), 3)
+    n = np.cross(v[t[:, 1]] - v[t[:, 0]], v[t[:, 2]] - v[t[:, 0]])
+    n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-300)
+    edges, which, count = np.unique(np.sort(sides, axis=1), axis=0, return_inverse=True, return_counts=True)
+    which = which.reshape(-1)
+    keep = count != 2
+    pair = np.flatnonzero(count == 2)
+    if len(pair):
+        order = np.argsort(which, kind="stable")
+        first = np.searchsorted(which[order], pair)
+        i, j = order[first], order[first + 1]          # the two sides of each shared edge
+        turned = np.einsum("ij,ij->i", n[face[i]], n[face[j]]) < np.cos(FLAT_EDGE_ANGLE)
+        # convex: the second face's far corner is behind the first face's plane
+        behind = np.einsum("ij,ij->i", n[face[i]], v[opposite[j]] - v[sides[i, 0]]) < 0.0
+        keep[pair] = turned & behind
+    return edges[keep].reshape(-1, 2)
 
 
 @sk.func
@@ -269,6 +315,91 @@ def source_point(shapes: Any, meshes: Any, s: int, k: int, toward: Any):
     return p, radius
 
 
+# Rounds of each search along an edge (a ternary search keeps two thirds of its interval a
+# round, a bisection half: 0.67^24 and 0.5^24 are within 1e-4 and 1e-7 of the edge's length).
+EDGE_ROUNDS = 24
+
+
+@sk.func
+def edge_deepest(shapes: Any, meshes: Any, b: int, q0: Any, q1: Any):
+    """The parameter ``t`` of the point of segment ``q0``-``q1`` (in shape ``b``'s frame) deepest
+    in shape ``b`` and its signed distance there: a ternary search on the distance along the
+    segment, unimodal where the segment crosses one convex piece of the surface (an edge
+    across a bar or a tube)."""
+    lo = q0[0] * 0.0
+    hi = lo + 1.0
+    for _round in range(EDGE_ROUNDS):
+        m1 = lo + (hi - lo) / 3.0
+        m2 = hi - (hi - lo) / 3.0
+        d1, n1 = surface_distance(shapes, meshes, b, q0 + (q1 - q0) * m1)
+        d2, n2 = surface_distance(shapes, meshes, b, q0 + (q1 - q0) * m2)
+        if d1 < d2:
+            hi = m2
+        else:
+            lo = m1
+    t = 0.5 * (lo + hi)
+    d, n = surface_distance(shapes, meshes, b, q0 + (q1 - q0) * t)
+    return t, d
+
+
+@sk.func
+def edge_crossing(shapes: Any, meshes: Any, b: int, q0: Any, q1: Any, outside: Any, inside: Any):
+    """The parameter between ``outside`` and ``inside`` (parameters of segment ``q0``-``q1``, the
+    first outside shape ``b``, the second inside) where the segment crosses ``b``'s surface: a
+    bisection, then one Newton step on the distance. The bisection's result is a constant to
+    the adjoint; the Newton step is what carries the crossing's derivative, the implicit one
+    (``dt = -dd / (n . (q1 - q0))``, at the root of ``d``)."""
+    out = outside
+    into = inside
+    for _round in range(EDGE_ROUNDS):
+        m = 0.5 * (out + into)
+        d, n = surface_distance(shapes, meshes, b, q0 + (q1 - q0) * m)
+        if d < 0.0:
+            into = m
+        else:
+            out = m
+    t = 0.5 * (out + into)
+    d, n = surface_distance(shapes, meshes, b, q0 + (q1 - q0) * t)
+    slope = sk.dot(n, q1 - q0)
+    if sk.abs(slope) > 1.0e-3 * sk.length(q1 - q0):      # not grazing the surface
+        t = t - d / slope
+    return t
+
+
+@sk.func
+def edge_point(shapes: Any, meshes: Any, a: int, e: int, b: int, Xa: Any, Xb: Any):
+    """Contact point ``e`` of mesh ``a``'s edges against shape ``b``, in ``a``'s frame, and
+    whether it is one. An edge with both ends outside ``b`` that passes through it (an edge
+    across a bar, a tube, an edge of ``b``) touches at the middle of the chord it cuts through
+    ``b``: between where it enters and where it leaves, about its point deepest in ``b``. The
+    middle, not the deepest point, which along a flat face is any point of the chord, so the
+    contact does not wander along it. An edge with an end inside ``b`` is left to that
+    vertex's row; one whose middle is farther from ``b``'s surface than half its length is
+    outside ``b`` whole (the distance changes no faster than the position) and costs one
+    query. The chord's ends move with both poses, and so the contact point does: its gradient
+    is that of the crossings (:func:`edge_crossing`)."""
+    edge = meshes.edge_start[meshes.shape_mesh[a]] + e
+    v0 = meshes.vertices[meshes.edges[edge, 0]]
+    v1 = meshes.vertices[meshes.edges[edge, 1]]
+    to_b = sk.transform_multiply(sk.transform_inverse(Xb), Xa)
+    q0 = sk.transform_point(to_b, v0)
+    q1 = sk.transform_point(to_b, v1)
+    found = 0
+    p = v0
+    dm, nm = surface_distance(shapes, meshes, b, 0.5 * (q0 + q1))
+    if dm < 0.5 * sk.length(q1 - q0):
+        d0, n0 = surface_distance(shapes, meshes, b, q0)
+        d1, n1 = surface_distance(shapes, meshes, b, q1)
+        if d0 > 0.0 and d1 > 0.0:
+            t, d = edge_deepest(shapes, meshes, b, q0, q1)
+            if d < 0.0:
+                enter = edge_crossing(shapes, meshes, b, q0, q1, t * 0.0, t)
+                leave = edge_crossing(shapes, meshes, b, q0, q1, t * 0.0 + 1.0, t)
+                found = 1
+                p = v0 + (v1 - v0) * (0.5 * (enter + leave))
+    return p, found
+
+
 @functools.cache
 def mesh_geometry(real) -> SimpleNamespace:
     """The mesh distance functions (generic: they take the caller's types) and the ``Meshes``
@@ -293,7 +424,8 @@ def mesh_contact_rows(model) -> A.Array:
     - for each candidate pair of shapes (the rules of
       :func:`~simkit.kernels.shapes.collision_pairs`: worlds, joints, collision masks, at
       least one on a body) of which one is a mesh: every vertex of a mesh ``a`` against
-      ``b``, and every contact point of a primitive ``a`` (a sphere's center, a box's 20, a
+      ``b``, then every edge of it (point ``k = V + e`` for edge ``e`` of a mesh of ``V``
+      vertices: its point deepest in ``b``, :func:`edge_point`), and every contact point of a primitive ``a`` (a sphere's center, a box's 20, a
       capsule's 3) against the mesh ``b``. A mesh and a non-sphere are tested both ways, a
       sphere only against the mesh (its center is exact), two meshes both ways.
 
@@ -309,10 +441,14 @@ def mesh_contact_rows(model) -> A.Array:
         vstart = model.meshes.vertex_start.numpy()
         mesh = kind == SHAPE_MESH
 
-        def points(s):
-            return int(vstart[shape_mesh[s] + 1] - vstart[shape_mesh[s]]) if mesh[s] else int(
-                {SHAPE_BOX: 20, SHAPE_CAPSULE: 3, SHAPE_CYLINDER: CYLINDER_POINTS,
-                 SHAPE_CONE: CONE_POINTS, SHAPE_CONVEX: HULL_POINTS}.get(int(kind[s]), 1))
+        estart = model.meshes.edge_start.numpy()
+
+        def points(s, edges=False):
+            if mesh[s]:
+                m = shape_mesh[s]
+                return int(vstart[m + 1] - vstart[m]) + (int(estart[m + 1] - estart[m]) if edges else 0)
+            return int({SHAPE_BOX: 20, SHAPE_CAPSULE: 3, SHAPE_CYLINDER: CYLINDER_POINTS,
+                        SHAPE_CONE: CONE_POINTS, SHAPE_CONVEX: HULL_POINTS}.get(int(kind[s]), 1))
 
         found = []
         if model.ground:
@@ -329,7 +465,7 @@ def mesh_contact_rows(model) -> A.Array:
                                model.shape_collision_group, model.shape_collision_mask)
             for a, b in pairs:
                 if mesh[a] or mesh[b]:
-                    n = points(a)
+                    n = points(a, edges=True)
                     found.append(np.stack([np.full(n, a), np.arange(n), np.full(n, b)], axis=1))
         table = np.concatenate(found) if found else np.zeros((0, 3), dtype=np.int64)
         rows = model._mesh_contact_rows = A.array(table.astype(np.int32).reshape(-1, 3), dtype=T.int32,

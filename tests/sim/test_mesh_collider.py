@@ -222,10 +222,10 @@ def test_mesh_pairs_leave_the_primitive_pairs_and_follow_the_collision_filter():
     box = b.add_shape_box((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (0.1, 0.1, 0.1), body=body)
     model = b.finalize()
     assert len(collision_pairs(model)) == 0
-    # the box's 20 points against the floor, the floor's 4 vertices against the box
+    # the box's 20 points against the floor, the floor's 4 vertices and 4 border edges against the box
     assert sorted({(int(a), int(c)) for a, c in mesh_contact_rows(model).numpy()[:, [0, 2]]}) == [(floor, box),
                                                                                                (box, floor)]
-    assert len(mesh_contact_rows(model)) == 24
+    assert len(mesh_contact_rows(model)) == 28
     b.set_shape_collision(box, group=2, mask=2)
     assert len(mesh_contact_rows(b.finalize())) == 0
 
