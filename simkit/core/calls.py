@@ -163,7 +163,7 @@ class CallMixin:
             if call_keywords.factory_constructs(self, obj, node):
                 return call_keywords.factory_value(self, obj, node)
             return self.type_factory(obj, node)
-        if name in B.MULTI_RESULTS:
+        if name in B.MULTI_RESULTS and not getattr(obj, "_sk_packed", False):  # the host runner's call is packed
             return multi_results.call(self, name, node)
         if node.keywords and name is not None and name not in ("tid", "printf", "identity", "len"):
             return call_keywords.kernel_call(self, name, node)

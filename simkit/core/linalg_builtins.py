@@ -15,7 +15,14 @@ Example::
     i = sk.argmax(sigma)                       # a uint32
 """
 
-from .builtins import _, EXAMPLES, MULTI_RESULTS
+from .builtins import _ as _table_entry, EXAMPLES, MULTI_RESULTS
+
+# This module's entries, which tests/core/test_linalg_builtins.py checks one by one.
+ENTRIES: list = []
+
+
+def _(*args, **kwargs):
+    ENTRIES.append(_table_entry(*args, **kwargs))
 
 _SVD = "Warp's {n}x{n} singular value decomposition: U, sigma, V with A = U diag(sigma) V^T"
 _("svd3", "A: mat(3,3,F)", "mat(3,7,F)", "return svd_packed_(A);", "adj_svd_packed_(A, adj_A, adj_ret);",
