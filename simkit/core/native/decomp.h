@@ -15,7 +15,7 @@
 //   qr3:  A = Q R, det Q = +1, R upper triangular with R[0][0], R[1][1] >= 0 (R[2][2] signed).
 //   eig3: sym(A) = Q diag(d) Q^T for sym(A) = (A + A^T) / 2, d increasing, det Q = +1.
 //
-// Derivatives (derived in docs/porting-from-warp.md, "Decompositions"): with
+// Derivatives (docs/porting-from-warp.md, "Decompositions", says what they promise): with
 // dP = U^T dA V, dsigma = diag(dP), U^T dU = Omega_U, V^T dV = Omega_V (antisymmetric),
 //   Omega_U[i][j] = (s_j dP_ij + s_i dP_ji) / (s_j^2 - s_i^2),
 //   Omega_V[i][j] = (s_i dP_ij + s_j dP_ji) / (s_j^2 - s_i^2);
