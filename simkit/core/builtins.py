@@ -56,6 +56,9 @@ NAMED_TYPES: dict = {}
 # there) and the examples help(sk.<name>) shows (core/lang.py), by builtin name.
 OUT_PARAM_FORMS: dict = {}
 EXAMPLES: dict = {}
+# Builtins with several results (linalg_builtins.py): their entry returns the parts packed side
+# by side in one matrix, and the frontend splits it (multi_results.py), by builtin name.
+MULTI_RESULTS: dict = {}
 
 
 class Weak:
@@ -483,7 +486,7 @@ def _cpp_function(b: Builtin) -> str:
 def generate_header() -> str:
     """The C++ text of every table builtin, included by each generated module."""
     lines = ["// Generated from simkit/core/builtins.py: do not edit.", "#pragma once", '#include "simkit.h"',
-             '#include "linalg.h"', '#include "mesh.h"', '#include "builtin_helpers.h"', "namespace sk {"]
+             '#include "linalg.h"', '#include "decomp.h"', '#include "mesh.h"', '#include "builtin_helpers.h"', "namespace sk {"]
     for entries in TABLE.values():
         for b in entries:
             lines.append(_cpp_function(b))
@@ -673,6 +676,6 @@ def signatures(name: str) -> list[str]:
             for b in TABLE.get(name, ())]
 
 
-# The spatial-algebra, mesh query and further Warp math builtins are table entries like the
-# others, kept in files of their own.
-from . import mesh_builtins, spatial_builtins, warp_math_builtins  # noqa: E402,F401
+# The spatial-algebra, mesh query, linear-algebra and further Warp math builtins are table
+# entries like the others, kept in files of their own.
+from . import linalg_builtins, mesh_builtins, spatial_builtins, warp_math_builtins  # noqa: E402,F401
