@@ -56,9 +56,10 @@ NAMED_TYPES: dict = {}
 # there) and the examples help(sk.<name>) shows (core/lang.py), by builtin name.
 OUT_PARAM_FORMS: dict = {}
 EXAMPLES: dict = {}
-# Builtins with several results (linalg_builtins.py): their entry returns the parts packed side
-# by side in one matrix, and the frontend splits it (multi_results.py), by builtin name.
-MULTI_RESULTS: dict = {}
+# Builtins with several results computed together (linalg_builtins.py: a decomposition runs once):
+# their entry returns the parts packed side
+# by side in one matrix, and the frontend splits it (packed_results.py), by builtin name.
+PACKED_RESULTS: dict = {}
 
 
 class Weak:

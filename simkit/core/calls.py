@@ -15,7 +15,7 @@ import numpy as np
 from . import builtins as B
 from . import call_keywords
 from . import ir
-from . import multi_results
+from . import packed_results
 from . import types as T
 from .exprs import _MATH_BUILTINS, Py, Retype, Undefined, type_str
 from .lang import GradOf, grad as lang_grad
@@ -163,8 +163,8 @@ class CallMixin:
             if call_keywords.factory_constructs(self, obj, node):
                 return call_keywords.factory_value(self, obj, node)
             return self.type_factory(obj, node)
-        if name in B.MULTI_RESULTS and not getattr(obj, "_sk_packed", False):  # the host runner's call is packed
-            return multi_results.call(self, name, node)
+        if name in B.PACKED_RESULTS and not getattr(obj, "_sk_packed", False):  # the host runner's call is packed
+            return packed_results.call(self, name, node)
         if node.keywords and name is not None and name not in ("tid", "printf", "identity", "len"):
             return call_keywords.kernel_call(self, name, node)
         if node.keywords and not (getattr(obj, "_sk_kind", "") == "struct"):

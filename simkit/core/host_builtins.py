@@ -82,7 +82,7 @@ class _Runner:
         # The frontend reads a kernel's source through linecache; an entry without an mtime is kept.
         linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
         module = f"simkit_host.{tag}"
-        if b.name in B.MULTI_RESULTS:  # the call is the packed matrix of the results (call() splits it)
+        if b.name in B.PACKED_RESULTS:  # the call is the packed matrix of the results (call() splits it)
             stub = _packed_stub(b.name)
         env = {"_sk": SimpleNamespace(**{b.name: stub}), "__name__": module}
         exec(compile(source, filename, "exec"), env)
@@ -110,7 +110,7 @@ class _Runner:
 
 def _packed_stub(name: str) -> Any:
     """A stand-in for ``sk.<name>`` of a multi-result builtin that a kernel calls as its table
-    entry, whose value is the results packed in one matrix, not split (multi_results.py)."""
+    entry, whose value is the results packed in one matrix, not split (packed_results.py)."""
     def packed(*args):
         raise TypeError(f"the packed form of sk.{name} is only called by the host runner's kernel")
     packed._sk_builtin = name
@@ -162,7 +162,7 @@ def call(name: str, args: tuple, kwargs: dict, stub: Any) -> Any:
         if run is None:
             run = _runners[(b.cname, *concrete)] = _Runner(b, concrete, ret, stub)
         result = run(values)
-    parts = B.MULTI_RESULTS.get(name)
+    parts = B.PACKED_RESULTS.get(name)
     return result if parts is None else _split(result, parts)
 
 

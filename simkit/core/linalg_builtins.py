@@ -4,7 +4,7 @@
 
 A decomposition has several results. Its table entry returns them packed side by side in one
 matrix (``svd3``: ``[U | sigma | V]``, 3 x 7), and the frontend hands the parts to the kernel
-in either of Warp's spellings (:mod:`simkit.core.multi_results`, by :data:`MULTI_RESULTS`):
+in either of Warp's spellings (:mod:`simkit.core.packed_results`, by :data:`PACKED_RESULTS`):
 ``U, sigma, V = sk.svd3(A)`` or ``sk.svd3(A, U, sigma, V)`` into declared locals. Warp's
 ``cast`` is no kernel builtin (``warp.cast`` does not exist in Warp 1.19), so there is none here.
 
@@ -15,7 +15,7 @@ Example::
     i = sk.argmax(sigma)                       # a uint32
 """
 
-from .builtins import _ as _table_entry, EXAMPLES, MULTI_RESULTS
+from .builtins import _ as _table_entry, EXAMPLES, PACKED_RESULTS
 
 # This module's entries, which tests/core/test_linalg_builtins.py checks one by one.
 ENTRIES: list = []
@@ -41,7 +41,7 @@ _("eig3", "A: mat(3,3,F)", "mat(3,4,F)", "return eig3_packed_(A);", "adj_eig3_pa
       "(d increasing, det Q = +1; of (A + A^T) / 2 when A is not symmetric).")
 
 # (part name, first column in the packed matrix, columns: 1 is a vector)
-MULTI_RESULTS.update({
+PACKED_RESULTS.update({
     "svd3": (("U", 0, 3), ("sigma", 3, 1), ("V", 4, 3)),
     "svd2": (("U", 0, 2), ("sigma", 2, 1), ("V", 3, 2)),
     "qr3": (("Q", 0, 3), ("R", 3, 3)),

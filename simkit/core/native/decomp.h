@@ -2,7 +2,7 @@
 // (simkit/core/linalg_builtins.py), with their adjoints and tangents.
 //
 // Each builtin returns its factors packed side by side in one matrix, which the frontend
-// splits into Warp's results (simkit/core/multi_results.py):
+// splits into Warp's results (simkit/core/packed_results.py):
 //   svd3: [U | sigma | V] 3x7   svd2: [U | sigma | V] 2x5   qr3: [Q | R] 3x6   eig3: [Q | d] 3x4
 //
 // float16 and bfloat16 matrices are decomposed in float32 (a Jacobi sweep in half precision

@@ -1,4 +1,4 @@
-"""Frontend, builtins with several results (``B.MULTI_RESULTS``: Warp's ``svd3``, ``svd2``, ``qr3``,
+"""Frontend, builtins with several results (``B.PACKED_RESULTS``: Warp's ``svd3``, ``svd2``, ``qr3``,
 ``eig3``), in Warp's two spellings.
 
 The table entry of such a builtin returns its results packed side by side in one matrix
@@ -46,7 +46,7 @@ def _part(builder, packed, first: int, cols: int):
 def call(builder, name: str, node):
     """A call of multi-result builtin ``name`` (``node`` an ``ast.Call``) compiled by ``builder``:
     a ``Py`` holding the tuple of its parts, or, in the out-parameter form, ``Py(None)``."""
-    parts = B.MULTI_RESULTS[name]
+    parts = B.PACKED_RESULTS[name]
     names = ", ".join(p for p, _first, _cols in parts)
     if node.keywords:
         builder.error(f"sk.{name}() takes its arguments by position in a kernel: sk.{name}(A) or "
