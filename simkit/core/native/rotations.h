@@ -234,7 +234,10 @@ SK_FUNC double nan_d_() { return inf_d_() - inf_d_(); }
 // erfcinv(z) for 0 < z <= 1 (a result >= 0): the log-erfc Newton iteration.
 SK_FUNC double erfcinv_upper_(double z) {
     if (z <= 0.0) return z == 0.0 ? inf_d_() : nan_d_();
-    double y = erfinv_guess_(-m::log(z * (2.0 - z)), 1.0 - z), lz = m::log(z);
+    double lz = m::log(z), w = -m::log(z * (2.0 - z));
+    // Giles' polynomial covers 1 - z down to float32's last step below 1; deeper in the tail,
+    // erfc(y) ~ exp(-y^2) / (y sqrt(pi)) solved once for y is the start.
+    double y = w < 16.0 ? erfinv_guess_(w, 1.0 - z) : m::sqrt(-lz - m::log(m::sqrt(-3.141592653589793 * lz)));
     SK_UNROLL for (int it = 0; it < 6; ++it) {
         double c = m::erfc(y);
         if (!(c > 0.0)) break;
@@ -255,8 +258,11 @@ SK_FUNC double erfcinv_d_(double z) {
     if (z > 0.5) return erfinv_d_(1.0 - z);
     return erfcinv_upper_(z);
 }
-template <typename F> SK_FUNC F erfinv_(F x) { return F(erfinv_d_(double(float(x)))); }
-template <typename F> SK_FUNC F erfcinv_(F x) { return F(erfcinv_d_(double(float(x)))); }
+SK_FUNC double as_double_(double x) { return x; }
+SK_FUNC double as_double_(float x) { return x; }
+template <typename H> SK_FUNC double as_double_(const H& x) { return double(float(x)); }  // half, bfloat16
+template <typename F> SK_FUNC F erfinv_(F x) { return F(erfinv_d_(as_double_(x))); }
+template <typename F> SK_FUNC F erfcinv_(F x) { return F(erfcinv_d_(as_double_(x))); }
 // d erfinv(x) / dx = sqrt(pi) / 2 exp(erfinv(x)^2); erfcinv's is its negative.
 template <typename F> SK_FUNC F erfinv_slope_(F y) { return F(0.88622692545275801) * m::exp(y * y); }
 
