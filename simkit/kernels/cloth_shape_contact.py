@@ -295,11 +295,6 @@ def triangle_shape_forces(q: AnyArray, qd: AnyArray, tris: Ints2, across: Ints2,
 
 
 @sk.kernel
-def clear_ints(values: AnyArray):
-    values[sk.tid()] = 0
-
-
-@sk.kernel
 def count_body_contacts(q: AnyArray, tris: Ints2, across: Ints2, rows: Any, particles: Any, shapes: Any,
                         poses: AnyArray, counts: Ints):
     # XPBD's mass splitting: each touching (triangle, feature) is one constraint on its body.
@@ -382,7 +377,7 @@ def _param_types(real) -> dict:
     return {"q": vec3s, "qd": vec3s, "f": vec3s, "delta": vec3s, "dx": vec3s, "dtheta": vec3s,
             "particles": S.Particles, "contact": S.Contact, "shapes": S.Shapes, "rows": S.ParticleShapes,
             "body_q": sk.array(dtype=S.transform), "poses": sk.array(dtype=S.transform), "body_qd": spatials,
-            "bodies": S.Bodies, "body_f": spatials, "particle_split": sk.array(dtype=real), "values": Ints}
+            "bodies": S.Bodies, "body_f": spatials, "particle_split": sk.array(dtype=real)}
 
 
 @functools.cache  # asked for on every launch: a lookup

@@ -184,7 +184,7 @@ def solve_cloth_shapes(model: Any, state_out: Any, it: int, q, poses, split, joi
         counts.append(A.zeros(model.particle_count, dtype=T.int32, device=model.device))
     active = counts[it]
     tris, across, rows = model.triangles.indices, triangle_neighbours(model), triangle_shape_rows(model)[0]
-    launch(k.clear_ints, model.particle_count, inputs=[active])
+    active.zero_()
     launch(k.count_corner_contacts, _dims(model), inputs=[q, tris, across, rows, model.particles, model.shapes,
                                                           poses, active])
     launch(k.solve_triangle_shapes, _dims(model),

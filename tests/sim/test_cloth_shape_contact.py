@@ -206,3 +206,39 @@ def test_set_cloth_shape_contact_refuses_a_non_bool():
     b = sk.sim.ModelBuilder()
     with pytest.raises(TypeError, match="set_cloth_shape_contact: enabled must be a bool, got str"):
         b.set_cloth_shape_contact("yes")
+
+
+def draped_on_a_moving_sphere(dtype=F64, requires_grad=True):
+    """A free 4 x 4 sheet of 3 cm cells lying on a kinematic 3 cm sphere (no density: it keeps its
+    velocity) whose top is under the middle of a cell, with gravity and no ground."""
+    b = sk.sim.ModelBuilder(ground=False, contact_ke=1e3, contact_kd=1.0, contact_kf=1.0)
+    b.add_cloth_grid((-0.06, 0.0, 0.06), FLAT, (0.0, 0.0, 0.0), 4, 4, 0.03, 0.03, mass=1e-3, radius=RADIUS,
+                     k_mu=100.0, k_lambda=100.0, edge_ke=1e-3)
+    body = b.add_body(sk.transform((0.015, -0.03 - RADIUS + 5e-4, -0.015), (0.0, 0.0, 0.0, 1.0)))
+    b.add_shape_sphere((0.0, 0.0, 0.0), 0.03, body=body, density=0.0)
+    return b.finalize(dtype=dtype, requires_grad=requires_grad)
+
+
+@pytest.mark.parametrize("integrator, dt", INTEGRATORS, ids=IDS)
+def test_gradient_of_cloth_draped_on_a_moving_sphere_matches_central_differences(integrator, dt):
+    model = draped_on_a_moving_sphere()
+    w = np.random.default_rng(4).normal(size=(model.particle_count, 3))
+    v0 = np.array([0.2, 0.3, -0.1])
+    steps = 30 if isinstance(integrator, sk.sim.SemiImplicitEuler) else 5
+    tape = sk.Tape()
+    with tape:
+        states, loss = _rollout(model, v0, w, integrator, dt, steps)
+    tape.backward(loss=loss)
+    grad = states[0].body_qd.grad.numpy()[0, 3:].copy()
+    # the sphere moved with its velocity: it is kinematic
+    assert states[-1].body_q.numpy()[0][:3] == pytest.approx(model.body_q.numpy()[0][:3] + v0 * dt * steps,
+                                                            abs=1e-12)
+    assert np.abs(grad).max() > 1e-6
+    eps = 1e-6
+    for c in range(3):
+        up, down = v0.copy(), v0.copy()
+        up[c] += eps
+        down[c] -= eps
+        fd = (_rollout(model, up, w, integrator, dt, steps)[1].numpy()[0]
+              - _rollout(model, down, w, integrator, dt, steps)[1].numpy()[0]) / (2 * eps)
+        assert grad[c] == pytest.approx(fd, rel=1e-5, abs=1e-9), c
