@@ -52,10 +52,10 @@ from typing import Any
 
 import simkit as sk
 from .bodies import point_inverse_mass, point_velocity, wrench_at
-from .cloth_self_contact import edge_closest, triangle_closest
+from .cloth_self_contact import edge_closest, segment_closest, triangle_closest
 from .contact import scaled_penalty_force
 from .shapes import (BOX_CORNER_ROUNDING, MAX_SHAPE_POINTS, plane_toward, shape_bounding_radius,
-                     shape_plane_point_count, shape_surface_point, shape_transform)
+                     shape_plane_point_count, shape_surface_distance, shape_surface_point, shape_transform)
 from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE, model_structs
 from .xpbd_bodies import load_body, point_matrix, split_of
 
@@ -224,26 +224,35 @@ def feature_contact(q: AnyArray, tris: Ints2, across: Ints2, t: int, particles: 
     reach = sk.max(sk.max(sk.length(a - center), sk.length(b - center)), sk.length(c - center))
     reach = reach + sk.max(sk.max(ra, rb), rc)
     kind = shapes.kind[s]
-    if sk.length(center - X.p) < reach + shape_bounding_radius(kind, shapes.params[s]):
+    # the features lie within the shape, so a triangle touches one only where its center comes
+    # within its reach of the shape's surface (the distance changes no faster than the point)
+    far = sk.length(center - X.p) >= reach + shape_bounding_radius(kind, shapes.params[s])
+    if not far:
+        gap, _n = shape_surface_distance(shapes, s, sk.transform_point(sk.transform_inverse(X), center))
+        far = gap >= reach
+    if not far:
         normal = sk.normalize(sk.cross(b - a, c - a))
         if sk.dot(X.p - center, normal) < 0.0:
             normal = -normal
         p0, p1, rf = shape_feature(shapes, s, k, plane_toward(X, normal))
         w0 = sk.transform_point(X, p0)
         w1 = sk.transform_point(X, p1)
-        sp, wa, wb, wc = segment_triangle_closest(w0, w1, a, b, c)
-        ps = w0 + (w1 - w0) * sp
-        pt = a * wa + b * wb + c * wc
-        thick = ra * wa + rb * wb + rc * wc
-        d = ps - pt
-        dist = sk.length(d)
-        depth = dist - rf - thick
-        if depth < 0.0:
-            u = normal
-            if dist > 0.0:
-                u = d / dist
-            weight = counted_weight(q, tris, across, t, wa, wb, wc, ps)
-            point = pt + u * thick
+        # the feature within reach of the triangle's center: most of a long box's edges are not
+        near = w0 + (w1 - w0) * segment_closest(center, w0, w1)
+        if sk.length(center - near) < reach + rf:
+            sp, wa, wb, wc = segment_triangle_closest(w0, w1, a, b, c)
+            ps = w0 + (w1 - w0) * sp
+            pt = a * wa + b * wb + c * wc
+            thick = ra * wa + rb * wb + rc * wc
+            d = ps - pt
+            dist = sk.length(d)
+            depth = dist - rf - thick
+            if depth < 0.0:
+                u = normal
+                if dist > 0.0:
+                    u = d / dist
+                weight = counted_weight(q, tris, across, t, wa, wb, wc, ps)
+                point = pt + u * thick
     return weight, wa, wb, wc, u, depth, point
 
 
