@@ -43,7 +43,7 @@ iteration) and the body's at the contact point.
 Example::
 
     k = cloth_shape_kernels(sk.float32)
-    sk.launch(k.triangle_shape_forces, (tri_count, width, MAX_FEATURES), inputs=[...])
+    sk.launch(k.triangle_shape_forces, (tri_count, width), inputs=[...])
 """
 
 import functools
@@ -54,7 +54,7 @@ import simkit as sk
 from .bodies import point_inverse_mass, point_velocity, wrench_at
 from .cloth_self_contact import edge_closest, segment_closest, triangle_closest
 from .contact import scaled_penalty_force
-from .shapes import (BOX_CORNER_ROUNDING, MAX_SHAPE_POINTS, plane_toward, shape_bounding_radius,
+from .shapes import (BOX_CORNER_ROUNDING, plane_toward, shape_bounding_radius,
                      shape_plane_point_count, shape_surface_distance, shape_surface_point, shape_transform)
 from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE, model_structs
 from .xpbd_bodies import load_body, point_matrix, split_of
@@ -62,10 +62,6 @@ from .xpbd_bodies import load_body, point_matrix, split_of
 AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
 Ints = sk.array(dtype=sk.int32)
 Ints2 = sk.array(dtype=sk.int32, ndim=2)
-
-# The third launch dimension: the most features of a shape (a box's 12 edges, a hull's points).
-MAX_FEATURES = MAX_SHAPE_POINTS
-
 
 @sk.func
 def feature_count(kind):
@@ -200,73 +196,79 @@ def counted_weight(q: AnyArray, tris: Ints2, across: Ints2, t: int, wa: Any, wb:
 
 
 @sk.func
-def feature_contact(q: AnyArray, tris: Ints2, across: Ints2, t: int, particles: Any, shapes: Any, s: int, X: Any,
-                    k: int):
-    """Feature ``k`` of shape ``s`` (world pose ``X``) against triangle ``t`` at positions ``q``:
-    ``(weight, wa, wb, wc, u, depth, point)``, ``weight`` the contact's counted share (0 where
-    it does not touch or is not this triangle's to count), ``u`` the unit direction from the
-    triangle to the feature, ``depth`` < 0 when touching, ``point`` the cloth's surface point
-    of the contact (the closest point moved out by the cloth's thickness)."""
+def triangle_reach(q: AnyArray, tris: Ints2, t: int, particles: Any, shapes: Any, s: int, X: Any):
+    """Whether triangle ``t`` may touch shape ``s`` (world pose ``X``): ``(near, center, reach,
+    normal)``, ``near`` 1 where its center comes within its reach (its corners' farthest plus
+    their largest radius) of the shape's surface (the features lie within the shape, and the
+    distance changes no faster than the point), its unit normal on the side of the shape's center."""
     a = q[tris[t, 0]]
     b = q[tris[t, 1]]
     c = q[tris[t, 2]]
-    ra = particles.radius[tris[t, 0]]
-    rb = particles.radius[tris[t, 1]]
-    rc = particles.radius[tris[t, 2]]
-    weight = ra * 0.0
+    center = (a + b + c) * (1.0 / 3.0)
+    reach = sk.max(sk.max(sk.length(a - center), sk.length(b - center)), sk.length(c - center))
+    reach = reach + sk.max(sk.max(particles.radius[tris[t, 0]], particles.radius[tris[t, 1]]),
+                           particles.radius[tris[t, 2]])
+    normal = sk.normalize(sk.cross(b - a, c - a))
+    if sk.dot(X.p - center, normal) < 0.0:
+        normal = -normal
+    near = 0
+    if sk.length(center - X.p) < reach + shape_bounding_radius(shapes.kind[s], shapes.params[s]):
+        gap, _n = shape_surface_distance(shapes, s, sk.transform_point(sk.transform_inverse(X), center))
+        if gap < reach:
+            near = 1
+    return near, center, reach, normal
+
+
+@sk.func
+def feature_contact(q: AnyArray, tris: Ints2, across: Ints2, t: int, particles: Any, shapes: Any, s: int, X: Any,
+                    k: int, center: Any, reach: Any, normal: Any):
+    """Feature ``k`` of shape ``s`` (world pose ``X``) against triangle ``t`` at positions ``q``
+    (``center``, ``reach``, ``normal`` from :func:`triangle_reach`): ``(weight, wa, wb, wc, u,
+    depth, point)``, ``weight`` the contact's counted share (0 where it does not touch or is
+    not this triangle's to count), ``u`` the unit direction from the triangle to the feature,
+    ``depth`` < 0 when touching, ``point`` the cloth's surface point of the contact (the
+    closest point moved out by the cloth's thickness)."""
+    a = q[tris[t, 0]]
+    b = q[tris[t, 1]]
+    c = q[tris[t, 2]]
+    weight = reach * 0.0
     wa = weight
     wb = weight
     wc = weight
     u = a * 0.0
     depth = weight
     point = a
-    center = (a + b + c) * (1.0 / 3.0)
-    reach = sk.max(sk.max(sk.length(a - center), sk.length(b - center)), sk.length(c - center))
-    reach = reach + sk.max(sk.max(ra, rb), rc)
-    kind = shapes.kind[s]
-    # the features lie within the shape, so a triangle touches one only where its center comes
-    # within its reach of the shape's surface (the distance changes no faster than the point)
-    far = sk.length(center - X.p) >= reach + shape_bounding_radius(kind, shapes.params[s])
-    if not far:
-        gap, _n = shape_surface_distance(shapes, s, sk.transform_point(sk.transform_inverse(X), center))
-        far = gap >= reach
-    if not far:
-        normal = sk.normalize(sk.cross(b - a, c - a))
-        if sk.dot(X.p - center, normal) < 0.0:
-            normal = -normal
-        p0, p1, rf = shape_feature(shapes, s, k, plane_toward(X, normal))
-        w0 = sk.transform_point(X, p0)
-        w1 = sk.transform_point(X, p1)
-        # the feature within reach of the triangle's center: most of a long box's edges are not
-        near = w0 + (w1 - w0) * segment_closest(center, w0, w1)
-        if sk.length(center - near) < reach + rf:
-            sp, wa, wb, wc = segment_triangle_closest(w0, w1, a, b, c)
-            ps = w0 + (w1 - w0) * sp
-            pt = a * wa + b * wb + c * wc
-            thick = ra * wa + rb * wb + rc * wc
-            d = ps - pt
-            dist = sk.length(d)
-            depth = dist - rf - thick
-            if depth < 0.0:
-                u = normal
-                if dist > 0.0:
-                    u = d / dist
-                weight = counted_weight(q, tris, across, t, wa, wb, wc, ps)
-                point = pt + u * thick
+    p0, p1, rf = shape_feature(shapes, s, k, plane_toward(X, normal))
+    w0 = sk.transform_point(X, p0)
+    w1 = sk.transform_point(X, p1)
+    # the feature within reach of the triangle's center: most of a long box's edges are not
+    near = w0 + (w1 - w0) * segment_closest(center, w0, w1)
+    if sk.length(center - near) < reach + rf:
+        sp, wa, wb, wc = segment_triangle_closest(w0, w1, a, b, c)
+        ps = w0 + (w1 - w0) * sp
+        pt = a * wa + b * wb + c * wc
+        thick = (particles.radius[tris[t, 0]] * wa + particles.radius[tris[t, 1]] * wb
+                 + particles.radius[tris[t, 2]] * wc)
+        d = ps - pt
+        dist = sk.length(d)
+        depth = dist - rf - thick
+        if depth < 0.0:
+            u = normal
+            if dist > 0.0:
+                u = d / dist
+            weight = counted_weight(q, tris, across, t, wa, wb, wc, ps)
+            point = pt + u * thick
     return weight, wa, wb, wc, u, depth, point
 
 
 @sk.func
-def feature_slot(rows: Any, shapes: Any, t: int, j: int, k: int):
-    """The shape in slot ``j`` of triangle ``t``'s row, or -1 where the slot is past the row's
-    end or the shape has no feature ``k``."""
+def row_shape(rows: Any, t: int, j: int):
+    """The shape in slot ``j`` of triangle ``t``'s row, or -1 past the row's end."""
     r = rows.world[t] + 1
     slot = rows.start[r] + j
     s = -1
     if slot < rows.start[r + 1]:
         s = rows.shape[slot]
-        if k >= feature_count(shapes.kind[s]):
-            s = -1
     return s
 
 
@@ -274,59 +276,76 @@ def feature_slot(rows: Any, shapes: Any, t: int, j: int, k: int):
 def triangle_shape_forces(q: AnyArray, qd: AnyArray, tris: Ints2, across: Ints2, rows: Any, particles: Any,
                           shapes: Any, contact: Any, body_q: AnyArray, body_qd: AnyArray, bodies: Any, f: AnyArray,
                           body_f: AnyArray):
-    # One thread per (triangle, slot j of its row of shapes, feature k): no loop, so the
-    # adjoint needs no replay stack.
-    t, j, k = sk.tid()
-    s = feature_slot(rows, shapes, t, j, k)
+    # One thread per (triangle, slot j of its row of shapes), a loop over the shape's features.
+    t, j = sk.tid()
+    s = row_shape(rows, t, j)
     if s < 0:
         return
     X = shape_transform(shapes, body_q, s)
-    weight, wa, wb, wc, u, depth, point = feature_contact(q, tris, across, t, particles, shapes, s, X, k)
-    if weight > 0.0:
-        i0 = tris[t, 0]
-        i1 = tris[t, 1]
-        i2 = tris[t, 2]
-        n = -u
-        v = qd[i0] * wa + qd[i1] * wb + qd[i2] * wc
-        inv_mass = (wa * wa * particles.inv_mass[i0] + wb * wb * particles.inv_mass[i1]
-                    + wc * wc * particles.inv_mass[i2])
-        b = shapes.body[s]
-        if b >= 0:
-            v = v - point_velocity(body_q[b], body_qd[b], bodies.com[b], point)
-            inv_mass = inv_mass + point_inverse_mass(body_q[b], bodies, b, point, n)
-        fc = scaled_penalty_force(n, depth, v, inv_mass, contact.ke[0], contact.kd[0], contact.kf[0],
-                                  contact.time_constant[0], contact.damping_ratio[0], contact.mu[0]) * weight
-        f[i0] += fc * wa
-        f[i1] += fc * wb
-        f[i2] += fc * wc
-        if b >= 0:
-            body_f[b] += wrench_at(body_q[b], bodies.com[b], point, -fc)
+    near, center, reach, normal = triangle_reach(q, tris, t, particles, shapes, s, X)
+    if near == 0:
+        return
+    i0 = tris[t, 0]
+    i1 = tris[t, 1]
+    i2 = tris[t, 2]
+    b = shapes.body[s]
+    for k in range(feature_count(shapes.kind[s])):
+        weight, wa, wb, wc, u, depth, point = feature_contact(q, tris, across, t, particles, shapes, s, X, k, center,
+                                                              reach, normal)
+        if weight > 0.0:
+            n = -u
+            v = qd[i0] * wa + qd[i1] * wb + qd[i2] * wc
+            inv_mass = (wa * wa * particles.inv_mass[i0] + wb * wb * particles.inv_mass[i1]
+                        + wc * wc * particles.inv_mass[i2])
+            if b >= 0:
+                v = v - point_velocity(body_q[b], body_qd[b], bodies.com[b], point)
+                inv_mass = inv_mass + point_inverse_mass(body_q[b], bodies, b, point, n)
+            fc = scaled_penalty_force(n, depth, v, inv_mass, contact.ke[0], contact.kd[0], contact.kf[0],
+                                      contact.time_constant[0], contact.damping_ratio[0], contact.mu[0]) * weight
+            f[i0] += fc * wa
+            f[i1] += fc * wb
+            f[i2] += fc * wc
+            if b >= 0:
+                body_f[b] += wrench_at(body_q[b], bodies.com[b], point, -fc)
 
 
 @sk.kernel
 def count_body_contacts(q: AnyArray, tris: Ints2, across: Ints2, rows: Any, particles: Any, shapes: Any,
                         poses: AnyArray, counts: Ints):
     # XPBD's mass splitting: each touching (triangle, feature) is one constraint on its body.
-    t, j, k = sk.tid()
-    s = feature_slot(rows, shapes, t, j, k)
-    if s >= 0:
-        b = shapes.body[s]
-        if b >= 0:
-            weight, wa, wb, wc, u, depth, point = feature_contact(q, tris, across, t, particles, shapes, s,
-                                                                  shape_transform(shapes, poses, s), k)
-            if weight > 0.0:
-                sk.atomic_add(counts, b, 1)
+    t, j = sk.tid()
+    s = row_shape(rows, t, j)
+    if s < 0:
+        return
+    b = shapes.body[s]
+    if b < 0:
+        return
+    X = shape_transform(shapes, poses, s)
+    near, center, reach, normal = triangle_reach(q, tris, t, particles, shapes, s, X)
+    if near == 0:
+        return
+    for k in range(feature_count(shapes.kind[s])):
+        weight, wa, wb, wc, u, depth, point = feature_contact(q, tris, across, t, particles, shapes, s, X, k, center,
+                                                              reach, normal)
+        if weight > 0.0:
+            sk.atomic_add(counts, b, 1)
 
 
 @sk.kernel
 def count_corner_contacts(q: AnyArray, tris: Ints2, across: Ints2, rows: Any, particles: Any, shapes: Any,
                           poses: AnyArray, active: Ints):
     # the violated triangle-shape constraints of an XPBD iteration on each cloth vertex
-    t, j, k = sk.tid()
-    s = feature_slot(rows, shapes, t, j, k)
-    if s >= 0:
-        weight, wa, wb, wc, u, depth, point = feature_contact(q, tris, across, t, particles, shapes, s,
-                                                              shape_transform(shapes, poses, s), k)
+    t, j = sk.tid()
+    s = row_shape(rows, t, j)
+    if s < 0:
+        return
+    X = shape_transform(shapes, poses, s)
+    near, center, reach, normal = triangle_reach(q, tris, t, particles, shapes, s, X)
+    if near == 0:
+        return
+    for k in range(feature_count(shapes.kind[s])):
+        weight, wa, wb, wc, u, depth, point = feature_contact(q, tris, across, t, particles, shapes, s, X, k, center,
+                                                              reach, normal)
         if weight > 0.0:
             if wa > 0.0:
                 sk.atomic_add(active, tris[t, 0], 1)
@@ -348,34 +367,40 @@ def solve_triangle_shapes(q: AnyArray, tris: Ints2, across: Ints2, rows: Any, pa
                           active: Ints, poses: AnyArray, shapes: Any, bodies: Any, joint_split: Ints,
                           contact_split: Ints, delta: AnyArray, dx: AnyArray, dtheta: AnyArray):
     # Rigid one-sided constraint depth >= 0 of each touching (triangle, feature), both ways:
-    # the triangle's corners move into delta, the body into dx, dtheta.
-    t, j, k = sk.tid()
-    s = feature_slot(rows, shapes, t, j, k)
+    # the triangle's corners move into delta, the body into dx, dtheta. All from the same
+    # positions (Jacobi).
+    t, j = sk.tid()
+    s = row_shape(rows, t, j)
     if s < 0:
         return
-    weight, wa, wb, wc, u, depth, point = feature_contact(q, tris, across, t, particles, shapes, s,
-                                                          shape_transform(shapes, poses, s), k)
-    if weight > 0.0:
-        i0 = tris[t, 0]
-        i1 = tris[t, 1]
-        i2 = tris[t, 2]
-        n = -u
-        m0 = corner_mobility(particles, particle_split, active, i0, wa)
-        m1 = corner_mobility(particles, particle_split, active, i1, wb)
-        m2 = corner_mobility(particles, particle_split, active, i2, wc)
-        b = shapes.body[s]
-        xb, _qb, mb, Ib, _cb = load_body(poses, bodies, b)
-        rb = point - xb
-        W = (wa * m0 + wb * m1 + wc * m2
-             + sk.dot(n, point_matrix(mb, Ib, rb) @ n) * split_of(joint_split, contact_split, bodies, b))
-        if W > 0.0:
-            P = n * (-depth / W * weight)
-            delta[i0] += P * (wa * particles.inv_mass[i0])
-            delta[i1] += P * (wb * particles.inv_mass[i1])
-            delta[i2] += P * (wc * particles.inv_mass[i2])
-            if b >= 0:
-                dx[b] += P * -mb
-                dtheta[b] += -(Ib @ sk.cross(rb, P))
+    X = shape_transform(shapes, poses, s)
+    near, center, reach, normal = triangle_reach(q, tris, t, particles, shapes, s, X)
+    if near == 0:
+        return
+    i0 = tris[t, 0]
+    i1 = tris[t, 1]
+    i2 = tris[t, 2]
+    b = shapes.body[s]
+    xb, _qb, mb, Ib, _cb = load_body(poses, bodies, b)
+    split_b = split_of(joint_split, contact_split, bodies, b)
+    for k in range(feature_count(shapes.kind[s])):
+        weight, wa, wb, wc, u, depth, point = feature_contact(q, tris, across, t, particles, shapes, s, X, k, center,
+                                                              reach, normal)
+        if weight > 0.0:
+            n = -u
+            m0 = corner_mobility(particles, particle_split, active, i0, wa)
+            m1 = corner_mobility(particles, particle_split, active, i1, wb)
+            m2 = corner_mobility(particles, particle_split, active, i2, wc)
+            rb = point - xb
+            W = wa * m0 + wb * m1 + wc * m2 + sk.dot(n, point_matrix(mb, Ib, rb) @ n) * split_b
+            if W > 0.0:
+                P = n * (-depth / W * weight)
+                delta[i0] += P * (wa * particles.inv_mass[i0])
+                delta[i1] += P * (wb * particles.inv_mass[i1])
+                delta[i2] += P * (wc * particles.inv_mass[i2])
+                if b >= 0:
+                    dx[b] += P * -mb
+                    dtheta[b] += -(Ib @ sk.cross(rb, P))
 
 
 @sk.overload_types

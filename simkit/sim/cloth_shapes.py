@@ -6,8 +6,8 @@ It is on by default for every model with triangles and primitive shapes (spheres
 boxes, cylinders, cones, ellipsoids, convex hulls; planes and meshes have no features here):
 ``ModelBuilder.set_cloth_shape_contact(False)`` leaves only the cloth's vertices touching
 shapes, as before. The broad phase is that of particles against shapes: each triangle reads
-the row of shapes of its world (and of world -1), one thread per (triangle, slot, feature),
-and skips a shape whose bounding sphere does not reach the triangle's.
+the row of shapes of its world (and of world -1), one thread per (triangle, slot) looping
+over the shape's features, and skips a shape whose bounding sphere does not reach the triangle's.
 
 Example::
 
@@ -27,7 +27,7 @@ import numpy as np
 from ..core import array as A
 from ..core import types as T
 from ..core.launch import launch
-from ..kernels.cloth_shape_contact import MAX_FEATURES, cloth_shape_kernels
+from ..kernels.cloth_shape_contact import cloth_shape_kernels
 from ..kernels.shapes import world_groups
 from ..kernels.structs import SHAPE_MESH, SHAPE_PLANE
 
@@ -132,7 +132,7 @@ def cloth_shape_kernel_modules(model: Any) -> list:
 
 
 def _dims(model: Any) -> tuple:
-    return (model.tri_count, triangle_shape_rows(model)[1], MAX_FEATURES)
+    return (model.tri_count, triangle_shape_rows(model)[1])
 
 
 def eval_cloth_shape_forces(model: Any, state: Any) -> None:
