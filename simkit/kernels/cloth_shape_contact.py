@@ -261,26 +261,18 @@ def feature_contact(q: AnyArray, tris: Ints2, across: Ints2, t: int, particles: 
     return weight, wa, wb, wc, u, depth, point
 
 
-@sk.func
-def row_shape(rows: Any, t: int, j: int):
-    """The shape in slot ``j`` of triangle ``t``'s row, or -1 past the row's end."""
-    r = rows.world[t] + 1
-    slot = rows.start[r] + j
-    s = -1
-    if slot < rows.start[r + 1]:
-        s = rows.shape[slot]
-    return s
-
-
 @sk.kernel
 def triangle_shape_forces(q: AnyArray, qd: AnyArray, tris: Ints2, across: Ints2, rows: Any, particles: Any,
                           shapes: Any, contact: Any, body_q: AnyArray, body_qd: AnyArray, bodies: Any, f: AnyArray,
                           body_f: AnyArray):
     # One thread per (triangle, slot j of its row of shapes), a loop over the shape's features.
     t, j = sk.tid()
-    s = row_shape(rows, t, j)
-    if s < 0:
+    # slot j of the triangle's row of shapes, read in the kernel: a func taking the rows struct
+    # failed to compile for the second float type used in one process
+    r = rows.world[t] + 1
+    if rows.start[r] + j >= rows.start[r + 1]:
         return
+    s = rows.shape[rows.start[r] + j]
     X = shape_transform(shapes, body_q, s)
     near, center, reach, normal = triangle_reach(q, tris, t, particles, shapes, s, X)
     if near == 0:
@@ -314,9 +306,12 @@ def count_body_contacts(q: AnyArray, tris: Ints2, across: Ints2, rows: Any, part
                         poses: AnyArray, counts: Ints):
     # XPBD's mass splitting: each touching (triangle, feature) is one constraint on its body.
     t, j = sk.tid()
-    s = row_shape(rows, t, j)
-    if s < 0:
+    # slot j of the triangle's row of shapes, read in the kernel: a func taking the rows struct
+    # failed to compile for the second float type used in one process
+    r = rows.world[t] + 1
+    if rows.start[r] + j >= rows.start[r + 1]:
         return
+    s = rows.shape[rows.start[r] + j]
     b = shapes.body[s]
     if b < 0:
         return
@@ -336,9 +331,12 @@ def count_corner_contacts(q: AnyArray, tris: Ints2, across: Ints2, rows: Any, pa
                           poses: AnyArray, active: Ints):
     # the violated triangle-shape constraints of an XPBD iteration on each cloth vertex
     t, j = sk.tid()
-    s = row_shape(rows, t, j)
-    if s < 0:
+    # slot j of the triangle's row of shapes, read in the kernel: a func taking the rows struct
+    # failed to compile for the second float type used in one process
+    r = rows.world[t] + 1
+    if rows.start[r] + j >= rows.start[r + 1]:
         return
+    s = rows.shape[rows.start[r] + j]
     X = shape_transform(shapes, poses, s)
     near, center, reach, normal = triangle_reach(q, tris, t, particles, shapes, s, X)
     if near == 0:
@@ -370,9 +368,12 @@ def solve_triangle_shapes(q: AnyArray, tris: Ints2, across: Ints2, rows: Any, pa
     # the triangle's corners move into delta, the body into dx, dtheta. All from the same
     # positions (Jacobi).
     t, j = sk.tid()
-    s = row_shape(rows, t, j)
-    if s < 0:
+    # slot j of the triangle's row of shapes, read in the kernel: a func taking the rows struct
+    # failed to compile for the second float type used in one process
+    r = rows.world[t] + 1
+    if rows.start[r] + j >= rows.start[r + 1]:
         return
+    s = rows.shape[rows.start[r] + j]
     X = shape_transform(shapes, poses, s)
     near, center, reach, normal = triangle_reach(q, tris, t, particles, shapes, s, X)
     if near == 0:
