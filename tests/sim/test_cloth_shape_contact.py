@@ -104,6 +104,30 @@ def _forces(model, state):
     return state.particle_f.numpy().astype(np.float64), state.body_f.numpy().astype(np.float64)
 
 
+def _point_segment(p, a, b):
+    e = b - a
+    t = np.clip(np.dot(p - a, e) / np.dot(e, e), 0.0, 1.0)
+    return np.linalg.norm(p - (a + t * e))
+
+
+def _barycentric(p, a, b, c):
+    """The weights of p (in the plane of a, b, c) in that triangle: least squares with the
+    weights summing to 1."""
+    return np.linalg.lstsq(np.vstack([np.stack([a, b, c], axis=1), np.ones(3)]), np.append(p, 1.0), rcond=None)[0]
+
+
+def _point_triangle(p, a, b, c):
+    """The distance from p to triangle abc: the plane's foot where it falls inside, else the
+    nearest side (numpy, independent of the kernels)."""
+    n = np.cross(b - a, c - a)
+    n /= np.linalg.norm(n)
+    foot = p - np.dot(p - a, n) * n
+    w = _barycentric(foot, a, b, c)
+    if (w >= 0.0).all():
+        return abs(np.dot(p - a, n))
+    return min(_point_segment(p, a, b), _point_segment(p, b, c), _point_segment(p, c, a))
+
+
 def test_penalty_on_a_triangle_is_ke_times_the_depth_at_the_closest_point():
     ke, r, depth = 1e3, 0.01, 1.5e-3
     b = pinned_sheet(gravity=0.0, contact_ke=ke, contact_kd=0.0, contact_kf=0.0)
@@ -123,7 +147,7 @@ def test_penalty_on_a_triangle_is_ke_times_the_depth_at_the_closest_point():
     n /= np.linalg.norm(n)
     height = abs(np.dot(center - a, n))
     foot = center - np.dot(center - a, n) * n
-    w = np.linalg.lstsq(np.stack([a, b_, c], axis=1), foot, rcond=None)[0]
+    w = _barycentric(foot, a, b_, c)
     assert (w > 0.0).all() and w.sum() == pytest.approx(1.0, abs=1e-12)
     push = ke * (r + RADIUS - height)
     assert f[touched] == pytest.approx(-push * np.outer(w, n) * np.sign(np.dot(center - a, n)), rel=1e-9, abs=1e-12)
@@ -242,3 +266,35 @@ def test_gradient_of_cloth_draped_on_a_moving_sphere_matches_central_differences
         fd = (_rollout(model, up, w, integrator, dt, steps)[1].numpy()[0]
               - _rollout(model, down, w, integrator, dt, steps)[1].numpy()[0]) / (2 * eps)
         assert grad[c] == pytest.approx(fd, rel=1e-5, abs=1e-9), c
+
+
+def test_capsule_penalty_is_ke_times_the_depth_of_its_axis_below_the_cloth_surface():
+    from scipy.optimize import minimize_scalar
+    ke, r, half = 1e3, 0.01, 0.03
+    b = sk.sim.ModelBuilder(gravity=0.0, ground=False, contact_ke=ke, contact_kd=0.0, contact_kf=0.0)
+    corners = np.array([[0.0, 0.0, 0.0], [0.1, 0.0, 0.0], [0.02, 0.0, -0.09]])
+    for p in corners:
+        b.add_particle(tuple(p), (0.0, 0.0, 0.0), mass=1e-3, radius=RADIUS)
+    b.add_triangle(0, 1, 2)
+    body = b.add_body()
+    b.add_shape_capsule((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), r, half, body=body)
+    model = b.finalize(dtype=F64)
+    state = model.state()
+    rng = np.random.default_rng(7)
+    checked = 0
+    for _ in range(40):
+        quat = rng.normal(size=4)
+        quat /= np.linalg.norm(quat)
+        center = np.array([rng.uniform(0.0, 0.1), rng.uniform(-0.02, 0.02), rng.uniform(-0.08, 0.0)])
+        ends = [center + _rotate(quat, np.array([0.0, s * half, 0.0])) for s in (-1.0, 1.0)]
+        if min(_point_segment(p, *ends) for p in corners) < r + RADIUS:
+            continue                                    # the vertices' own contact would add
+        # the distance of the axis from the triangle: convex along the axis, so a bounded search
+        found = minimize_scalar(lambda s: _point_triangle(ends[0] + s * (ends[1] - ends[0]), *corners),
+                                bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-12})
+        state.body_q.assign(np.concatenate([center, quat])[None])
+        f, wrench = _forces(model, state)
+        expected = ke * max(r + RADIUS - found.fun, 0.0)
+        assert np.linalg.norm(f.sum(axis=0)) == pytest.approx(expected, rel=1e-6, abs=1e-9)
+        checked += expected > 0.0
+    assert checked >= 5
