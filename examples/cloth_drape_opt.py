@@ -16,8 +16,8 @@ halves alike. The rollout is differentiated with gradient checkpointing.
 
 Expected result: from a toss of (0.2, 1.1) m/s the sheet lands on the bar off its center and
 slides towards the far side; SGD brings the loss from 3.2e-3 m^2 to below 1e-6 m^2 in 4
-iterations, with a toss of about (0.0, 1.42) m/s: the sheet's center comes to rest a tenth of
-a millimetre from the edge, folded over it, a part of each half hanging below it.
+iterations, with a toss of about (0.0, 1.42) m/s: the sheet's center comes to rest within a
+millimetre of the edge, folded over it, a part of each half hanging below it.
 
 Run::
 
