@@ -29,7 +29,7 @@ from ..core import types as T
 from ..core.launch import launch
 from ..kernels.cloth_shape_contact import cloth_shape_kernels
 from ..kernels.shapes import world_groups
-from ..kernels.structs import SHAPE_MESH, SHAPE_PLANE
+from ..kernels.structs import SHAPE_HFIELD, SHAPE_MESH, SHAPE_PLANE
 
 
 class ClothShapeBuilder:
@@ -91,7 +91,7 @@ def triangle_shape_rows(model: Any) -> tuple:
     cached = model.__dict__.get("_triangle_shape_rows")
     if cached is None:
         kind = model.shapes.kind.numpy()
-        keep = (kind != SHAPE_MESH) & (kind != SHAPE_PLANE)
+        keep = ~np.isin(kind, (SHAPE_MESH, SHAPE_PLANE, SHAPE_HFIELD))     # no points to show a triangle
         kept = np.flatnonzero(keep)
         groups = world_groups(model.shape_world.numpy(), model.world_count) if model.world_count else []
         rows = [kept] + [g[keep[g]] for g in groups]
