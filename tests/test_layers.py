@@ -39,6 +39,9 @@ KNOWN = {
     ("simkit.core.builtins", "simkit.core.mesh_builtins"): "issue 34 item 3 (after issue 31)",
     ("simkit.core.builtins", "simkit.core.spatial_builtins"): "issue 34 item 3 (after issue 31)",
     ("simkit.core.builtins", "simkit.core.warp_math_builtins"): "issue 34 item 3 (after issue 31)",
+    ("simkit.core.builtins", "simkit.core.linalg_builtins"): "issue 34 item 3 (after issue 31)",
+    ("simkit.core.builtins", "simkit.core.random_builtins"): "issue 34 item 3 (after issue 31)",
+    ("simkit.core.builtins", "simkit.core.rotation_builtins"): "issue 34 item 3 (after issue 31)",
     ("simkit.core.builtins", "simkit.core.mesh"): "issue 34 item 3 (after issue 31)",
 }
 

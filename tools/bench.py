@@ -46,6 +46,10 @@ autodiff, simulation or GPU, are added the same way and show up in ``--list``):
 ``cloth_contact`` a 1 m sheet folded onto itself, 64x64 and 256x256 cells: time per step
             with and without cloth self-contact (XPBD, SemiImplicitEuler), and a taped
             64x64 rollout forward / backward (``tools/bench_cloth_contact.py``).
+``cloth_shapes`` a 1 m sheet folded over a bar's edge, 64x64 and 256x256 cells: time per
+            step with and without triangle-shape contact, each with and without
+            self-contact, and a taped 64x64 rollout forward / backward
+            (``tools/bench_cloth_shapes.py``).
 ``sweep``   a 16-run ``simkit.sweep`` on a local Ray with 2 CPUs against the same runs one
             after another (ratio), and the per-task overhead; skipped without Ray
             (``tools/bench_sweep.py``).
@@ -704,6 +708,10 @@ bench_broad_phase.add_sections(section, Result, Row, fmt)
 import bench_cloth_contact  # noqa: E402  (cloth folded onto itself, with and without self-contact)
 
 bench_cloth_contact.add_sections(section, Result, Row, fmt)
+
+import bench_cloth_shapes  # noqa: E402  (cloth over a bar's edge, with and without triangle-shape contact)
+
+bench_cloth_shapes.add_sections(section, Result, Row, fmt)
 
 
 # ----------------------------------------------------------------------------------

@@ -56,6 +56,18 @@ NAMED_TYPES: dict = {}
 # there) and the examples help(sk.<name>) shows (core/lang.py), by builtin name.
 OUT_PARAM_FORMS: dict = {}
 EXAMPLES: dict = {}
+# Builtins with several results computed together (linalg_builtins.py: a decomposition runs
+# once): their entry returns the parts packed side by side in one matrix, and the frontend
+# splits it (packed_results.py), by builtin name.
+PACKED_RESULTS: dict = {}
+# Builtins of several results computed apart (Warp's tuples: transform_decompose): by name, its
+# inputs' count and the table builtins giving each result; the frontend calls them for a tuple,
+# or writes them to Warp's out-parameters (``sk.quat_to_axis_angle(q, axis, angle)``). Filled by
+# rotation_builtins.py.
+MULTI_RESULTS: dict = {}
+# The random builtins that advance a state local in place: by name, the draws a call takes
+# (filled by random_builtins.py; see there).
+STATE_DRAWS: dict = {}
 
 
 class Weak:
@@ -483,7 +495,8 @@ def _cpp_function(b: Builtin) -> str:
 def generate_header() -> str:
     """The C++ text of every table builtin, included by each generated module."""
     lines = ["// Generated from simkit/core/builtins.py: do not edit.", "#pragma once", '#include "simkit.h"',
-             '#include "linalg.h"', '#include "mesh.h"', '#include "builtin_helpers.h"', "namespace sk {"]
+             '#include "linalg.h"', '#include "decomp.h"', '#include "mesh.h"', '#include "builtin_helpers.h"',
+             '#include "rotations.h"', '#include "random.h"', "namespace sk {"]
     for entries in TABLE.values():
         for b in entries:
             lines.append(_cpp_function(b))
@@ -673,6 +686,7 @@ def signatures(name: str) -> list[str]:
             for b in TABLE.get(name, ())]
 
 
-# The spatial-algebra, mesh query and further Warp math builtins are table entries like the
-# others, kept in files of their own.
-from . import mesh_builtins, spatial_builtins, warp_math_builtins  # noqa: E402,F401
+# The spatial-algebra, mesh query, linear-algebra, rotation, random and further Warp math
+# builtins are table entries like the others, kept in files of their own.
+from . import (linalg_builtins, mesh_builtins, random_builtins, rotation_builtins, spatial_builtins,  # noqa: E402,F401
+               warp_math_builtins)

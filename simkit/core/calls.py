@@ -15,6 +15,7 @@ import numpy as np
 from . import builtins as B
 from . import call_keywords
 from . import ir
+from . import packed_results
 from . import types as T
 from .exprs import _MATH_BUILTINS, Py, Retype, Undefined, type_str
 from .lang import GradOf, grad as lang_grad
@@ -101,6 +102,41 @@ class CallMixin:
             self.assign_name(target.id, field(f), node)
         return field("result")
 
+    def multi_result(self, name, node):
+        """A builtin of several results (``B.MULTI_RESULTS``): their tuple, ``axis, angle =
+        sk.quat_to_axis_angle(q)``, or Warp's out-parameter spelling ``sk.quat_to_axis_angle(q, axis,
+        angle)``, which assigns the locals named and has no value."""
+        n_in, parts = B.MULTI_RESULTS[name]
+        if len(node.args) not in (n_in, n_in + len(parts)):
+            self.error(f"{name}() takes {n_in} argument(s), or {n_in + len(parts)} with Warp's out-parameters "
+                       f"({', '.join(p.split('__')[1] for p in parts)}); got {len(node.args)}", node)
+        args = [self.expr(a) for a in node.args[:n_in]]
+        outs = node.args[n_in:]
+        if outs and not all(isinstance(a, ast.Name) for a in outs):
+            self.error(f"{name}(...): the out-parameters ({', '.join(p.split('__')[1] for p in parts)}) must be "
+                       "local names", node)
+        values = [self.call_builtin(p, args, node) for p in parts]
+        if not outs:
+            return Py(tuple(values))
+        for target, v in zip(outs, values):
+            self.assign_name(target.id, v, node)
+        return Py(None)
+
+    def random_draw(self, name, args, node):
+        """A random builtin: its value from the draws after the state, and a state held in a local
+        advanced past them (``B.STATE_DRAWS``), so the next call draws afresh, as in Warp."""
+        value = self.call_builtin(name, args, node)
+        target = node.args[0] if node.args else None
+        if isinstance(target, ast.Name) and isinstance(self.vars.get(target.id), ir.Var):
+            if self.is_kernel and target.id in self.arg_names:
+                self.error(f"{name}({target.id}) advances its state in place, and kernel argument '{target.id}' "
+                           f"is read-only: copy it to a local first (rng = {target.id})", node)
+            state = self.vars[target.id]
+            moved = self.new_var(state.type)
+            self.emit([moved], [state], f"$o0 = sk::rand_advance_($a0, {B.STATE_DRAWS[name]});")
+            self.assign_name(target.id, moved, node)
+        return value
+
     def inherit_weak_origin(self, out, args):
         """A float computed only from literals and literal-initialised locals (``0.5 * (lo + hi)``)
         is literal-typed too: should it meet a wider float later, the local it came from is
@@ -162,6 +198,8 @@ class CallMixin:
             if call_keywords.factory_constructs(self, obj, node):
                 return call_keywords.factory_value(self, obj, node)
             return self.type_factory(obj, node)
+        if name in B.PACKED_RESULTS and not getattr(obj, "_sk_packed", False):  # the host runner's call is packed
+            return packed_results.call(self, name, node)
         if node.keywords and name is not None and name not in ("tid", "printf", "identity", "len"):
             return call_keywords.kernel_call(self, name, node)
         if node.keywords and not (getattr(obj, "_sk_kind", "") == "struct"):
@@ -169,7 +207,11 @@ class CallMixin:
         form = B.OUT_PARAM_FORMS.get(name)
         if form and len(node.args) >= form[0] + len(form[1]):
             return self.out_param_form(name, node)
+        if name in B.MULTI_RESULTS:
+            return self.multi_result(name, node)
         args = [self.expr(a) for a in node.args]
+        if name in B.STATE_DRAWS:
+            return self.random_draw(name, args, node)
         if name in ("atomic_add", "atomic_sub", "atomic_min", "atomic_max"):
             if len(args) < 3:
                 self.error(f"{name}(array, index..., value) needs at least 3 arguments", node)

@@ -82,6 +82,8 @@ class _Runner:
         # The frontend reads a kernel's source through linecache; an entry without an mtime is kept.
         linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
         module = f"simkit_host.{tag}"
+        if b.name in B.PACKED_RESULTS:  # the call is the packed matrix of the results (call() splits it)
+            stub = _packed_stub(b.name)
         env = {"_sk": SimpleNamespace(**{b.name: stub}), "__name__": module}
         exec(compile(source, filename, "exec"), env)
         self.arrays = [empty(1, dtype=t, device="cpu") for t in (*arg_types, ret)]
@@ -104,6 +106,16 @@ class _Runner:
         if plan.error.code:
             plan.check_error()
         return _python_value(self.ret, self.views[-1])
+
+
+def _packed_stub(name: str) -> Any:
+    """A stand-in for ``sk.<name>`` of a multi-result builtin that a kernel calls as its table
+    entry, whose value is the results packed in one matrix, not split (packed_results.py)."""
+    def packed(*args):
+        raise TypeError(f"the packed form of sk.{name} is only called by the host runner's kernel")
+    packed._sk_builtin = name
+    packed._sk_packed = True
+    return packed
 
 
 def _python_value(t: Any, out: np.ndarray) -> Any:
@@ -149,7 +161,17 @@ def call(name: str, args: tuple, kwargs: dict, stub: Any) -> Any:
         run = _runners.get((b.cname, *concrete))
         if run is None:
             run = _runners[(b.cname, *concrete)] = _Runner(b, concrete, ret, stub)
-        return run(values)
+        result = run(values)
+    parts = B.PACKED_RESULTS.get(name)
+    return result if parts is None else _split(result, parts)
+
+
+def _split(packed: Any, parts: tuple) -> tuple:
+    """The results of a multi-result builtin (``sk.svd3(A)``: ``(U, sigma, V)``) from its packed matrix."""
+    t, m = type(packed), np.asarray(packed)
+    rows, F = t._sk_shape[0], t._sk_scalar
+    return tuple(T.vector(rows, F)(m[:, first]) if cols == 1 else T.matrix((rows, cols), F)(m[:, first:first + cols])
+                 for _name, first, cols in parts)
 
 
 def _identity(n: int = 3, dtype: Any = float) -> Any:

@@ -59,13 +59,16 @@ def _stub(name: str):
     def f(*args, **kwargs):
         if name in PYTHON_SCOPE:
             return PYTHON_SCOPE[name](*args, **kwargs)
+        if name in _table.MULTI_RESULTS:  # a tuple, one table builtin per result
+            return tuple(HOST_CALL[0](part, args, kwargs, _stub(part)) for part in _table.MULTI_RESULTS[name][1])
         return HOST_CALL[0](name, args, kwargs, f)
 
     f.__name__ = name
     f.__qualname__ = name
     f._sk_builtin = name
     f.__doc__ = f"Kernel builtin ``{name}``; see docs/design.md, 'Kernel language reference', 'Builtins'."
-    about = [b.doc for b in _table.TABLE.get(name, ()) if b.doc]
+    parts = _table.MULTI_RESULTS.get(name, (0, (name,)))[1]
+    about = [b.doc for part in parts for b in _table.TABLE.get(part, ()) if b.doc]
     if about:
         f.__doc__ = about[0] + "\n\n" + f.__doc__
     example = _table.EXAMPLES.get(name)
@@ -74,7 +77,8 @@ def _stub(name: str):
     return f
 
 
-BUILTIN_STUBS = {name: _stub(name) for name in list(_table.TABLE) + list(_SPECIAL)}
+# The parts of a several-result builtin (quat_to_axis_angle__axis) are reached through it only.
+BUILTIN_STUBS = {name: _stub(name) for name in [*_table.TABLE, *_table.MULTI_RESULTS, *_SPECIAL] if "__" not in name}
 
 
 def static(value: Any) -> Any:

@@ -428,9 +428,16 @@ def build_scene(config: SceneConfig) -> Scene:
         schedules.update(targets)
         bodies[e["name"]] = Body(e["name"], "robots", e["key"], e, body=first)
 
+    if config.cloth_self_contact is not None:
+        b.set_cloth_self_contact(**config.cloth_self_contact)
     settings = config.sim
     dtype = T.float64 if settings["dtype"] == "float64" else T.float32
-    model = guarded("", b.finalize, device=settings["device"], dtype=dtype)
+    try:
+        model = b.finalize(device=settings["device"], dtype=dtype)
+    except (TypeError, ValueError) as e:
+        # the self-contact's checks of the cloth (thickness, triangles) run in finalize
+        key = "cloth_self_contact" if str(e).startswith("set_cloth_self_contact") else ""
+        raise SceneError(config.file, key, f"expected an entry the model builder accepts, but {e}") from None
     if settings["integrator"] == "featherstone" and not model.articulation_count:
         raise SceneError(config.file, "sim.integrator", 'expected a scene with a [[robots]] entry for integrator = '
                                                         '"featherstone" (it steps articulations), but it has none')

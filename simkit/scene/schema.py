@@ -30,6 +30,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..core import device as D
+from ..sim.cloth_contact import DEFAULTS as CLOTH_CONTACT_DEFAULTS
 from ..sim.validate import float_problem, grid_size_problem
 from .meshes import MESH_EXTENSIONS, load_tet_mesh
 from .overrides import apply_overrides, describe_overrides
@@ -43,11 +44,12 @@ USD_EXTENSIONS = (".usd", ".usda", ".usdc")
 # What a table may hold
 # ----------------------------------------------------------------------------------
 
-TOP_KEYS = ("description", "sim", "contact", "rigid_contact", "output", "optimize", "particles", "springs", "cloth",
-            "soft_grid", "soft_mesh", "shapes", "bodies", "joints", "robots")
+TOP_KEYS = ("description", "sim", "contact", "rigid_contact", "cloth_self_contact", "output", "optimize", "particles",
+            "springs", "cloth", "soft_grid", "soft_mesh", "shapes", "bodies", "joints", "robots")
 SIM_KEYS = ("dt", "substeps", "frames", "integrator", "iterations", "device", "dtype", "gravity", "up_axis", "ground")
 CONTACT_KEYS = ("ke", "kd", "kf", "mu", "time_constant", "damping_ratio", "particle_contact")
 RIGID_CONTACT_KEYS = ("ke", "kd", "kf", "mu", "time_constant", "damping_ratio")
+CLOTH_SELF_CONTACT_KEYS = ("thickness", "ke", "kd", "kf", "mu")
 # a contact material: gains, or per unit mass (see ModelBuilder); None where not given
 MATERIAL_KEYS = ("ke", "kd", "kf", "time_constant", "damping_ratio")
 OUTPUT_KEYS = ("usd", "fps")
@@ -125,6 +127,8 @@ class SceneConfig:
     robots: list = field(default_factory=list)
     names: dict = field(default_factory=dict)
     fingerprint: str = ""
+    # the [cloth_self_contact] table (ModelBuilder.set_cloth_self_contact), None when absent
+    cloth_self_contact: dict | None = None
 
     @property
     def file(self) -> str:
@@ -184,7 +188,8 @@ def _check(data: dict, p: Path, file: str, device: str | None, frames: int | Non
     description = root.string("description", "")
     sim = _sim(root, device, frames)
     config = SceneConfig(path=p, name=p.stem, description=description, sim=sim, contact=_contact(root),
-                         rigid_contact=_rigid_contact(root), output=_output(root, sim, p.stem), optimize=None)
+                         rigid_contact=_rigid_contact(root), output=_output(root, sim, p.stem), optimize=None,
+                         cloth_self_contact=_cloth_self_contact(root))
     readers = (("particles", PARTICLES_KEYS, _particles), ("cloth", CLOTH_KEYS, _cloth),
                ("soft_grid", SOFT_GRID_KEYS, _soft_grid), ("soft_mesh", SOFT_MESH_KEYS, _soft_mesh),
                ("springs", SPRINGS_KEYS, _springs), ("bodies", BODY_KEYS, _body),
@@ -292,6 +297,14 @@ def _contact(root: Table) -> dict:
 def _rigid_contact(root: Table) -> dict:
     t = root.table("rigid_contact", RIGID_CONTACT_KEYS) or Table({}, "rigid_contact", root.file, RIGID_CONTACT_KEYS)
     return {**_material(t), "mu": t.number("mu", 0.5, low=0.0)}
+
+
+def _cloth_self_contact(root: Table) -> dict | None:
+    t = root.table("cloth_self_contact", CLOTH_SELF_CONTACT_KEYS)
+    if t is None:
+        return None
+    return {"thickness": t.number("thickness", CLOTH_CONTACT_DEFAULTS["thickness"], low=0.0, low_open=True),
+            **{k: t.number(k, CLOTH_CONTACT_DEFAULTS[k], low=0.0) for k in ("ke", "kd", "kf", "mu")}}
 
 
 def _output(root: Table, sim: dict, stem: str) -> dict:

@@ -37,6 +37,7 @@ from .builder_mesh import MeshBuilder
 from .builder_rigid import RigidBuilder
 from .importers import ImporterMixin
 from .cloth_contact import ClothContactBuilder
+from .cloth_shapes import ClothShapeBuilder
 from .columns import Column
 from .contact_material import PARTICLE_PENALTY, contact_material
 from .model import Model
@@ -53,7 +54,8 @@ _COLUMNS = {"particle_q": (3,), "particle_qd": (3,), "particle_mass": (), "parti
             "tet_k_damp": ()}
 
 
-class ModelBuilder(HeightfieldBuilder, HullBuilder, MeshBuilder, RigidBuilder, ImporterMixin, ClothContactBuilder):
+class ModelBuilder(HeightfieldBuilder, HullBuilder, MeshBuilder, RigidBuilder, ImporterMixin, ClothContactBuilder,
+                   ClothShapeBuilder):
     """Collects the parts of a scene; ``finalize`` turns them into a :class:`Model`.
 
     ``gravity`` is the signed acceleration along ``up_axis`` ("x", "y" or "z");
@@ -601,5 +603,6 @@ class ModelBuilder(HeightfieldBuilder, HullBuilder, MeshBuilder, RigidBuilder, I
         data.update(gravity=up * self.gravity, up_vector=up, up_axis=self.up_axis, ground=self.ground,
                     particle_contact=self.particle_contact, contact=dict(self.contact),
                     contacts_enabled=self.contacts_enabled, broad_phase=self.broad_phase,
-                    broad_phase_capacity=self.broad_phase_capacity, cloth_contact=self.cloth_contact)
+                    broad_phase_capacity=self.broad_phase_capacity, cloth_contact=self.cloth_contact,
+                    cloth_shape_contact=self.cloth_shape_contact)
         return Model(data, device=device, requires_grad=requires_grad, dtype=dtype)

@@ -27,6 +27,7 @@ from ..kernels.shapes import particle_shape_rows
 from ..kernels.springs import spring_kernels
 from ..kernels.tets import eval_tet_forces, tet_kernels
 from ..kernels.triangles import eval_triangle_forces, triangle_kernels
+from .cloth_shapes import cloth_shape_kernel_modules, eval_cloth_shape_forces
 
 
 def eval_body_contact_forces(model, state_in, state_out) -> None:
@@ -80,7 +81,8 @@ def eval_body_forces(model, state, control, dt: float, state_out) -> None:
 
 def eval_contact_forces(model, state) -> None:
     """Penalty contact of every particle against the ground, the shapes of its world and
-    (when the model enables it) the other particles of its world; world -1 meets every world.
+    (when the model enables it) the other particles of its world, and of the cloth's triangles
+    against the shapes of their world; world -1 meets every world.
     Nothing while ``model.contacts_enabled`` is False."""
     if not model.particle_count or not model.contacts_enabled:
         return
@@ -94,6 +96,7 @@ def eval_contact_forces(model, state) -> None:
             launch(k.shape_contact, (model.particle_count, width),
                    inputs=[q, qd, model.particles, model.shapes, rows, model.contact, state.body_q, state.body_qd,
                            model.bodies, f, state.body_f])
+        eval_cloth_shape_forces(model, state)
         eval_particle_mesh_forces(model, state)
     if model.particle_contact:
         eval_particle_contact_forces(model, state)
@@ -121,6 +124,7 @@ def force_kernel_modules(model) -> list:
             out.append(mesh_contact_kernels(real))
         if model.particle_contact and n > 1:
             out += [particle_contact_kernels(real), hash_grid_kernels(real)]
+        out += cloth_shape_kernel_modules(model)
     return out
 
 

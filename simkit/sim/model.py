@@ -241,6 +241,8 @@ class Model:
         # cloth self-contact (ModelBuilder.set_cloth_self_contact), None when off
         config = data.get("cloth_contact")
         self.cloth_contact = ClothContact(self, config, requires_grad) if config else None
+        # cloth triangles against shapes (ModelBuilder.set_cloth_shape_contact), on by default
+        self.cloth_shape_contact = bool(data.get("cloth_shape_contact", True))
 
     @property
     def contacts_enabled(self) -> bool:

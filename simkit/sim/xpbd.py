@@ -56,6 +56,9 @@ Position Based Dynamics"; kernels in :mod:`simkit.kernels.xpbd_bodies` and
   is inelastic: there is no restitution, and the shapes' ``ke``, ``kd``, ``kf`` are not used;
 - a particle touching a body's shape is pushed out and the body receives the reaction (two
   way), with friction ``Contact.mu``;
+- cloth triangles against the features of the shapes (static or on bodies; edges of boxes, a
+  sphere's center, a capsule's axis: :mod:`simkit.kernels.cloth_shape_contact`) are rigid,
+  one-sided and frictionless, both ways;
 - velocities: ``v = v* + c_x / dt`` of the center of mass and ``w = w* + c_theta / dt``,
   with ``c_x``, ``c_theta`` the summed displacements and rotation vectors of the corrections
   (to first order in them the difference of the poses, without subtracting two nearby poses).
@@ -110,6 +113,7 @@ from ..kernels.xpbd_body_contact import xpbd_body_contact_kernels
 from ..kernels.contact_params import shapes_touching_ground
 from ..kernels.structs import JOINT_FREE
 from ..kernels.shapes import collision_pairs, particle_shape_rows
+from .cloth_shapes import cloth_shape_kernel_modules, count_cloth_shape_body_contacts, solve_cloth_shapes
 from .cloth_contact import (cloth_contact_kernel_modules, find_cloth_pairs, project_cloth_contacts,
                             self_contact_active, warn_cloth_overflow)
 from .integrators import check_step, compile_step_ahead, warn_ignored_joint_features
@@ -217,7 +221,7 @@ def xpbd_kernel_modules(model: Model) -> list:
     out = ([xpbd_kernels(real)] if n else []) + ([xpbd_body_kernels(real)] if nb else [])
     if nb and (len(_active_patches(model)) or _particles_meet_bodies(model)):
         out.append(xpbd_body_contact_kernels(real))
-    return out + cloth_contact_kernel_modules(model) + mesh_kernel_modules(model)
+    return out + cloth_contact_kernel_modules(model) + cloth_shape_kernel_modules(model) + mesh_kernel_modules(model)
 
 
 class _Scratch:
@@ -348,6 +352,7 @@ class XPBD(Replayed):
                                          s.velocities])
         if nb:
             _predict_bodies(model, state_in, control, s, dt)
+            count_cloth_shape_body_contacts(model, s.positions[0], s.body_poses[0], s.contact_split)
         # cloth self-contact pairs at the predicted positions, kept on state_out with the scratch
         cloth = find_cloth_pairs(model, state_out, s.positions[0], q_prev) if n and self_contact_active(model) \
             else None
@@ -377,6 +382,9 @@ class XPBD(Replayed):
                 _solve_bodies(model, state_in, control, s, it, dt)
             solve_mesh_contacts(model, state_in, s, meshes, it, _mass_split(model) if n else None,
                                 _joint_split(model))
+            if n:
+                solve_cloth_shapes(model, state_out, it, q, s.body_poses[it], _mass_split(model), _joint_split(model),
+                                   s.contact_split, delta, s.body_dx[it], s.body_dtheta[it])
             if n:
                 # with cloth self-contact the pairs are projected last, from buffers of their own
                 mid_q, mid_corr = cloth.iteration(model, it)[:2] if cloth is not None \

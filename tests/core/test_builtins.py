@@ -22,6 +22,8 @@ import pytest
 
 import simkit as sk
 from simkit.core import builtins as B
+from simkit.core.lang import _stub as lang_stub
+from simkit.core.linalg_builtins import ENTRIES as LINALG_ENTRIES
 
 pytestmark = pytest.mark.not_on_fake_driver("its numerics are the CPU run's; the PTX walk compiles every kernel here")
 
@@ -222,7 +224,8 @@ class Op:
         else:
             self.builtin = spelling
             calls = {0: _call0, 1: _call1, 2: _call2, 3: _call3, 4: _call4}
-            factory = functools.partial(calls[len(ins)], getattr(sk, spelling))
+            # a part of a several-result builtin (transform_decompose__scale) has no sk.<name>
+            factory = functools.partial(calls[len(ins)], getattr(sk, spelling, None) or lang_stub(spelling))
         found = B.resolve(self.builtin, list(ins))
         assert found is not None, f"no overload of {self.builtin} for {[_name(t) for t in ins]}"
         self.overload, _, self.out = found
@@ -302,7 +305,15 @@ def _float_signatures(F) -> list:
     sigs += [("/", F, V3), ("/", F, M23), ("/", F, Q), ("normalize", Q), ("dot", Q, Q)]
     M44 = sk.matrix((4, 4), F)
     sigs += [("skew", V3), ("transform_point", M44, V3), ("transform_vector", M44, V3), ("velocity_at_point", S6, V3)]
+    I = sk.int32  # rotation_builtins.py
+    sigs += [("quat_from_euler", V3, I, I, I), ("quat_from_matrix", M33), ("quat_from_matrix", M44), ("quat_slerp", Q, Q, F)]
+    sigs += [(s, V3, Q) for s in ("quat_twist", "quat_twist_angle", "quat_twist_angle_signed")]
+    sigs += [(s, Q) for s in ROTATION_PARTS if s.startswith("quat")] + [(s, M44) for s in ROTATION_PARTS if s.startswith("transform")]
+    sigs += [("smooth_normalize", V3, F), ("smooth_normalize", V3), ("erfinv", F), ("erfcinv", F)]
     return sigs
+
+
+ROTATION_PARTS = [p for parts in B.MULTI_RESULTS.values() for p in parts[1]]
 
 
 WARP_MATH = ["erf", "erfc", "cbrt", "degrees", "radians", "rint", "frac", "step", "nonzero", "isnan", "isinf",
@@ -315,6 +326,9 @@ def _int_signatures() -> list:
     sigs = [(s, I, I) for s in ("%", "//", "+", "-", "*", "min", "max", *COMPARISONS)]
     sigs += [(s, I) for s in ("neg", "abs", "sign")] + [("clamp", I, I, I)]
     sigs += [(s, I, I) for s in BITWISE] + [("invert", I)] + [(s, b, b) for s in ("bit_and", "bit_or", "bit_xor")]
+    U, F = sk.uint32, sk.float32  # random_builtins.py
+    sigs += [("rand_init", I), ("rand_init", I, I), ("randi", U, I, I), ("randu", U, U, U), ("randf", U, F, F)]
+    sigs += [(s, U) for s in B.STATE_DRAWS]
     return sigs + [("%", L, L), ("//", L, L), ("==", b, b), ("!=", b, b)]
 
 
@@ -1409,11 +1423,27 @@ def _smoothstep_inputs():
     return [a, b, a + u * (b - a)]
 
 
+def _order(i, j, k):
+    """quat_from_euler's axis indices, the same in every element."""
+    return [lambda a=a: np.full(N, a, np.int32) for a in (i, j, k)]
+
+
+def _rotations(n, scaled=False):
+    """n x n matrices holding a random rotation (times a random positive scale per column) in the
+    upper-left 3x3 block, a translation and 1 in the corner (for n == 4)."""
+    out = np.zeros((N, n, n))
+    for e, q in enumerate(unit_quats(D)):
+        out[e, :3, :3] = q_matrix(q) * (_rng.uniform(0.5, 2.0, 3) if scaled else 1.0)
+        if n == 4:
+            out[e, :3, 3], out[e, 3, 3] = _rng.uniform(-2, 2, 3), 1.0
+    return out
+
+
 def _adjoint_cases() -> dict:
     """Test id -> (OPS key, samplers) for every differentiable overload, in float64."""
     V3, Q, T, M23, M34 = sk.vec3d, sk.quatd, sk.transformd, sk.matrix((2, 3), D), sk.matrix((3, 4), D)
     S6, M66, M33 = sk.spatial_vectord, sk.spatial_matrixd, sk.mat33d
-    b = sk.bool_
+    b, I = sk.bool_, sk.int32
     cases = {
         "sin": (("sin", D), [_any(-3, 3)]), "cos": (("cos", D), [_any(-3, 3)]),
         "tan": (("tan", D), [_any(-1.2, 1.2)]), "asin": (("asin", D), [_any(-0.9, 0.9)]),
@@ -1501,6 +1531,22 @@ def _adjoint_cases() -> dict:
         "transform_point-mat44": (("transform_point", sk.mat44d, V3), [_any(shape=(4, 4)), _any(shape=(3,))]),
         "transform_vector-mat44": (("transform_vector", sk.mat44d, V3), [_any(shape=(4, 4)), _any(shape=(3,))]),
         "velocity_at_point": (("velocity_at_point", S6, V3), [_any(shape=(6,)), _any(shape=(3,))]),
+        "quat_from_euler-zxy": (("quat_from_euler", V3, I, I, I), [_any(-3, 3, (3,)), *_order(2, 0, 1)]),
+        "quat_from_euler-xyx": (("quat_from_euler", V3, I, I, I), [_any(-3, 3, (3,)), *_order(0, 1, 0)]),
+        "quat_twist": (("quat_twist", V3, Q), [_vec(3, 1.0, 1.0), _quat]),
+        "quat_twist_angle": (("quat_twist_angle", V3, Q), [_vec(3, 1.0, 1.0), _quat]),
+        "quat_twist_angle_signed": (("quat_twist_angle_signed", V3, Q), [_vec(3, 1.0, 1.0), _quat]),
+        "quat_from_matrix-mat33": (("quat_from_matrix", M33), [lambda: _rotations(3)]),
+        "quat_from_matrix-mat44": (("quat_from_matrix", sk.mat44d), [lambda: _rotations(4)]),
+        "quat_slerp": (("quat_slerp", Q, Q, D), [_quat, _quat, _any(0.0, 1.0)]),
+        "quat_to_axis_angle-axis": (("quat_to_axis_angle__axis", Q), [_quat]),
+        "quat_to_axis_angle-angle": (("quat_to_axis_angle__angle", Q), [_quat]),
+        "transform_decompose-position": (("transform_decompose__position", sk.mat44d), [lambda: _rotations(4, True)]),
+        "transform_decompose-rotation": (("transform_decompose__rotation", sk.mat44d), [lambda: _rotations(4, True)]),
+        "transform_decompose-scale": (("transform_decompose__scale", sk.mat44d), [lambda: _rotations(4, True)]),
+        "smooth_normalize": (("smooth_normalize", V3), [_any(-2, 2, (3,))]),
+        "smooth_normalize-delta": (("smooth_normalize", V3, D), [_any(-2, 2, (3,)), _any(0.5, 2.0)]),
+        "erfinv": (("erfinv", D), [_any(-0.95, 0.95)]), "erfcinv": (("erfcinv", D), [_any(0.05, 1.95)]),
     }
     for n in SIZES:
         V, M, v, m = sk.vector(n, D), sk.matrix((n, n), D), _any(shape=(n,)), _any(shape=(n, n))
@@ -1584,8 +1630,10 @@ def test_tangent_of_a_piecewise_constant_builtin_is_zero(spelling):
 
 def _mesh_builtin(b) -> bool:
     """The mesh builtins take an sk.Mesh's id: tests/core/test_mesh_queries.py exercises them on
-    meshes, with their finite-difference and tangent checks."""
-    return b.name.startswith("mesh_")
+    meshes, with their finite-difference and tangent checks. The linear-algebra builtins
+    (simkit/core/linalg_builtins.py: decompositions with several results, which one output
+    here cannot hold) have theirs, and a coverage test of their own, in test_linalg_builtins.py."""
+    return b.name.startswith("mesh_") or any(b is e for e in LINALG_ENTRIES)
 
 
 def _all_overloads():

@@ -19,7 +19,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # for the whole file to run in about two minutes on a busy 2-core machine (arm_reach and
 # cartpole_swingup: about 7 s each)
 SHORT = {"ball_toss": 12, "cloth_throw": 5, "spring_walker": 8, "system_id": 30, "soft_id": 25, "box_throw": 15,
-         "arm_reach": 20, "cartpole_swingup": 15}
+         "arm_reach": 20, "cartpole_swingup": 15, "cloth_drape_opt": 4}
 
 
 def load(name: str):
@@ -64,6 +64,14 @@ def test_cloth_throw_loss_falls_thousandfold(runs):
     _, result = runs("cloth_throw")
     assert result["losses"][-1] < result["losses"][0] / 1000
     assert result["final_loss"] < result["losses"][-1]
+
+
+def test_cloth_drape_opt_loss_falls_hundredfold_and_the_sheet_hangs_folded_over_the_bar(runs):
+    module, result = runs("cloth_drape_opt")
+    assert result["losses"][-1] < result["losses"][0] / 100
+    # resting on the bar's edge (not on the ground), a part of each half hanging below it
+    assert result["center"][1] > module.BAR_HEIGHT - 0.05
+    assert min(result["hanging"]) > 0.05
 
 
 def test_spring_walker_learns_to_walk_ten_centimetres_farther(runs):
