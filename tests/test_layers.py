@@ -27,6 +27,7 @@ KNOWN = {
     # issue 34 item 2: the physics kernels are written against the public ``import simkit as sk``
     **{(f"simkit.kernels.{name}", "simkit"): "issue 34 item 2" for name in (
         "articulation", "bending", "bodies", "body_contact", "broad_phase", "closest_point", "cloth_self_contact",
+        "cloth_shape_contact",
         "contact", "contact_active_set", "contact_elliptic", "contact_params", "contact_rows", "contact_solve",
         "convex", "ellipsoid", "featherstone", "hash_grid", "heightfield", "joints", "limit_rows", "mesh_contact", "meshes",
         "particle_contact", "particles", "revolved_shapes", "shapes", "springs", "tets", "triangles", "xpbd",
