@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from shape_pairs import contact_rows, quat_multiply, random_quat
+from shape_pairs import contact_rows, quat_multiply, random_quat, weighted_rows
 from sim_helpers import central_difference
 from simkit.kernels.shapes import shape_distance
 from simkit.kernels.structs import SHAPE_PLANE
@@ -188,18 +188,10 @@ def test_the_gradient_of_plane_contact_rows_with_respect_to_the_pose_matches_fin
     pose[:3] -= n * (lowest + 0.01)
     w = sk.array(rng.normal(size=(model.shape_count * 8 + 40, 3)), dtype=sk.vec3d)
 
-    @sk.kernel
-    def weighted(dist: sk.array(dtype=sk.float64), normal: sk.array(dtype=sk.vec3d),
-                 point: sk.array(dtype=sk.vec3d), active: sk.array(dtype=sk.int32), w: sk.array(dtype=sk.vec3d),
-                 loss: sk.array(dtype=sk.float64)):
-        i = sk.tid()
-        if active[i] != 0:
-            sk.atomic_add(loss, 0, w[i][0] * dist[i] + sk.dot(normal[i], w[i]) + w[i][1] * sk.dot(point[i], w[i]))
-
     def loss_of(body_q):
         rows = contact_rows(model, body_q)
         loss = sk.zeros(1, dtype=sk.float64, requires_grad=True)
-        sk.launch(weighted, rows["dist"].shape[0],
+        sk.launch(weighted_rows, rows["dist"].shape[0],
                   inputs=[rows["dist"], rows["normal"], rows["point"], rows["active"], w, loss])
         return loss
 
