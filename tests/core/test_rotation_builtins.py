@@ -77,6 +77,20 @@ def test_slerp_from_matrix_axis_angle_and_decompose_match_warp(warp_kernels):
 
 
 @pytest.mark.cpu_only("Warp runs on its own CPU device here")
+def test_quat_from_matrix_of_a_rounded_rotation_is_the_unit_quaternion_warp_gives(warp_kernels):
+    # rotations written to two decimals, as in a hand-typed file: not orthonormal, yet their
+    # quaternion must be a unit one (a non-unit one would scale every vector it turns); which
+    # unit quaternion is not defined for such a matrix, and Warp's formula picks another one,
+    # as near the rotation as the rounding
+    wp, W = warp_kernels
+    ins = _float64_inputs(np.random.default_rng(9), scaled=False)
+    ins[3] = (np.round(ins[3][0], 2), "mat44d")
+    theirs, ours = _run(wp, W.rotations, ins, F64_OUTS, device="cpu")[2], _run(sk, S.rotations, ins, F64_OUTS)[2]
+    np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, rtol=0, atol=1e-14)
+    _same_rotation(ours, theirs, rtol=0, atol=1e-2)
+
+
+@pytest.mark.cpu_only("Warp runs on its own CPU device here")
 def test_euler_twist_and_smooth_normalize_match_warp(warp_kernels):
     wp, W = warp_kernels
     rng = np.random.default_rng(4)

@@ -130,6 +130,7 @@ def spinning_ant():
     """The ant without ground or gravity, inside its limits, spinning rigidly at 6 rad/s
     about a tilted axis through its center of mass."""
     model = ant(ground=False, gravity=0.0)
+    model.contacts_enabled = False      # the file's floor is a plane shape here: in free space nothing touches
     state = inside_limits(model)
     X, com, mass = state.body_q.numpy(), model.bodies.com.numpy(), model.bodies.mass.numpy()
     centres = np.array([x[:3] + rotate(x[3:], c) for x, c in zip(X, com)])

@@ -95,16 +95,19 @@ template <typename F> SK_FUNC quat_t<F> qfm_numer_(const mat_t<3, 3, F>& m, int 
     if (b == 1) return quat_t<F>{{xy, one - m[0][0] + m[1][1] - m[2][2], yz, x}};
     return quat_t<F>{{xz, yz, one - m[0][0] - m[1][1] + m[2][2], y}};
 }
+// For a rotation |numer| = 2 sqrt(numer[b]), so numer / |numer| is Shepperd's quaternion; for a
+// matrix that is not quite one (rounded entries, a scale left in) it is still a unit quaternion,
+// as Warp's is.
 template <typename F> SK_FUNC quat_t<F> quat_from_matrix_(const mat_t<3, 3, F>& m) {
-    int b = qfm_branch_(m);
-    quat_t<F> n = qfm_numer_(m, b, F(1));
-    return n * (F(0.5) / m::sqrt(n[b]));
+    quat_t<F> n = qfm_numer_(m, qfm_branch_(m), F(1));
+    return n * (F(1) / m::sqrt(inner_(n, n)));
 }
 template <typename F> SK_FUNC quat_t<F> tan_quat_from_matrix_(const mat_t<3, 3, F>& m, const mat_t<3, 3, F>& dm) {
     int b = qfm_branch_(m);
     quat_t<F> n = qfm_numer_(m, b, F(1)), dn = qfm_numer_(dm, b, F(0));
-    F r = m::sqrt(n[b]), dr = dn[b] / (F(2) * r);
-    return dn * (F(0.5) / r) - n * (F(0.5) * dr / (r * r));
+    F r = m::sqrt(inner_(n, n));
+    quat_t<F> q = n * (F(1) / r);
+    return (dn - q * inner_(q, dn)) * (F(1) / r);
 }
 template <typename F> SK_FUNC mat_t<3, 3, F> upper3_(const mat_t<4, 4, F>& m) {
     mat_t<3, 3, F> r;
