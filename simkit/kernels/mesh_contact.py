@@ -115,21 +115,20 @@ def row_probe(rows: ints2d, i: int, body_q: AnyArray, shapes: Any, meshes: Any, 
     p_local = toward * 0.0
     radius = toward[0] * 0.0
     on = 1
-    if kind_a == SHAPE_MESH and k >= vertices:     # an edge's point deepest in b (only against a shape)
+    if kind_a == SHAPE_MESH and k >= vertices:     # an edge's: the middle of its chord through b, if any
         p_local, on = edge_point(shapes, meshes, a, k - vertices, b, Xa, Xb)
     else:
         p_local, radius = source_point(shapes, meshes, a, k, toward)
     p = sk.transform_point(Xa, p_local)
-    depth = type(up[0])(1.0)
+    depth = type(up[0])(1.0)        # apart
     n = up
-    if on == 0:
-        depth = type(up[0])(1.0)
-    elif b < 0:
-        depth = sk.dot(up, p) - radius
-    elif sk.length(p - Xb.p) <= reach(shapes, meshes, b) + radius:
-        dist, n_local = surface_distance(shapes, meshes, b, sk.transform_point(sk.transform_inverse(Xb), p))
-        depth = dist - radius
-        n = sk.quat_rotate(Xb.q, n_local)
+    if on == 1:
+        if b < 0:
+            depth = sk.dot(up, p) - radius
+        elif sk.length(p - Xb.p) <= reach(shapes, meshes, b) + radius:
+            dist, n_local = surface_distance(shapes, meshes, b, sk.transform_point(sk.transform_inverse(Xb), p))
+            depth = dist - radius
+            n = sk.quat_rotate(Xb.q, n_local)
     return a, b, depth, p - n * (radius + 0.5 * depth), n
 
 
