@@ -148,3 +148,20 @@ def test_the_gradient_of_where_a_sphere_rolls_with_respect_to_the_heights_matche
     for k in touched:
         fd = central_difference(loss_now, values, k, 1e-6)
         assert grad[k] == pytest.approx(fd, rel=1e-4, abs=1e-8), k
+
+
+def test_a_box_rests_on_bumpy_terrain_in_float32():
+    rng = np.random.default_rng(1)
+    terrain = INCLINE * 0.0 + rng.uniform(-0.01, 0.01, INCLINE.shape)
+    b = sk.sim.ModelBuilder(ground=False)
+    b.add_shape_heightfield((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), terrain, HALF, mu=1.0)
+    body = b.add_body(sk.transform((0.05, 0.13, -0.03), (0.0, 0.0, 0.0, 1.0)))
+    b.add_shape_box((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (0.1, 0.1, 0.1), body=body, mu=1.0)
+    model = b.finalize(dtype=sk.float32)
+    settled = sk.sim.simulate(model, sk.sim.SemiImplicitEuler(), model.state(), 1000, DT, keep_states=False)[-1]
+    later = sk.sim.simulate(model, sk.sim.SemiImplicitEuler(), settled, 1000, DT, keep_states=False)[-1]
+    p0, p1 = settled.body_q.numpy()[0, :3], later.body_q.numpy()[0, :3]
+    assert np.all(np.isfinite(later.body_q.numpy()))
+    # on the bumps (within 1 cm of the flat height), and still there a second later
+    assert 0.085 < p1[1] < 0.115
+    assert np.abs(p1 - p0).max() < 1e-3 and np.abs(later.body_qd.numpy()[0]).max() < 1e-2
