@@ -148,10 +148,17 @@ def weighted_rows(dist: sk.array(dtype=sk.float64), normal: sk.array(dtype=sk.ve
 def assert_rows_gradient_matches_finite_differences(shapes, poses, seed: int) -> None:
     """The gradient of a random weighting of the pair's contact rows (depths, normals, points)
     with respect to both bodies' poses against central differences (float64)."""
-    from sim_helpers import central_difference
-
     model = pair_model(shapes, requires_grad=True)
     q = np.array([np.concatenate([p, np.asarray(r) / np.linalg.norm(r)]) for p, r in poses], dtype=np.float64)
+    assert_model_rows_gradient_matches_finite_differences(model, q, seed)
+
+
+def assert_model_rows_gradient_matches_finite_differences(model, q: np.ndarray, seed: int):
+    """As :func:`assert_rows_gradient_matches_finite_differences`, for any float64 model with
+    ``requires_grad`` at body poses ``q`` (``B x 7``); returns the loss as a function of
+    ``body_q``, for checks of the other parameters it depends on."""
+    from sim_helpers import central_difference
+
     w = sk.array(np.random.default_rng(seed).normal(size=(model.shape_count * 8 + 40, 3)), dtype=sk.vec3d)
 
     def loss_of(body_q):
@@ -172,3 +179,4 @@ def assert_rows_gradient_matches_finite_differences(shapes, poses, seed: int) ->
             fd = central_difference(lambda: loss_of(sk.array(q, dtype=model.types.transform))[0].numpy()[0], q,
                                     (b, c), 1e-7)
             assert abs(grad[b, c] - fd) <= 1e-6 + 1e-5 * abs(fd), (b, c, grad[b, c], fd)
+    return lambda body_q: loss_of(body_q)[0]

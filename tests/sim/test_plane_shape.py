@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from shape_pairs import contact_rows, quat_multiply, random_quat, weighted_rows
-from sim_helpers import central_difference
+from shape_pairs import (assert_model_rows_gradient_matches_finite_differences, contact_rows, quat_multiply,
+                         random_quat)
 from simkit.kernels.shapes import shape_distance
 from simkit.kernels.structs import SHAPE_PLANE
 
@@ -186,24 +186,7 @@ def test_the_gradient_of_plane_contact_rows_with_respect_to_the_pose_matches_fin
     model, pose = on_plane(kind, TILT, np.zeros(3), random_quat(rng), requires_grad=True)
     lowest, _, _ = deepest(model, pose)
     pose[:3] -= n * (lowest + 0.01)
-    w = sk.array(rng.normal(size=(model.shape_count * 8 + 40, 3)), dtype=sk.vec3d)
-
-    def loss_of(body_q):
-        rows = contact_rows(model, body_q)
-        loss = sk.zeros(1, dtype=sk.float64, requires_grad=True)
-        sk.launch(weighted_rows, rows["dist"].shape[0],
-                  inputs=[rows["dist"], rows["normal"], rows["point"], rows["active"], w, loss])
-        return loss
-
-    q = pose[None, :].copy()
-    body_q = sk.array(q, dtype=model.types.transform, requires_grad=True)
-    with sk.Tape() as tape:
-        loss = loss_of(body_q)
-    tape.backward(loss=loss)
-    grad = body_q.grad.numpy().reshape(7)
-    for c in range(7):
-        fd = central_difference(lambda: loss_of(sk.array(q, dtype=model.types.transform)).numpy()[0], q, (0, c), 1e-7)
-        assert abs(grad[c] - fd) <= 1e-6 + 1e-5 * abs(fd), (c, grad[c], fd)
+    assert_model_rows_gradient_matches_finite_differences(model, pose[None, :].copy(), seed=4)
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
