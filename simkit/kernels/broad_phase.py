@@ -52,9 +52,9 @@ from ..core.launch import launch
 from ..autograd.tape import paused_tapes
 from .body_contact import add_pair_contact
 from .broad_phase_options import broad_phase_capacity, broad_phase_mode, candidate_shapes
-from .shapes import MAX_PLANE_POINTS, MAX_SHAPE_POINTS, shape_bounding_radius, shape_transform
-from .structs import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_HFIELD, SHAPE_PLANE,
-                      SHAPE_SPHERE, model_structs)
+from .shapes import MAX_PLANE_POINTS, MAX_SHAPE_POINTS, shape_bounding_radius, shape_transform, surface_only
+from .structs import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_SPHERE,
+                      model_structs)
 
 AnyArray = sk.array(dtype=Any)
 ints = sk.array(dtype=sk.int32)
@@ -212,7 +212,7 @@ def points_against(shapes: Any, a: int, b: int) -> int:
     sa = shapes.kind[a] == SHAPE_SPHERE
     sb = shapes.kind[b] == SHAPE_SPHERE
     result = 1
-    if shapes.kind[a] == SHAPE_PLANE or shapes.kind[a] == SHAPE_HFIELD or (sb and not sa):
+    if surface_only(shapes.kind[a]) == 1 or (sb and not sa):
         result = 0
     elif sa and sb and a > b:
         result = 0

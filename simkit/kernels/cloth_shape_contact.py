@@ -56,7 +56,7 @@ from .cloth_self_contact import edge_closest, segment_closest, triangle_closest
 from .contact import scaled_penalty_force
 from .shapes import (BOX_CORNER_ROUNDING, plane_toward, shape_bounding_radius,
                      shape_plane_point_count, shape_surface_distance, shape_surface_point, shape_transform)
-from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_HFIELD, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE, model_structs
+from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE, model_structs
 from .xpbd_bodies import load_body, point_matrix, split_of
 
 AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
@@ -66,14 +66,13 @@ Ints2 = sk.array(dtype=sk.int32, ndim=2)
 
 @sk.func
 def feature_count(kind):
-    """How many features a shape of ``kind`` shows a triangle."""
+    """How many features a shape of ``kind`` shows a triangle (none for a plane, a heightfield
+    or a mesh, which have no points of their own)."""
     count = shape_plane_point_count(kind)
     if kind == SHAPE_SPHERE or kind == SHAPE_CAPSULE:
         count = 1
     elif kind == SHAPE_BOX:
         count = 12
-    elif kind == SHAPE_PLANE or kind == SHAPE_HFIELD or kind == SHAPE_MESH:
-        count = 0
     return count
 
 

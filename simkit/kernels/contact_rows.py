@@ -27,8 +27,8 @@ from .body_contact import apart
 from .contact_params import ground_collides, masks_collide, pair_params
 from .shapes import (MAX_PLANE_POINTS, MAX_SHAPE_POINTS, pair_point_count, plane_toward, shape_bounding_radius,
                      shape_pair_toward, shape_plane_point_count, shape_surface_distance, shape_surface_point,
-                     shape_transform)
-from .structs import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_HFIELD, SHAPE_PLANE, model_structs
+                     shape_transform, surface_only)
+from .structs import SHAPE_BOX, SHAPE_CAPSULE, model_structs
 
 AnyArray = sk.array(dtype=Any)  # an array of any element type: each overload fixes it
 ints = sk.array(dtype=sk.int32)
@@ -133,7 +133,7 @@ def pair_rows(pairs: sk.array(dtype=sk.int32, ndim=2), body_q: AnyArray, shapes:
     Xb_inv = sk.transform_inverse(Xb)
     toward = shape_pair_toward(shapes, a, b, Xa, sk.transform_inverse(Xa), Xb, Xb_inv)
     p_local, radius = shape_surface_point(shapes, a, k, toward)
-    if kind_a == SHAPE_BOX and (shapes.kind[b] == SHAPE_PLANE or shapes.kind[b] == SHAPE_HFIELD):
+    if kind_a == SHAPE_BOX and surface_only(shapes.kind[b]) == 1:
         p_local, radius = true_corner(p_local, radius)
     p = sk.transform_point(Xa, p_local)
     d, n_local = shape_surface_distance(shapes, b, sk.transform_point(Xb_inv, p))

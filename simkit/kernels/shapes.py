@@ -40,6 +40,9 @@ from .structs import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CONVEX, SHAPE_
 # that pushes out is unbounded), and stays finite in float32 so that sums and comparisons of
 # reaches never meet inf - inf.
 PLANE_REACH = 1.0e18
+# The shapes with no contact points of their own, only ever the surface side of a pair (the
+# other shape's points against their signed distance); surface_only() in kernels.
+SURFACE_ONLY = (SHAPE_PLANE, SHAPE_HFIELD)
 
 
 @sk.func
@@ -154,6 +157,16 @@ BOX_CORNER_ROUNDING = 0.1
 
 
 @sk.func
+def surface_only(kind):
+    """1 for a kind of ``SURFACE_ONLY`` (a plane, a heightfield: no contact points of its own),
+    else 0."""
+    result = 0
+    if kind == SHAPE_PLANE or kind == SHAPE_HFIELD:
+        result = 1
+    return result
+
+
+@sk.func
 def shape_point_count(kind):
     """How many contact points a shape of ``kind`` has (a mesh none here: its contacts are
     those of :mod:`simkit.kernels.mesh_contact`)."""
@@ -168,7 +181,7 @@ def shape_point_count(kind):
         count = CONE_POINTS
     elif kind == SHAPE_CONVEX:
         count = HULL_POINTS
-    elif kind == SHAPE_MESH or kind == SHAPE_PLANE or kind == SHAPE_HFIELD:
+    elif kind == SHAPE_MESH or surface_only(kind) == 1:
         count = 0
     return count
 
@@ -189,7 +202,7 @@ def shape_plane_point_count(kind):
         count = CONE_PLANE_POINTS
     elif kind == SHAPE_CONVEX:
         count = HULL_POINTS
-    elif kind == SHAPE_MESH or kind == SHAPE_PLANE or kind == SHAPE_HFIELD:
+    elif kind == SHAPE_MESH or surface_only(kind) == 1:
         count = 0
     return count
 
@@ -200,7 +213,7 @@ def pair_point_count(kind_a, kind_b):
     against a plane or a heightfield those that suffice against the ground
     (:func:`shape_plane_point_count`), else all of them."""
     count = shape_point_count(kind_a)
-    if kind_b == SHAPE_PLANE or kind_b == SHAPE_HFIELD:
+    if surface_only(kind_b) == 1:
         count = shape_plane_point_count(kind_a)
     return count
 
@@ -382,8 +395,7 @@ def _pairs_within(shapes: np.ndarray, kind: np.ndarray, body: np.ndarray) -> tup
     a, b = (shapes[x.ravel()] for x in np.meshgrid(np.arange(len(shapes)), np.arange(len(shapes)), indexing="ij"))
     keep = (body[a] != body[b]) & ((body[a] >= 0) | (body[b] >= 0))
     keep &= ~((kind[b] == SHAPE_SPHERE) & (kind[a] != SHAPE_SPHERE))
-    # a plane and a heightfield have no points: only ever the surface side
-    keep &= (kind[a] != SHAPE_PLANE) & (kind[a] != SHAPE_HFIELD)
+    keep &= ~np.isin(kind[a], SURFACE_ONLY)
     keep &= ~((kind[a] == SHAPE_SPHERE) & (kind[b] == SHAPE_SPHERE) & (a > b))
     return a[keep], b[keep]
 

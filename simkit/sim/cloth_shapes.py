@@ -28,8 +28,8 @@ from ..core import array as A
 from ..core import types as T
 from ..core.launch import launch
 from ..kernels.cloth_shape_contact import cloth_shape_kernels
-from ..kernels.shapes import world_groups
-from ..kernels.structs import SHAPE_HFIELD, SHAPE_MESH, SHAPE_PLANE
+from ..kernels.shapes import SURFACE_ONLY, world_groups
+from ..kernels.structs import SHAPE_MESH
 
 
 class ClothShapeBuilder:
@@ -91,7 +91,7 @@ def triangle_shape_rows(model: Any) -> tuple:
     cached = model.__dict__.get("_triangle_shape_rows")
     if cached is None:
         kind = model.shapes.kind.numpy()
-        keep = ~np.isin(kind, (SHAPE_MESH, SHAPE_PLANE, SHAPE_HFIELD))     # no points to show a triangle
+        keep = ~np.isin(kind, (SHAPE_MESH, *SURFACE_ONLY))     # no features to show a triangle
         kept = np.flatnonzero(keep)
         groups = world_groups(model.shape_world.numpy(), model.world_count) if model.world_count else []
         rows = [kept] + [g[keep[g]] for g in groups]
